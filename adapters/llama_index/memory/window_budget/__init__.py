@@ -1,0 +1,1 @@
+"""LlamaIndex memory backed by window-budget."""

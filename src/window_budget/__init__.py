@@ -1,0 +1,168 @@
+"""window-budget: keep long LLM conversations inside the model's context window.
+
+Three questions, in order: **when** is the transcript over budget (the gate), **where**
+do we cut (the slice), **how** do we fold the dropped head into one digest (summarize).
+
+>>> from window_budget import Model, UserMessage, create_condenser
+>>> condenser = create_condenser(model=Model("my-model", context_window=32_768))
+>>> history = [UserMessage("hello")]
+>>> condenser.sync(history) is history   # under budget: the same list comes back
+True
+"""
+
+from window_budget.budget.counters import (
+    CallableCounter,
+    EncodingUnavailable,
+    HeuristicCounter,
+    TiktokenCounter,
+    TokenizerFallbackWarning,
+    load_encoding,
+    resolve_counter,
+)
+from window_budget.budget.estimate import (
+    TokenLedger,
+    estimate_message_tokens,
+    estimate_tokens,
+    prefix_tokens,
+)
+from window_budget.budget.gate import budget_limit, estimate_context, is_over_budget
+from window_budget.budget.slice import plan_force_slice, plan_slice
+from window_budget.cancel import CancelledByToken, CancelToken
+from window_budget.condenser import (
+    DEFAULT_POLICY,
+    WindowCondenser,
+    condense,
+    condense_sync,
+    create_condenser,
+    shorten_message,
+)
+from window_budget.contract import (
+    BudgetPolicy,
+    CompleteFn,
+    CompleteOptions,
+    CondensePlan,
+    CondenseResult,
+    CondenserDeps,
+    CondenseScope,
+    Condenser,
+    Context,
+    Model,
+    SummarizeDeps,
+    Summary,
+    SyncCompleteFn,
+    TokenCounter,
+    TokenEstimate,
+)
+from window_budget.digest import BRANCH_HEADER, SESSION_HEADER, digest_body, is_digest
+from window_budget.errors import (
+    BudgetError,
+    ConfigError,
+    MessageError,
+    SummarizerError,
+    WindowBudgetError,
+)
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    message_from_dict,
+    message_text,
+    message_to_dict,
+)
+from window_budget.summarize.condense import (
+    condense_scope,
+    condense_scope_sync,
+    summarize,
+    summarize_sync,
+)
+from window_budget.summarize.prompt import (
+    CONDENSER_BRIEF,
+    build_summary_prompt,
+    flatten_transcript,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BRANCH_HEADER",
+    "CONDENSER_BRIEF",
+    "DEFAULT_POLICY",
+    "SESSION_HEADER",
+    "AgentMessage",
+    "AssistantMessage",
+    "BashExecutionMessage",
+    "BranchSummaryMessage",
+    "BudgetError",
+    "BudgetPolicy",
+    "CallableCounter",
+    "CancelToken",
+    "CancelledByToken",
+    "CompactionSummaryMessage",
+    "CompleteFn",
+    "CompleteOptions",
+    "CondensePlan",
+    "CondenseResult",
+    "CondenseScope",
+    "Condenser",
+    "CondenserDeps",
+    "ConfigError",
+    "Context",
+    "CustomMessage",
+    "EncodingUnavailable",
+    "HeuristicCounter",
+    "ImageBlock",
+    "MessageError",
+    "Model",
+    "SummarizeDeps",
+    "SummarizerError",
+    "Summary",
+    "SyncCompleteFn",
+    "TextBlock",
+    "ThinkingBlock",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenEstimate",
+    "TokenLedger",
+    "TokenizerFallbackWarning",
+    "ToolCallBlock",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "WindowBudgetError",
+    "WindowCondenser",
+    "budget_limit",
+    "build_summary_prompt",
+    "condense",
+    "condense_scope",
+    "condense_scope_sync",
+    "condense_sync",
+    "create_condenser",
+    "digest_body",
+    "estimate_context",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "flatten_transcript",
+    "is_digest",
+    "is_over_budget",
+    "load_encoding",
+    "message_from_dict",
+    "message_text",
+    "message_to_dict",
+    "plan_force_slice",
+    "plan_slice",
+    "prefix_tokens",
+    "resolve_counter",
+    "shorten_message",
+    "summarize",
+    "summarize_sync",
+]

@@ -1,0 +1,1 @@
+"""Pure budget arithmetic: estimate, gate, slice. Imports nothing of ``summarize``."""

@@ -1,0 +1,193 @@
+"""Token estimates per message and per transcript, and the forward prefix sums the slicer searches.
+
+The heuristic is ``ceil(serialized_chars / 3.6) + framing + images * 1024``: rounding
+up and framing bias it high, so the gate fires a little early rather than letting a
+request overflow. A :class:`~window_budget.contract.TokenCounter` replaces the
+character rule with exact text counts; framing and the flat image rate still apply.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from itertools import accumulate
+
+from window_budget.contract import TokenCounter
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    Content,
+    CustomMessage,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    UserMessage,
+    serialize_unknown,
+)
+
+__all__ = [
+    "BLOCK_FRAMING_TOKENS",
+    "CHARS_PER_TOKEN",
+    "IMAGE_TOKENS",
+    "MESSAGE_FRAMING_TOKENS",
+    "TokenLedger",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "message_parts",
+    "prefix_tokens",
+]
+
+CHARS_PER_TOKEN = 3.6
+"""Characters per token of the heuristic (000's value; 004 uses 4)."""
+IMAGE_TOKENS = 1024
+"""Flat cost of one image, whatever its resolution."""
+MESSAGE_FRAMING_TOKENS = 4
+"""Role and separators a provider wraps around each message."""
+BLOCK_FRAMING_TOKENS = 2
+"""Per content block: type tags and separators."""
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def _content_parts(content: Content, parts: list[str]) -> tuple[int, int]:
+    """Append the text parts of ``content``; return (blocks, images)."""
+    if isinstance(content, str):
+        parts.append(content)
+        return 0, 0
+    images = 0
+    for block in content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ThinkingBlock):
+            parts.append(block.thinking)
+        elif isinstance(block, ToolCallBlock):
+            parts.append(block.name)
+            parts.append(block.id)
+            parts.append(_dump(dict(block.arguments)))
+        elif isinstance(block, ImageBlock):
+            images += 1
+    return len(content), images
+
+
+def message_parts(message: AgentMessage) -> tuple[list[str], int, int]:
+    """The texts a message is billed for, its block count and its image count.
+
+    Every role has an arm; an unknown role is billed for its serialized form.
+    """
+    parts: list[str] = []
+    blocks = images = 0
+    if isinstance(message, UserMessage | AssistantMessage):
+        blocks, images = _content_parts(message.content, parts)
+    elif isinstance(message, ToolResultMessage):
+        parts.append(message.tool_name)
+        parts.append(message.tool_call_id)
+        blocks, images = _content_parts(message.content, parts)
+    elif isinstance(message, BashExecutionMessage):
+        parts.append(message.command)
+        parts.append(message.output)
+    elif isinstance(message, CustomMessage):
+        parts.append(message.custom_type)
+        blocks, images = _content_parts(message.content, parts)
+        if message.details:
+            parts.append(_dump(dict(message.details)))
+    elif isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
+        parts.append(message.summary)
+    else:
+        parts.append(serialize_unknown(message))
+    return parts, blocks, images
+
+
+def estimate_message_tokens(message: AgentMessage, counter: TokenCounter | None = None) -> int:
+    """Conservative token cost of one message.
+
+    >>> estimate_message_tokens(UserMessage("x" * 36))
+    14
+    """
+    parts, blocks, images = message_parts(message)
+    if counter is None:
+        text_tokens = math.ceil(sum(map(len, parts)) / CHARS_PER_TOKEN)
+    else:
+        text_tokens = counter.count("\n".join(parts))
+    return (text_tokens + MESSAGE_FRAMING_TOKENS + blocks * BLOCK_FRAMING_TOKENS
+            + images * IMAGE_TOKENS)
+
+
+def estimate_tokens(messages: Sequence[AgentMessage], counter: TokenCounter | None = None) -> int:
+    """Total estimated tokens of a transcript; 0 for an empty one."""
+    return sum(estimate_message_tokens(m, counter) for m in messages)
+
+
+def prefix_tokens(messages: Sequence[AgentMessage],
+                  counter: TokenCounter | None = None) -> list[int]:
+    """Forward cumulative tokens, length ``n + 1``: ``result[i]`` is the cost of ``messages[:i]``."""
+    return list(accumulate((estimate_message_tokens(m, counter) for m in messages), initial=0))
+
+
+class TokenLedger:
+    """Incremental prefix sums: re-measuring after an append costs only the new messages.
+
+    The ledger remembers the last transcript it measured. When the next one starts with
+    the same message objects (checked at C speed, by identity first), only the new
+    messages are estimated; any other change re-estimates from the first difference.
+
+    >>> ledger = TokenLedger()
+    >>> history = [UserMessage("hello")]
+    >>> ledger.total(history)
+    6
+    >>> history.append(UserMessage("again"))
+    >>> ledger.total(history)   # only the second message is estimated
+    12
+    """
+
+    __slots__ = ("_counter", "_messages", "_prefix", "estimated")
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self._counter = counter
+        self._messages: list[AgentMessage] = []
+        self._prefix: list[int] = [0]
+        self.estimated = 0
+        """How many message estimates this ledger has computed (for tests and benchmarks)."""
+
+    @property
+    def counter(self) -> TokenCounter | None:
+        """The counter in use (None is the heuristic)."""
+        return self._counter
+
+    def prefix(self, messages: Sequence[AgentMessage]) -> list[int]:
+        """Prefix sums for ``messages`` (length n + 1). Treat the result as read-only."""
+        known = self._messages
+        k = len(known)
+        if len(messages) >= k and (k == 0 or (messages[k - 1] is known[-1]
+                                             and list(messages[:k]) == known)):
+            common = k
+        else:
+            common = 0
+            for a, b in zip(messages, known, strict=False):
+                if a is not b:
+                    break
+                common += 1
+            del known[common:]
+            del self._prefix[common + 1:]
+        if common < len(messages):
+            new = messages[common:]
+            counter = self._counter
+            total = self._prefix[-1]
+            append = self._prefix.append
+            for m in new:
+                total += estimate_message_tokens(m, counter)
+                append(total)
+            known.extend(new)
+            self.estimated += len(new)
+        return self._prefix
+
+    def total(self, messages: Sequence[AgentMessage]) -> int:
+        """Estimated tokens of ``messages``."""
+        return self.prefix(messages)[-1]

@@ -1,0 +1,76 @@
+"""The gate: is the transcript over budget?
+
+``budget_limit = max(0, window - reserve) * trigger_ratio``; the transcript is over
+budget when its estimate is strictly above that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
+from window_budget.contract import BudgetPolicy, Model, TokenCounter, TokenEstimate
+from window_budget.digest import is_digest
+from window_budget.messages import AgentMessage, AssistantMessage
+
+__all__ = ["anchor_index", "budget_limit", "estimate_context", "is_over_budget"]
+
+
+def budget_limit(model: Model, policy: BudgetPolicy) -> float:
+    """Tokens the transcript may hold before the gate fires.
+
+    >>> budget_limit(Model("m", 32_768), BudgetPolicy())
+    23040.0
+    """
+    reserve = policy.reserve_tokens or 0
+    usable = max(0, model.context_window - reserve)
+    return usable * policy.trigger_ratio
+
+
+def anchor_index(messages: Sequence[AgentMessage], model: Model | None = None) -> int | None:
+    """Index of the assistant message whose reported usage can anchor the estimate, or None.
+
+    Only the last assistant message with usage qualifies, and only when no digest
+    follows it (the digest replaced what that figure measured) and, when both are
+    known, it came from ``model``.
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if is_digest(msg):
+            return None
+        if isinstance(msg, AssistantMessage) and msg.usage is not None:
+            if model is not None and msg.model is not None and msg.model != model.id:
+                return None
+            return i
+    return None
+
+
+def estimate_context(messages: Sequence[AgentMessage], model: Model, *,
+                     counter: TokenCounter | None = None, pinned_tokens: int = 0,
+                     use_usage: bool = True) -> TokenEstimate:
+    """Measure a transcript against ``model``'s window.
+
+    With ``use_usage`` and a trustworthy usage figure (see :func:`anchor_index`) the
+    result is that figure plus the estimate of the messages after it
+    (``anchored=True``); otherwise the estimate of every message. ``pinned_tokens``
+    (a system prompt the caller keeps outside ``messages``) is added either way —
+    unless the figure is anchored, since a provider's figure already includes it.
+    """
+    idx = anchor_index(messages, model) if use_usage else None
+    if idx is not None:
+        usage = messages[idx].usage  # type: ignore[union-attr]
+        assert usage is not None
+        after = sum(estimate_message_tokens(m, counter) for m in messages[idx + 1:])
+        return TokenEstimate(usage.context_tokens + after, model.context_window, True)
+    total = estimate_tokens(messages, counter) + pinned_tokens
+    return TokenEstimate(total, model.context_window, False)
+
+
+def is_over_budget(messages: Sequence[AgentMessage], model: Model, policy: BudgetPolicy, *,
+                   counter: TokenCounter | None = None, pinned_tokens: int = 0) -> bool:
+    """True when the transcript's estimate is strictly above :func:`budget_limit`.
+
+    The estimate is the heuristic (or ``counter``) over every message plus ``pinned_tokens``;
+    see :func:`estimate_context` for the usage-anchored figure.
+    """
+    return estimate_tokens(messages, counter) + pinned_tokens > budget_limit(model, policy)

@@ -1,0 +1,132 @@
+"""The slice: where to cut so the tail stays verbatim and no tool call loses its result.
+
+``plan_slice`` builds forward prefix sums, binary-searches the first index whose tail
+fits ``keep_recent``, then snaps the cut forward to the next *legal* cut. A cut is
+illegal inside a tool group — an assistant message with one or more (parallel) tool
+calls, through the last of their results — and at any tool result, matched or
+orphaned, so the kept tail never starts with a result a provider would reject.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from window_budget.budget.estimate import prefix_tokens
+from window_budget.contract import BudgetPolicy, CondensePlan, TokenCounter
+from window_budget.digest import is_digest
+from window_budget.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+
+__all__ = [
+    "blocked_cuts",
+    "last_user_turn_start",
+    "plan_at",
+    "plan_force_slice",
+    "plan_slice",
+]
+
+
+def blocked_cuts(messages: Sequence[AgentMessage]) -> list[bool]:
+    """``result[i]`` is True when cutting before ``messages[i]`` would split a tool group.
+
+    Also True at every tool result, so a tail never begins with one. Calls that never
+    got a result and results whose call is missing are tolerated: the first ends its
+    group at the assistant message, the second is just a position the cut skips.
+    """
+    n = len(messages)
+    owner: dict[str, int] = {}
+    group_end = list(range(n))
+    blocked = [False] * (n + 1)
+    for j, msg in enumerate(messages):
+        if isinstance(msg, AssistantMessage):
+            for call in msg.tool_calls:
+                owner[call.id] = j
+        elif isinstance(msg, ToolResultMessage):
+            blocked[j] = True
+            a = owner.get(msg.tool_call_id)
+            if a is not None and a < j:
+                group_end[a] = max(group_end[a], j)
+    reach = -1
+    for i in range(n):
+        if i <= reach:
+            blocked[i] = True
+        reach = max(reach, group_end[i])
+    return blocked
+
+
+def plan_at(messages: Sequence[AgentMessage], cut: int) -> CondensePlan:
+    """The plan for cutting before ``messages[cut]`` (0 means nothing dropped)."""
+    return CondensePlan(cut, tuple(messages[cut:]), tuple(messages[:cut]))
+
+
+def _snap(blocked: list[bool], start: int, n: int) -> int:
+    cut = start
+    while cut < n and blocked[cut]:
+        cut += 1
+    if cut < n:
+        return cut
+    # Snapping forward ate the whole transcript: the newest group alone is larger than the
+    # tail budget. Keep that group (the caller shortens it to fit) rather than folding
+    # the latest turn into the digest or giving up.
+    cut = min(start, n) - 1
+    while cut > 0 and blocked[cut]:
+        cut -= 1
+    return max(cut, 0)
+
+
+def plan_slice(messages: Sequence[AgentMessage], policy: BudgetPolicy, *,
+               counter: TokenCounter | None = None, prefix: Sequence[int] | None = None,
+               tail_budget: int | None = None) -> CondensePlan:
+    """Split ``messages`` into a dropped head and a verbatim tail of about ``keep_recent``.
+
+    Args:
+        messages: the transcript (not modified).
+        policy: ``keep_recent`` and ``keep_unit`` decide the tail's size.
+        counter: exact counter for the prefix sums (heuristic when None).
+        prefix: precomputed prefix sums (e.g. from a ``TokenLedger``), length n + 1.
+        tail_budget: overrides ``keep_recent`` (the condenser lowers it to make room).
+
+    Returns:
+        ``CondensePlan`` with ``cut == 0`` when the transcript fits in the tail or has no
+        legal cut.
+
+    >>> from window_budget.messages import UserMessage
+    >>> msgs = [UserMessage("x" * 360) for _ in range(10)]
+    >>> plan_slice(msgs, BudgetPolicy(keep_recent=300)).cut
+    7
+    """
+    n = len(messages)
+    budget = policy.keep_recent if tail_budget is None else tail_budget
+    if policy.keep_unit == "turns":
+        start = n - budget
+    else:
+        sums = prefix if prefix is not None else prefix_tokens(messages, counter)
+        if len(sums) != n + 1:
+            raise ValueError(f"prefix has {len(sums)} entries; expected {n + 1}")
+        total = sums[n]
+        start = 0 if total <= budget else bisect_left(sums, total - budget)
+    if start <= 0 or n == 0:
+        return plan_at(messages, 0)
+    return plan_at(messages, _snap(blocked_cuts(messages), start, n))
+
+
+def last_user_turn_start(messages: Sequence[AgentMessage]) -> int:
+    """Index of the last real user message (a digest does not count), or -1."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if isinstance(msg, UserMessage) and not is_digest(msg):
+            return i
+    return -1
+
+
+def plan_force_slice(messages: Sequence[AgentMessage]) -> CondensePlan:
+    """The manual ``/compact`` plan: fold everything before the last user turn.
+
+    Cutting at a user message keeps every tool call with its result. ``cut == 0``
+    when there is no earlier turn to fold.
+    """
+    cut = last_user_turn_start(messages)
+    if cut > 0 and blocked_cuts(messages)[cut]:
+        # A user message inside a tool group (unusual, but seen in aborted runs).
+        cut = _snap(blocked_cuts(messages), cut, len(messages))
+    return plan_at(messages, max(cut, 0))

@@ -1,0 +1,371 @@
+"""The condenser: gate → slice → summarize, tied into one transcript-in, transcript-out call.
+
+The decision (gate and slice) and the finishing (fit check, shortening) are plain
+functions; only the digest is written through the sync or async completer. When
+there is nothing to do the condenser returns the *same list object* it was given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from window_budget.budget.estimate import TokenLedger, estimate_message_tokens, estimate_tokens
+from window_budget.budget.gate import anchor_index, budget_limit
+from window_budget.budget.slice import plan_at, plan_force_slice, plan_slice
+from window_budget.contract import (
+    BudgetPolicy,
+    CondensePlan,
+    CondenseResult,
+    CondenserDeps,
+    SummarizeDeps,
+    Summary,
+    TokenCounter,
+)
+from window_budget.errors import BudgetError
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    Content,
+    CustomMessage,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultMessage,
+    UserMessage,
+)
+from window_budget.summarize.condense import summarize, summarize_sync
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "MIN_DIGEST_TOKENS",
+    "WindowCondenser",
+    "condense",
+    "condense_sync",
+    "create_condenser",
+    "shorten_message",
+]
+
+DEFAULT_POLICY = BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048)
+"""000's defaults: fire at 75 % of the window less 2,048 reserved; keep ~6,000 tokens verbatim."""
+
+MIN_DIGEST_TOKENS = 64
+"""The smallest room a digest is ever given."""
+
+SHORTENED_MARKER = "[… {n} chars removed by window-budget to fit the context window …]"
+
+
+async def condense(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
+                   ) -> Summary:
+    """Summarize a slice directly with the session header (``scope="session"``)."""
+    return await summarize(messages, replace(deps or SummarizeDeps(), scope="session"))
+
+
+def condense_sync(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
+                  ) -> Summary:
+    """The sync twin of :func:`condense`."""
+    return summarize_sync(messages, replace(deps or SummarizeDeps(), scope="session"))
+
+
+# ----------------------------------------------------------------- shortening
+
+
+def _shorten_text(text: str, keep: int) -> str:
+    if len(text) <= keep:
+        return text
+    keep = max(keep, 0)
+    head = keep * 2 // 3
+    tail = keep - head
+    removed = len(text) - head - tail
+    return text[:head] + SHORTENED_MARKER.format(n=removed) + (text[-tail:] if tail else "")
+
+
+def _shorten_content(content: Content, keep_chars: int) -> Content:
+    if isinstance(content, str):
+        return _shorten_text(content, keep_chars)
+    total = sum(len(b.text) for b in content if isinstance(b, TextBlock)) + sum(
+        len(b.thinking) for b in content if isinstance(b, ThinkingBlock))
+    ratio = min(1.0, keep_chars / total) if total else 1.0
+    out: list[Any] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            out.append(TextBlock(_shorten_text(b.text, int(len(b.text) * ratio))))
+        elif isinstance(b, ThinkingBlock):
+            # A shortened signed thinking block would fail the provider's signature check.
+            out.append(TextBlock(_shorten_text(b.thinking, int(len(b.thinking) * ratio)))
+                       if b.signature else ThinkingBlock(
+                           _shorten_text(b.thinking, int(len(b.thinking) * ratio))))
+        elif isinstance(b, ImageBlock):
+            out.append(TextBlock(f"[image {b.mime_type} removed by window-budget to fit the "
+                                 "context window]"))
+        else:
+            out.append(b)
+    return tuple(out)
+
+
+def shorten_message(message: AgentMessage, target_tokens: int,
+                    counter: TokenCounter | None = None) -> AgentMessage:
+    """A copy of ``message`` whose text is cut to about ``target_tokens``, with a visible marker.
+
+    Tool-call ids, names and arguments are kept intact (providers validate them); images
+    become a text placeholder. Returns ``message`` itself when it cannot be shortened.
+    """
+    size = estimate_message_tokens(message, counter)
+    if size <= target_tokens:
+        return message
+    # Characters to keep: scale by the shortfall, with room for the marker.
+    from window_budget.budget.estimate import message_parts
+
+    parts, _, _ = message_parts(message)
+    chars = sum(map(len, parts)) or 1
+    keep_chars = max(0, int(chars * max(target_tokens - 40, 0) / max(size, 1)))
+    new: AgentMessage
+    if isinstance(message, UserMessage):
+        new = replace(message, content=_shorten_content(message.content, keep_chars))
+    elif isinstance(message, AssistantMessage):
+        new = replace(message, content=_shorten_content(message.content, keep_chars))
+    elif isinstance(message, ToolResultMessage | CustomMessage):
+        new = replace(message, content=_shorten_content(message.content, keep_chars))
+    elif hasattr(message, "output") and isinstance(getattr(message, "output", None), str):
+        new = replace(message, output=_shorten_text(message.output, keep_chars))  # type: ignore[type-var]
+    elif hasattr(message, "summary") and isinstance(getattr(message, "summary", None), str):
+        new = replace(message, summary=_shorten_text(message.summary, keep_chars))  # type: ignore[type-var]
+    else:
+        return message
+    return new
+
+
+def _fit_tail(kept: list[AgentMessage], room: int, counter: TokenCounter | None,
+              ) -> tuple[list[AgentMessage], tuple[int, ...]]:
+    """Shorten the largest tail messages until the tail fits ``room`` tokens."""
+    sizes = [estimate_message_tokens(m, counter) for m in kept]
+    total = sum(sizes)
+    shortened: set[int] = set()
+    guard = 0
+    while total > room and guard < 4 * len(kept) + 4:
+        guard += 1
+        i = max(range(len(kept)), key=lambda k: sizes[k])
+        excess = total - room
+        target = max(sizes[i] - excess, 0)
+        new = shorten_message(kept[i], target, counter)
+        new_size = estimate_message_tokens(new, counter)
+        if new is kept[i] or new_size >= sizes[i]:
+            break
+        kept[i] = new
+        total += new_size - sizes[i]
+        sizes[i] = new_size
+        shortened.add(i)
+    if total > room:
+        raise BudgetError(
+            f"the kept tail needs {total:,} tokens but only {room:,} remain for it — lower "
+            "keep_recent, raise the context window, or shorten the newest messages",
+            needed=total, available=room)
+    return kept, tuple(sorted(shortened))
+
+
+# ------------------------------------------------------------------ decision
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """What the gate and the slice decided, before any model call."""
+
+    result: CondenseResult | None  # set when there is nothing to do
+    plan: CondensePlan
+    limit: float
+    tokens_before: int
+    pinned: int
+    room: int | None  # tokens for digest + tail, None when no window is known
+    digest_budget: int
+
+
+class WindowCondenser:
+    """A ready condenser: ``await condenser(messages)`` or ``condenser.sync(messages)``.
+
+    Built by :func:`create_condenser`; keeps a :class:`TokenLedger` so re-checking a
+    growing transcript costs only its new messages.
+    """
+
+    def __init__(self, deps: CondenserDeps) -> None:
+        self.deps = deps
+        """The dependencies it was built with."""
+        self._ledger = TokenLedger(deps.counter)
+
+    @property
+    def policy(self) -> BudgetPolicy:
+        """The policy in force."""
+        return self.deps.policy
+
+    # -- the sans-I/O halves -------------------------------------------------
+
+    def decide(self, messages: Sequence[AgentMessage], *, force: bool = False,
+               pinned_tokens: int = 0) -> _Decision:
+        """Run the gate and the slice; no model call."""
+        deps, policy = self.deps, self.deps.policy
+        model = deps.model
+        if force:
+            plan = plan_force_slice(messages)
+            before = self._ledger.total(messages) + pinned_tokens
+            limit = budget_limit(model, policy) if model else math.inf
+            if plan.cut == 0:
+                return self._noop(messages, plan, before, limit, "nothing-condensable")
+            room = int(limit) - pinned_tokens if model else None
+            digest_budget = policy.digest_max_tokens if room is None else min(
+                policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
+            return _Decision(None, plan, limit, before, pinned_tokens, room, digest_budget)
+        if model is None:
+            return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
+        limit = budget_limit(model, policy)
+        prefix = self._ledger.prefix(messages)
+        anchor = anchor_index(messages, model)
+        if anchor is not None:
+            # A provider's figure already includes the system prompt: no pinned tokens here.
+            usage = messages[anchor].usage  # type: ignore[union-attr]
+            before = usage.context_tokens + prefix[-1] - prefix[anchor + 1]
+        else:
+            before = prefix[-1] + pinned_tokens
+        if before <= limit:
+            return self._noop(messages, plan_at(messages, 0), before, limit, "under-budget")
+        room = int(limit) - pinned_tokens
+        if room < 2 * MIN_DIGEST_TOKENS:
+            raise BudgetError(
+                f"pinned messages (system prompt) need {pinned_tokens:,} tokens but the limit "
+                f"is {limit:,.0f} ({model.context_window:,} window, "
+                f"{policy.reserve_tokens or 0:,} reserved, ratio {policy.trigger_ratio}) — "
+                "shorten the system prompt or raise the window",
+                needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS, available=int(limit))
+        digest_budget = min(policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
+        token_budget = max(room - digest_budget, 0)
+        if policy.strategy == "trim":
+            plan = plan_at(messages, 0)
+            return _Decision(None, plan, limit, before, pinned_tokens, room, 0)
+        if policy.keep_unit == "turns":
+            turn_plan = plan_slice(messages, policy)
+            token_plan = plan_slice(messages, replace(policy, keep_unit="tokens"),
+                                    prefix=prefix, tail_budget=token_budget)
+            plan = turn_plan if turn_plan.cut >= token_plan.cut else token_plan
+        else:
+            plan = plan_slice(messages, policy, prefix=prefix,
+                              tail_budget=min(policy.keep_recent, token_budget))
+        return _Decision(None, plan, limit, before, pinned_tokens, room, digest_budget)
+
+    def _noop(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
+              limit: float, reason: str) -> _Decision:
+        result = CondenseResult(messages, plan, None, before, before, limit, reason)
+        return _Decision(result, plan, limit, before, 0, None, 0)
+
+    def summarize_deps(self, decision: _Decision) -> SummarizeDeps:
+        """The deps for the digest call of ``decision``."""
+        deps = self.deps
+        return SummarizeDeps(complete=deps.complete, complete_sync=deps.complete_sync,
+                             model=deps.summarizer_model or deps.model, scope="session",
+                             signal=deps.signal, max_tokens=decision.digest_budget,
+                             policy=deps.policy, counter=deps.counter)
+
+    def finish(self, messages: Sequence[AgentMessage], decision: _Decision,
+               summary: Summary | None, *, force: bool = False) -> CondenseResult:
+        """Assemble ``[digest, *kept]`` and make it fit, shortening the tail if needed."""
+        counter = self.deps.counter
+        plan = decision.plan
+        if summary is None:  # the trim strategy
+            return self._trim(messages, decision)
+        kept = list(plan.kept)
+        shortened: tuple[int, ...] = ()
+        digest_tokens = estimate_message_tokens(summary.message, counter)
+        if decision.room is not None:
+            tail_room = decision.room - digest_tokens
+            kept, shortened = _fit_tail(kept, tail_room, counter)
+        out: list[AgentMessage] = [summary.message, *kept]
+        after = estimate_tokens(out, counter) + decision.pinned
+        return CondenseResult(out, plan, summary, decision.tokens_before, after, decision.limit,
+                              "forced" if force else "condensed",
+                              tuple(i + 1 for i in shortened))
+
+    def _trim(self, messages: Sequence[AgentMessage], decision: _Decision) -> CondenseResult:
+        from window_budget.categories import trim_messages_by_category
+
+        counter = self.deps.counter
+        assert decision.room is not None
+        kept, dropped = trim_messages_by_category(messages, decision.room, counter=counter)
+        plan = CondensePlan(0, tuple(kept), tuple(dropped))
+        if not dropped and len(kept) == len(messages) and all(
+                a is b for a, b in zip(kept, messages, strict=True)):
+            return CondenseResult(messages, plan, None, decision.tokens_before,
+                                  decision.tokens_before, decision.limit, "nothing-condensable")
+        out = list(kept)
+        after = estimate_tokens(out, counter) + decision.pinned
+        if after > decision.limit:
+            raise BudgetError(
+                f"trimming by category left {after:,} tokens against a limit of "
+                f"{decision.limit:,.0f}; the pinned system messages alone need "
+                f"{decision.pinned:,} — shorten them or raise the window",
+                needed=after, available=int(decision.limit))
+        return CondenseResult(out, plan, None, decision.tokens_before, after, decision.limit,
+                              "trimmed")
+
+    # -- the drivers ----------------------------------------------------------
+
+    async def run(self, messages: Sequence[AgentMessage], *, force: bool = False,
+                  pinned_tokens: int = 0) -> CondenseResult:
+        """Condense when over budget (or always, with ``force``); the full account.
+
+        Raises:
+            BudgetError: the result cannot be made to fit; the message says what does not.
+            CancelledByToken: the deps' signal fired; the input is untouched.
+        """
+        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
+        if decision.result is not None:
+            return decision.result
+        summary = None
+        if self.policy.strategy == "summarize" or force:
+            summary = await summarize(decision.plan.dropped, self.summarize_deps(decision))
+        return self.finish(messages, decision, summary, force=force)
+
+    def run_sync(self, messages: Sequence[AgentMessage], *, force: bool = False,
+                 pinned_tokens: int = 0) -> CondenseResult:
+        """The sync twin of :meth:`run`."""
+        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
+        if decision.result is not None:
+            return decision.result
+        summary = None
+        if self.policy.strategy == "summarize" or force:
+            summary = summarize_sync(decision.plan.dropped, self.summarize_deps(decision))
+        return self.finish(messages, decision, summary, force=force)
+
+    async def __call__(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        """Transcript in, transcript out: the same list when nothing is to be done."""
+        result = await self.run(messages)
+        return messages if result.messages is messages else list(result.messages)
+
+    def sync(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        """The sync twin of ``await condenser(messages)``."""
+        result = self.run_sync(messages)
+        return messages if result.messages is messages else list(result.messages)
+
+    def __repr__(self) -> str:
+        m = self.deps.model
+        window = f"{m.id}@{m.context_window}" if m else "no model"
+        return f"WindowCondenser({window}, {self.policy!r})"
+
+
+def create_condenser(deps: CondenserDeps | None = None, /, **overrides: Any) -> WindowCondenser:
+    """Build a condenser from optional deps; with none it is a network-free no-op.
+
+    Keyword arguments override fields of ``deps`` (``create_condenser(model=m)``).
+
+    >>> import asyncio
+    >>> from window_budget import Model, UserMessage
+    >>> condenser = create_condenser()
+    >>> msgs = [UserMessage("hi")]
+    >>> asyncio.run(condenser(msgs)) is msgs
+    True
+    """
+    base = deps or CondenserDeps()
+    if overrides:
+        base = replace(base, **overrides)
+    return WindowCondenser(base)
+
+
+Trigger = Literal["auto", "force"]

@@ -1,0 +1,317 @@
+"""Shapes and seams only: the dataclasses, protocols and aliases every module is written against.
+
+Nothing here has behaviour beyond validating its own fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
+
+from window_budget.messages import AgentMessage, AssistantMessage, UserMessage
+
+if TYPE_CHECKING:
+    from window_budget.cancel import CancelToken
+
+__all__ = [
+    "BudgetPolicy",
+    "CompleteFn",
+    "CompleteOptions",
+    "CondensePlan",
+    "CondenseResult",
+    "CondenseScope",
+    "Condenser",
+    "CondenserDeps",
+    "Context",
+    "KeepUnit",
+    "Model",
+    "Strategy",
+    "SummarizeDeps",
+    "Summary",
+    "SyncCompleteFn",
+    "TokenCounter",
+    "TokenEstimate",
+]
+
+CondenseScope: TypeAlias = Literal["session", "branch"]
+"""Which digest to write: the live session's older turns, or an abandoned branch."""
+
+KeepUnit: TypeAlias = Literal["tokens", "turns"]
+"""What ``BudgetPolicy.keep_recent`` counts."""
+
+Strategy: TypeAlias = Literal["summarize", "trim"]
+"""How the condenser reduces the head: a digest (model or network-free), or category trimming."""
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """The model whose window the gate measures against."""
+
+    id: str
+    """Model id, used to tell whether a reported usage figure came from this model."""
+    context_window: int
+    """Total tokens the model accepts (prompt plus output)."""
+    max_output_tokens: int | None = None
+    """The model's output cap, when known."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.context_window, bool) or not isinstance(self.context_window, int) \
+                or self.context_window <= 0:
+            raise ValueError(
+                f"Model.context_window must be a positive int, got {self.context_window!r}"
+            )
+
+
+def _check_int(name: str, value: object, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"BudgetPolicy.{name} must be a non-negative int, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetPolicy:
+    """When to condense and how much to keep; validated on construction.
+
+    >>> BudgetPolicy()
+    BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048, ...)
+
+    Raises:
+        ValueError: a field is out of range; the message names the field.
+    """
+
+    trigger_ratio: float = 0.75
+    """Fraction of the usable window (window minus reserve) at which the gate fires; in (0, 1]."""
+    keep_recent: int = 6000
+    """Size of the verbatim tail: tokens, or messages when ``keep_unit == "turns"``."""
+    reserve_tokens: int | None = 2048
+    """Headroom carved off the window before the ratio applies (room for the reply)."""
+    keep_unit: KeepUnit = "tokens"
+    """Whether ``keep_recent`` counts tokens (000) or turns (004: one message is one turn)."""
+    strategy: Strategy = "summarize"
+    """``"summarize"`` folds the head into a digest; ``"trim"`` drops by category, no model."""
+    digest_max_tokens: int = 2000
+    """Upper bound for a digest, model-written or network-free; passed as ``max_tokens``."""
+    tool_output_chars: int = 2000
+    """Each tool output in the summarizer's scrollback is clamped to this many characters."""
+    on_summarizer_error: Literal["fallback", "raise"] = "fallback"
+    """On a failing model: write the network-free digest (default) or raise ``SummarizerError``."""
+
+    def __post_init__(self) -> None:
+        ratio = self.trigger_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio <= 1:
+            raise ValueError(f"BudgetPolicy.trigger_ratio must be in (0, 1], got {ratio!r}")
+        _check_int("keep_recent", self.keep_recent)
+        _check_int("reserve_tokens", self.reserve_tokens, allow_none=True)
+        _check_int("digest_max_tokens", self.digest_max_tokens)
+        _check_int("tool_output_chars", self.tool_output_chars)
+        if self.keep_unit not in ("tokens", "turns"):
+            raise ValueError(
+                f"BudgetPolicy.keep_unit must be 'tokens' or 'turns', got {self.keep_unit!r}"
+            )
+        if self.strategy not in ("summarize", "trim"):
+            raise ValueError(
+                f"BudgetPolicy.strategy must be 'summarize' or 'trim', got {self.strategy!r}"
+            )
+        if self.on_summarizer_error not in ("fallback", "raise"):
+            raise ValueError(
+                "BudgetPolicy.on_summarizer_error must be 'fallback' or 'raise', "
+                f"got {self.on_summarizer_error!r}"
+            )
+        if self.digest_max_tokens < 64:
+            raise ValueError(
+                f"BudgetPolicy.digest_max_tokens must be at least 64, got {self.digest_max_tokens}"
+            )
+
+    @classmethod
+    def turns(cls, keep_recent: int = 8, *, trigger_ratio: float = 0.8,
+              reserve_tokens: int | None = None) -> BudgetPolicy:
+        """The turn-counting policy of 004: keep the last ``keep_recent`` turns, fire at 80 %."""
+        return cls(trigger_ratio=trigger_ratio, keep_recent=keep_recent,
+                   reserve_tokens=reserve_tokens, keep_unit="turns")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEstimate:
+    """The measured size of a transcript against a window."""
+
+    context_tokens: int
+    """Estimated tokens of the transcript (plus anything pinned)."""
+    context_window: int
+    """The window it is measured against."""
+    anchored: bool
+    """True when built on a provider's reported usage, False for a pure estimate."""
+
+    @property
+    def utilization(self) -> float:
+        """``context_tokens / context_window``."""
+        return self.context_tokens / self.context_window if self.context_window else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CondensePlan:
+    """Where the transcript is cut: ``dropped == messages[:cut]``, ``kept == messages[cut:]``."""
+
+    cut: int
+    """Index of the first kept message; 0 means nothing to condense."""
+    kept: tuple[AgentMessage, ...]
+    """The verbatim tail."""
+    dropped: tuple[AgentMessage, ...]
+    """The head to fold into the digest (handed back so nothing is lost)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What summarize produced: one digest message standing for ``covered_count`` messages."""
+
+    message: UserMessage
+    """The digest, a synthetic user message beginning with the scope's header."""
+    covered_count: int
+    """How many source messages it replaces."""
+    fallback: bool = False
+    """True when the network-free digest was used instead of a model's."""
+    fallback_reason: str | None = None
+    """Why the fallback was used (no model, the error, an empty reply)."""
+    scope: CondenseScope = "session"
+    """Which header the digest carries."""
+
+    @property
+    def text(self) -> str:
+        """The digest's full text, header included."""
+        content = self.message.content
+        return content if isinstance(content, str) else "".join(
+            getattr(b, "text", "") for b in content
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a completer is asked to continue: a system prompt and messages."""
+
+    system_prompt: str
+    """The instructions."""
+    messages: tuple[AgentMessage, ...]
+    """The conversation, here one user message holding the summary prompt."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteOptions:
+    """Per-call options handed to the completer."""
+
+    max_tokens: int | None = None
+    """Output cap for the call."""
+    reasoning: Literal["low", "medium", "high"] | None = None
+    """Reasoning-effort hint; summaries ask for ``"high"``."""
+    signal: CancelToken | None = None
+    """Cancellation token; a completer should stop when it fires."""
+    tags: tuple[str, ...] = ()
+    """Tags a framework completer attaches to the call (keeps it out of streamed output)."""
+
+
+@runtime_checkable
+class CompleteFn(Protocol):
+    """The injected model call, async: ``(model, context, options) -> AssistantMessage``."""
+
+    def __call__(self, model: Model, context: Context,
+                 options: CompleteOptions | None = None) -> Awaitable[AssistantMessage]:
+        """Run the model once and return its reply."""
+        ...
+
+
+@runtime_checkable
+class SyncCompleteFn(Protocol):
+    """The sync twin of :class:`CompleteFn`, for callers without an event loop."""
+
+    def __call__(self, model: Model, context: Context,
+                 options: CompleteOptions | None = None) -> AssistantMessage:
+        """Run the model once and return its reply."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens of a piece of text (a tokenizer, a framework's counter, a heuristic)."""
+
+    name: str
+    """Short name shown in reports (``"heuristic"``, ``"tiktoken:cl100k_base"``, ...)."""
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizeDeps:
+    """What summarize needs; every field optional (no model means the network-free digest)."""
+
+    complete: CompleteFn | None = None
+    """Async model call."""
+    complete_sync: SyncCompleteFn | None = None
+    """Sync model call, used by the sync drivers (and by async ones, in a worker thread)."""
+    model: Model | None = None
+    """The summarizer's model; its window bounds each summary call."""
+    scope: CondenseScope = "session"
+    """Which header and framing line to use."""
+    prior_digest: str | None = None
+    """A previous digest to carry in (found automatically at the head of the messages too)."""
+    signal: CancelToken | None = None
+    """Cancellation token forwarded to the completer."""
+    max_tokens: int | None = None
+    """Output cap for the digest; defaults to the policy's ``digest_max_tokens``."""
+    policy: BudgetPolicy = field(default_factory=BudgetPolicy)
+    """Supplies the clamp for tool output and the error behaviour."""
+    counter: TokenCounter | None = None
+    """Counter used to keep the digest within ``max_tokens``; heuristic when None."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CondenserDeps:
+    """Optional dependencies of :func:`create_condenser`; a bare one yields a no-op condenser."""
+
+    complete: CompleteFn | None = None
+    """Async model call for the digest."""
+    complete_sync: SyncCompleteFn | None = None
+    """Sync model call for the digest."""
+    model: Model | None = None
+    """The model whose window is guarded; without it the condenser does nothing."""
+    policy: BudgetPolicy = field(default_factory=BudgetPolicy)
+    """Thresholds and strategy."""
+    counter: TokenCounter | None = None
+    """Exact token counter; the heuristic when None."""
+    summarizer_model: Model | None = None
+    """A different model for summaries (defaults to ``model``)."""
+    signal: CancelToken | None = None
+    """Cancellation token forwarded to every summary call."""
+
+
+@dataclass(frozen=True, slots=True)
+class CondenseResult:
+    """Everything one condense run decided, for callers that need more than the list."""
+
+    messages: Sequence[AgentMessage]
+    """The output: the input object itself on a no-op, else ``[digest, *kept]``."""
+    plan: CondensePlan
+    """The cut; ``plan.dropped`` holds every message that left the transcript."""
+    summary: Summary | None
+    """The digest, when one was written."""
+    tokens_before: int
+    """Estimate of the input (pinned tokens included)."""
+    tokens_after: int
+    """Estimate of the output (pinned tokens included)."""
+    limit: float
+    """The budget limit the gate used."""
+    reason: str
+    """``"condensed"``, ``"trimmed"``, ``"forced"`` or why nothing happened (``"no-model"``,
+    ``"under-budget"``, ``"nothing-condensable"``)."""
+    shortened: tuple[int, ...] = ()
+    """Indexes into ``messages`` of tail messages shortened with a visible marker to fit."""
+
+    @property
+    def changed(self) -> bool:
+        """True when the output differs from the input."""
+        return self.plan.cut > 0 or bool(self.shortened) or self.reason == "trimmed"
+
+
+Condenser: TypeAlias = Callable[[list[AgentMessage]], Awaitable[list[AgentMessage]]]
+"""Transcript in, transcript out (the same list object when there is nothing to do)."""

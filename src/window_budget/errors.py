@@ -1,0 +1,50 @@
+"""Every exception the library raises, under one base class.
+
+The tree::
+
+    WindowBudgetError
+    ├── MessageError        (also a ValueError) a message or transcript is malformed
+    ├── BudgetError         the result cannot fit the window; says what does not fit
+    ├── SummarizerError     the model call failed and the policy asked to propagate it
+    ├── ConfigError         (also a ValueError) a WINDOW_BUDGET_* variable is invalid
+    └── CancelledByToken    a ``CancelToken`` was cancelled (window_budget.cancel)
+
+Each message is one sentence that carries the numbers and how to fix the call.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetError",
+    "ConfigError",
+    "MessageError",
+    "SummarizerError",
+    "WindowBudgetError",
+]
+
+
+class WindowBudgetError(Exception):
+    """Base class of every error window-budget raises on purpose."""
+
+
+class MessageError(WindowBudgetError, ValueError):
+    """A message, block or transcript is malformed; nothing was changed."""
+
+
+class BudgetError(WindowBudgetError):
+    """The transcript cannot be brought under the limit; the message names what does not fit."""
+
+    def __init__(self, message: str, *, needed: int = 0, available: int = 0) -> None:
+        super().__init__(message)
+        self.needed = needed
+        """Tokens the part that does not fit needs."""
+        self.available = available
+        """Tokens that were available for it."""
+
+
+class SummarizerError(WindowBudgetError):
+    """The summarizer failed and the policy says to propagate instead of falling back."""
+
+
+class ConfigError(WindowBudgetError, ValueError):
+    """A configuration value (argument or environment variable) is invalid."""

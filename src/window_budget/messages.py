@@ -1,0 +1,532 @@
+"""The message kinds the core reads and writes.
+
+These types are pure values: frozen dataclasses with a ``role`` discriminator.
+Content is either a ``str`` or a tuple of blocks (any sequence given to a
+constructor is stored as a tuple). Consumers dispatch on ``role`` and keep a
+generic fallback for objects they do not know, so an unknown message is
+estimated from its serialized form and flattened, never dropped or crashed on.
+
+>>> msg = UserMessage("fix the failing test in tests/test_io.py")
+>>> msg.role
+'user'
+>>> message_text(AssistantMessage([TextBlock("on it"), ToolCallBlock("c1", "bash", {"cmd": "pytest"})]))
+'on it'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
+
+from window_budget.errors import MessageError
+
+__all__ = [
+    "AgentMessage",
+    "AssistantMessage",
+    "BashExecutionMessage",
+    "Block",
+    "BranchSummaryMessage",
+    "CompactionSummaryMessage",
+    "Content",
+    "CustomMessage",
+    "ImageBlock",
+    "RoleMessage",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolCallBlock",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "message_from_dict",
+    "message_text",
+    "message_to_dict",
+    "tool_call_ids",
+]
+
+
+# --------------------------------------------------------------------- blocks
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text inside a message."""
+
+    text: str
+    """The text itself."""
+    type: ClassVar[Literal["text"]] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """A model's reasoning, kept so it can be counted and flattened as a plan."""
+
+    thinking: str
+    """The reasoning text."""
+    signature: str | None = None
+    """Provider signature that must travel with the block, if any."""
+    type: ClassVar[Literal["thinking"]] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallBlock:
+    """A request from the assistant to run a tool."""
+
+    id: str
+    """Provider id of the call; the matching ``ToolResultMessage`` carries it."""
+    name: str
+    """Name of the tool."""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    """Arguments as parsed JSON. A raw, unparsable string is kept under ``"_raw"``."""
+    type: ClassVar[Literal["toolCall"]] = "toolCall"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image; counted at a flat rate whatever its resolution."""
+
+    data: str
+    """Base64 payload or a URL."""
+    mime_type: str = "image/png"
+    """MIME type of the payload."""
+    type: ClassVar[Literal["image"]] = "image"
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock | ImageBlock
+"""Any block a message's content may hold."""
+
+Content: TypeAlias = str | tuple[Block, ...]
+"""Message content: text, or a tuple of blocks."""
+
+_BLOCK_TYPES = (TextBlock, ThinkingBlock, ToolCallBlock, ImageBlock)
+
+
+def _normalize_content(owner: str, content: object) -> Content:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
+        blocks = tuple(content)
+        for i, block in enumerate(blocks):
+            if not isinstance(block, _BLOCK_TYPES):
+                raise MessageError(
+                    f"{owner} content block {i} is a {type(block).__name__}; expected "
+                    "TextBlock, ThinkingBlock, ToolCallBlock or ImageBlock"
+                )
+        return blocks
+    raise MessageError(
+        f"{owner} content must be a str or a sequence of blocks, not {type(content).__name__}"
+    )
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    # Frozen dataclasses normalise their own fields once, at construction.
+    object.__setattr__(obj, name, value)
+
+
+# -------------------------------------------------------------------- usage
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token figures a provider reported for one assistant turn."""
+
+    input_tokens: int
+    """Uncached prompt tokens."""
+    output_tokens: int
+    """Tokens the model generated."""
+    cache_read_tokens: int = 0
+    """Prompt tokens served from the provider's cache."""
+    cache_creation_tokens: int = 0
+    """Prompt tokens written to the provider's cache."""
+
+    def __post_init__(self) -> None:
+        for f in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
+            value = getattr(self, f)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise MessageError(f"Usage.{f} must be a non-negative int, got {value!r}")
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt the request carried: input plus cache read and creation."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    @property
+    def context_tokens(self) -> int:
+        """The transcript's size once this reply is appended: prompt plus output."""
+        return self.prompt_tokens + self.output_tokens
+
+
+# ------------------------------------------------------------------ messages
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """A user turn (also the carrier of digests, which are synthetic user turns)."""
+
+    content: Content
+    """Text or blocks."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when known."""
+    role: Literal["user"] = field(default="user", init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, "content", _normalize_content("UserMessage", self.content))
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """A model reply: text, thinking and tool-call blocks, with the usage it reported."""
+
+    content: Content
+    """Text or blocks."""
+    usage: Usage | None = None
+    """What the provider reported for this turn; anchors the token estimate."""
+    model: str | None = None
+    """Id of the model that wrote it; a usage figure from another model is not trusted."""
+    stop_reason: str | None = None
+    """Why generation stopped (``"stop"``, ``"toolUse"``, ``"error"``, ...)."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when known."""
+    role: Literal["assistant"] = field(default="assistant", init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, "content", _normalize_content("AssistantMessage", self.content))
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            raise MessageError(
+                f"AssistantMessage.usage must be a Usage, not {type(self.usage).__name__}"
+            )
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        """The tool-call blocks, in order."""
+        if isinstance(self.content, str):
+            return ()
+        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultMessage:
+    """The output of one tool call."""
+
+    tool_call_id: str
+    """Id of the ``ToolCallBlock`` this answers."""
+    tool_name: str
+    """Name of the tool that ran."""
+    content: Content
+    """Output text or blocks (images allowed)."""
+    is_error: bool = False
+    """True when the tool failed."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when known."""
+    role: Literal["toolResult"] = field(default="toolResult", init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_call_id, str):
+            raise MessageError(
+                f"ToolResultMessage.tool_call_id must be a str, got {self.tool_call_id!r}"
+            )
+        _set(self, "content", _normalize_content("ToolResultMessage", self.content))
+
+
+@dataclass(frozen=True, slots=True)
+class BashExecutionMessage:
+    """A shell command the user ran themselves, with its output."""
+
+    command: str
+    """The command line."""
+    output: str
+    """Combined output."""
+    exit_code: int | None = None
+    """Exit status; ``None`` when unknown or cancelled."""
+    cancelled: bool = False
+    """True when the command was interrupted."""
+    truncated: bool = False
+    """True when ``output`` was already shortened upstream."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when known."""
+    role: Literal["bashExecution"] = field(default="bashExecution", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CustomMessage:
+    """An application-defined note injected into the transcript."""
+
+    custom_type: str
+    """The application's own kind tag."""
+    content: Content
+    """Text or blocks."""
+    display: bool = True
+    """Whether a UI shows it."""
+    details: Mapping[str, Any] | None = None
+    """Free-form data the application attached (counted, never interpreted)."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when known."""
+    role: Literal["custom"] = field(default="custom", init=False)
+
+    def __post_init__(self) -> None:
+        _set(self, "content", _normalize_content("CustomMessage", self.content))
+
+
+@dataclass(frozen=True, slots=True)
+class BranchSummaryMessage:
+    """A digest of a branch the conversation did not take."""
+
+    summary: str
+    """The digest text."""
+    from_id: str | None = None
+    """Id of the entry the branch left from, when known."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when known."""
+    role: Literal["branchSummary"] = field(default="branchSummary", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSummaryMessage:
+    """A digest written by an earlier compaction (this library's or another tool's)."""
+
+    summary: str
+    """The digest text."""
+    tokens_before: int = 0
+    """Size of the transcript the digest replaced, when known."""
+    timestamp: float | None = None
+    """Seconds since the epoch, when known."""
+    role: Literal["compactionSummary"] = field(default="compactionSummary", init=False)
+
+
+@runtime_checkable
+class RoleMessage(Protocol):
+    """Anything with a ``role``: the shape an unknown message must at least have."""
+
+    @property
+    def role(self) -> str:
+        """The discriminator."""
+        ...
+
+
+AgentMessage: TypeAlias = (
+    UserMessage
+    | AssistantMessage
+    | ToolResultMessage
+    | BashExecutionMessage
+    | CustomMessage
+    | BranchSummaryMessage
+    | CompactionSummaryMessage
+    | RoleMessage
+)
+"""Every message the core accepts: the seven known kinds or any object with a ``role``."""
+
+KNOWN_MESSAGE_TYPES: tuple[type, ...] = (
+    UserMessage,
+    AssistantMessage,
+    ToolResultMessage,
+    BashExecutionMessage,
+    CustomMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def content_text(content: Content) -> str:
+    """The text blocks of ``content`` joined with newlines (thinking and calls excluded)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.text for b in content if isinstance(b, TextBlock))
+
+
+def message_text(message: AgentMessage) -> str:
+    """The human-readable text of a message: text content, summary, or command output."""
+    if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
+        return content_text(message.content)
+    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
+        return message.summary
+    if isinstance(message, BashExecutionMessage):
+        return f"{message.command}\n{message.output}"
+    return serialize_unknown(message)
+
+
+def tool_call_ids(message: AgentMessage) -> tuple[str, ...]:
+    """Ids of the tool calls an assistant message makes (empty for every other message)."""
+    if isinstance(message, AssistantMessage):
+        return tuple(c.id for c in message.tool_calls)
+    return ()
+
+
+def serialize_unknown(message: object) -> str:
+    """A stable text form of an object the core does not know, for counting and flattening."""
+    payload: object
+    if dataclasses.is_dataclass(message) and not isinstance(message, type):
+        payload = {f.name: getattr(message, f.name) for f in dataclasses.fields(message)}
+    elif isinstance(message, Mapping):
+        payload = dict(message)
+    elif hasattr(message, "__dict__"):
+        payload = {k: v for k, v in vars(message).items() if not k.startswith("_")}
+    else:
+        payload = repr(message)
+    try:
+        return json.dumps(payload, ensure_ascii=False, default=repr, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return repr(payload)
+
+
+# ------------------------------------------------------------ (de)serialize
+
+
+def _block_to_dict(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ThinkingBlock):
+        out: dict[str, Any] = {"type": "thinking", "thinking": block.thinking}
+        if block.signature is not None:
+            out["signature"] = block.signature
+        return out
+    if isinstance(block, ToolCallBlock):
+        return {"type": "toolCall", "id": block.id, "name": block.name,
+                "arguments": dict(block.arguments)}
+    return {"type": "image", "data": block.data, "mimeType": block.mime_type}
+
+
+def _block_from_dict(raw: Mapping[str, Any], where: str) -> Block:
+    kind = raw.get("type")
+    try:
+        if kind == "text":
+            return TextBlock(str(raw["text"]))
+        if kind == "thinking":
+            return ThinkingBlock(str(raw["thinking"]), raw.get("signature"))
+        if kind == "toolCall":
+            args = raw.get("arguments") or {}
+            if not isinstance(args, Mapping):
+                args = {"_raw": args}
+            return ToolCallBlock(str(raw["id"]), str(raw["name"]), dict(args))
+        if kind == "image":
+            return ImageBlock(str(raw["data"]), str(raw.get("mimeType", "image/png")))
+    except KeyError as exc:
+        raise MessageError(f"{where}: {kind} block is missing {exc.args[0]!r}") from None
+    raise MessageError(f"{where}: unknown block type {kind!r}")
+
+
+def _content_to_json(content: Content) -> str | list[dict[str, Any]]:
+    return content if isinstance(content, str) else [_block_to_dict(b) for b in content]
+
+
+def _content_from_json(raw: object, where: str) -> Content:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):
+        blocks = []
+        for i, b in enumerate(raw):
+            if not isinstance(b, Mapping):
+                raise MessageError(f"{where}: content block {i} is not an object")
+            blocks.append(_block_from_dict(b, f"{where} block {i}"))
+        return tuple(blocks)
+    raise MessageError(f"{where}: content must be a string or a list of blocks")
+
+
+def message_to_dict(message: AgentMessage) -> dict[str, Any]:
+    """A JSON-ready dict for a message; unknown messages keep their serialized form.
+
+    >>> message_to_dict(UserMessage("hi"))
+    {'role': 'user', 'content': 'hi'}
+    """
+    if isinstance(message, UserMessage):
+        out: dict[str, Any] = {"role": "user", "content": _content_to_json(message.content)}
+    elif isinstance(message, AssistantMessage):
+        out = {"role": "assistant", "content": _content_to_json(message.content)}
+        if message.usage is not None:
+            u = message.usage
+            out["usage"] = {"input": u.input_tokens, "output": u.output_tokens,
+                            "cacheRead": u.cache_read_tokens,
+                            "cacheWrite": u.cache_creation_tokens}
+        if message.model is not None:
+            out["model"] = message.model
+        if message.stop_reason is not None:
+            out["stopReason"] = message.stop_reason
+    elif isinstance(message, ToolResultMessage):
+        out = {"role": "toolResult", "toolCallId": message.tool_call_id,
+               "toolName": message.tool_name, "content": _content_to_json(message.content),
+               "isError": message.is_error}
+    elif isinstance(message, BashExecutionMessage):
+        out = {"role": "bashExecution", "command": message.command, "output": message.output,
+               "exitCode": message.exit_code, "cancelled": message.cancelled,
+               "truncated": message.truncated}
+    elif isinstance(message, CustomMessage):
+        out = {"role": "custom", "customType": message.custom_type,
+               "content": _content_to_json(message.content), "display": message.display}
+        if message.details is not None:
+            out["details"] = dict(message.details)
+    elif isinstance(message, BranchSummaryMessage):
+        out = {"role": "branchSummary", "summary": message.summary}
+        if message.from_id is not None:
+            out["fromId"] = message.from_id
+    elif isinstance(message, CompactionSummaryMessage):
+        out = {"role": "compactionSummary", "summary": message.summary,
+               "tokensBefore": message.tokens_before}
+    else:
+        role = getattr(message, "role", None)
+        return {"role": str(role), "serialized": serialize_unknown(message)}
+    timestamp = getattr(message, "timestamp", None)
+    if timestamp is not None:
+        out["timestamp"] = timestamp
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _OpaqueMessage:
+    """A message of a role the core does not know, restored from its serialized form."""
+
+    role: str
+    serialized: str
+
+
+def message_from_dict(raw: Mapping[str, Any]) -> AgentMessage:
+    """Rebuild a message from :func:`message_to_dict` output.
+
+    Raises:
+        MessageError: the record is not a message; the sentence names what is wrong.
+    """
+    if not isinstance(raw, Mapping):
+        raise MessageError(f"a message must be a JSON object, not {type(raw).__name__}")
+    role = raw.get("role")
+    ts = raw.get("timestamp")
+    where = f"{role} message"
+    try:
+        if role == "user":
+            return UserMessage(_content_from_json(raw["content"], where), timestamp=ts)
+        if role == "assistant":
+            usage = None
+            if isinstance(raw.get("usage"), Mapping):
+                u = raw["usage"]
+                usage = Usage(int(u.get("input", 0)), int(u.get("output", 0)),
+                              int(u.get("cacheRead", 0)), int(u.get("cacheWrite", 0)))
+            return AssistantMessage(_content_from_json(raw["content"], where), usage=usage,
+                                    model=raw.get("model"), stop_reason=raw.get("stopReason"),
+                                    timestamp=ts)
+        if role == "toolResult":
+            return ToolResultMessage(str(raw["toolCallId"]), str(raw.get("toolName", "")),
+                                     _content_from_json(raw["content"], where),
+                                     is_error=bool(raw.get("isError", False)), timestamp=ts)
+        if role == "bashExecution":
+            return BashExecutionMessage(str(raw["command"]), str(raw.get("output", "")),
+                                        exit_code=raw.get("exitCode"),
+                                        cancelled=bool(raw.get("cancelled", False)),
+                                        truncated=bool(raw.get("truncated", False)), timestamp=ts)
+        if role == "custom":
+            return CustomMessage(str(raw.get("customType", "custom")),
+                                 _content_from_json(raw.get("content", ""), where),
+                                 display=bool(raw.get("display", True)),
+                                 details=raw.get("details"), timestamp=ts)
+        if role == "branchSummary":
+            return BranchSummaryMessage(str(raw["summary"]), from_id=raw.get("fromId"),
+                                        timestamp=ts)
+        if role == "compactionSummary":
+            return CompactionSummaryMessage(str(raw["summary"]),
+                                            int(raw.get("tokensBefore", 0)), timestamp=ts)
+    except KeyError as exc:
+        raise MessageError(f"{where} is missing {exc.args[0]!r}") from None
+    if not isinstance(role, str) or not role:
+        raise MessageError("a message needs a non-empty string 'role'")
+    return _OpaqueMessage(role, str(raw.get("serialized", json.dumps(dict(raw), default=repr))))

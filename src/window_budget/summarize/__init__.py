@@ -1,0 +1,1 @@
+"""The summarize path: prompt, model-driven digest and the network-free digest."""

@@ -1,0 +1,319 @@
+"""Summarize: one primitive for both scopes, written once and driven sync or async.
+
+``_summary_flow`` is a generator that holds all the logic and no I/O: it yields each
+request (context and options) for a model call and receives the reply (or the
+exception) back. :func:`summarize` drives it with an async completer,
+:func:`summarize_sync` with a sync one.
+
+A head too long for one call is summarized in chunks, each chunk carrying the digest
+of the ones before it in, so the summarizer's own window is never overrun.
+
+Never raises for a missing model, a failing completer, or an empty or non-text
+reply: the network-free digest is produced and the ``Summary`` says so. Cancellation
+is the exception: it raises :class:`~window_budget.cancel.CancelledByToken`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Awaitable, Generator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from window_budget.cancel import CancelledByToken
+from window_budget.contract import (
+    CompleteOptions,
+    CondenseScope,
+    Context,
+    Model,
+    SummarizeDeps,
+    Summary,
+    TokenCounter,
+)
+from window_budget.digest import DIGEST_HEADERS, digest_body, is_digest
+from window_budget.errors import SummarizerError
+from window_budget.messages import AgentMessage, AssistantMessage, TextBlock, UserMessage
+from window_budget.summarize.extract import build_local_digest
+from window_budget.summarize.prompt import (
+    CONDENSER_BRIEF,
+    build_summary_prompt,
+    clamp_text,
+    flatten_message,
+)
+
+__all__ = [
+    "SUMMARY_TAGS",
+    "condense_scope",
+    "condense_scope_sync",
+    "make_digest_message",
+    "summarize",
+    "summarize_sync",
+]
+
+SUMMARY_TAGS = ("window-budget", "window-budget:summary")
+"""Tags on every summary call, so frameworks can keep it out of streamed output."""
+
+_PROMPT_OVERHEAD_TOKENS = 900  # brief + framing + template, rounded up
+
+
+def _count(text: str, counter: TokenCounter | None) -> int:
+    return counter.count(text) if counter is not None else math.ceil(len(text) / 3.6)
+
+
+def make_digest_message(body: str, scope: CondenseScope = "session") -> UserMessage:
+    """The digest as the transcript carries it: a user message starting with the header."""
+    return UserMessage(f"{DIGEST_HEADERS[scope]}\n\n{body.strip()}")
+
+
+def _fit_digest(text: str, max_tokens: int, counter: TokenCounter | None) -> str:
+    if _count(text, counter) <= max_tokens:
+        return text
+    marker = "\n[… digest shortened to fit its budget …]"
+    limit = len(text)
+    while limit > 80:
+        limit = int(limit * 0.85)
+        candidate = text[:limit].rstrip() + marker
+        if _count(candidate, counter) <= max_tokens:
+            return candidate
+    return text[: max(1, max_tokens)] + marker
+
+
+def _reply_text(reply: object) -> str | None:
+    """Text of a completer's reply, or None when it holds no text."""
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, AssistantMessage):
+        if reply.stop_reason == "error":
+            return None
+        content = reply.content
+        if isinstance(content, str):
+            return content
+        return "\n".join(b.text for b in content if isinstance(b, TextBlock))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    model: Model
+    context: Context
+    options: CompleteOptions
+
+
+def _chunks(entries: list[str], budget_chars: int) -> list[str]:
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for entry in entries:
+        entry = clamp_text(entry, budget_chars)
+        if current and size + len(entry) + 1 > budget_chars:
+            chunks.append("\n".join(current))
+            current, size = [], 0
+        current.append(entry)
+        size += len(entry) + 1
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
+
+
+def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
+                  ) -> Generator[_Request, Any, Summary]:
+    """All the logic of summarize; yields requests, receives replies or exceptions."""
+    scope = deps.scope
+    policy = deps.policy
+    max_tokens = deps.max_tokens or policy.digest_max_tokens
+    prior = deps.prior_digest
+    body_messages = list(messages)
+    # A digest at the head of the dropped part is carried in, not flattened again.
+    while body_messages and is_digest(body_messages[0]):
+        carried = digest_body(body_messages.pop(0)) or ""
+        prior = f"{prior.strip()}\n\n{carried}" if prior and prior.strip() else carried
+    covered = len(messages)
+
+    def fallback(reason: str) -> Summary:
+        body = build_local_digest(body_messages, prior_digest=prior, reason=reason,
+                                  max_tokens=max_tokens, counter=deps.counter)
+        body = _fit_digest(body, max_tokens, deps.counter)
+        return Summary(make_digest_message(body, scope), covered, True, reason, scope)
+
+    if deps.signal is not None:
+        deps.signal.raise_if_cancelled()
+    model = deps.model
+    if model is None or (deps.complete is None and deps.complete_sync is None):
+        return fallback("no model bound")
+
+    entries: list[str] = []
+    for m in body_messages:
+        entries.extend(flatten_message(m, tool_output_chars=policy.tool_output_chars))
+    # Each call must fit the summarizer's own window: prompt + carried digest + reply.
+    room = model.context_window - max_tokens - _PROMPT_OVERHEAD_TOKENS - 2 * max_tokens
+    budget_chars = max(4000, int(room * 3.0))
+    chunks = _chunks(entries, budget_chars) or [""]
+    options = CompleteOptions(max_tokens=max_tokens, reasoning="high", signal=deps.signal,
+                              tags=SUMMARY_TAGS)
+    digest = prior
+    for chunk in chunks:
+        prompt = build_summary_prompt(chunk, scope=scope, prior_digest=digest)
+        context = Context(CONDENSER_BRIEF, (UserMessage(prompt),))
+        try:
+            reply = yield _Request(model, context, options)
+        except CancelledByToken:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any completer failure falls back
+            if policy.on_summarizer_error == "raise":
+                raise SummarizerError(
+                    f"the summarizer failed ({type(exc).__name__}: {exc}); the transcript "
+                    "was left unchanged"
+                ) from exc
+            return fallback(f"model call failed: {type(exc).__name__}: {exc}")
+        text = _reply_text(reply)
+        if text is None or not text.strip():
+            why = "empty reply" if text is not None else "reply held no text"
+            if policy.on_summarizer_error == "raise":
+                raise SummarizerError(f"the summarizer gave an {why}; the transcript was "
+                                      "left unchanged")
+            return fallback(why)
+        digest = text.strip()
+    assert digest is not None
+    body = _fit_digest(digest, max_tokens, deps.counter)
+    return Summary(make_digest_message(body, scope), covered, False, None, scope)
+
+
+async def _await_with_signal(awaitable: Awaitable[Any], deps: SummarizeDeps) -> Any:
+    signal = deps.signal
+    if signal is None:
+        return await awaitable
+    task = asyncio.ensure_future(awaitable)
+    loop = asyncio.get_running_loop()
+    cancelled = asyncio.Event()
+
+    def on_cancel() -> None:
+        loop.call_soon_threadsafe(cancelled.set)
+
+    dispose = signal.add_callback(on_cancel)
+    waiter = asyncio.ensure_future(cancelled.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.cancel()
+        raise CancelledByToken(signal.reason)
+    finally:
+        dispose()
+        waiter.cancel()
+
+
+async def _call_async(request: _Request, deps: SummarizeDeps) -> Any:
+    if deps.complete is not None:
+        return await _await_with_signal(
+            deps.complete(request.model, request.context, request.options), deps)
+    assert deps.complete_sync is not None
+    sync = deps.complete_sync
+    return await _await_with_signal(
+        asyncio.to_thread(sync, request.model, request.context, request.options), deps)
+
+
+def _call_sync(request: _Request, deps: SummarizeDeps) -> Any:
+    if deps.complete_sync is not None:
+        reply = deps.complete_sync(request.model, request.context, request.options)
+        if deps.signal is not None:
+            deps.signal.raise_if_cancelled()
+        return reply
+    assert deps.complete is not None
+    complete = deps.complete
+    coro_factory = lambda: _await_with_signal(  # noqa: E731
+        complete(request.model, request.context, request.options), deps)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro_factory())
+    # Called from inside a running loop (e.g. a notebook): run on a private loop.
+    box: dict[str, Any] = {}
+
+    def runner() -> None:
+        try:
+            box["value"] = asyncio.run(coro_factory())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=runner, name="window-budget-summary")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _drive_sync(flow: Generator[_Request, Any, Summary], deps: SummarizeDeps) -> Summary:
+    try:
+        request = next(flow)
+        while True:
+            try:
+                reply = _call_sync(request, deps)
+            except CancelledByToken:
+                raise
+            except Exception as exc:  # noqa: BLE001 - handed to the flow to decide
+                request = flow.throw(exc)
+                continue
+            request = flow.send(reply)
+    except StopIteration as done:
+        result: Summary = done.value
+        return result
+
+
+async def summarize(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
+                    ) -> Summary:
+    """Fold ``messages`` into one digest (async).
+
+    Args:
+        messages: the head to condense; a digest at its start is carried in.
+        deps: completer, model, scope, carried digest, cancellation, output cap.
+
+    Returns:
+        A ``Summary``; ``fallback`` is True when the network-free digest was used.
+
+    Raises:
+        CancelledByToken: ``deps.signal`` was cancelled.
+        SummarizerError: the model failed and the policy says ``on_summarizer_error="raise"``.
+
+    >>> import asyncio
+    >>> s = asyncio.run(summarize([UserMessage("rename the config loader")]))
+    >>> s.text.splitlines()[0], s.fallback
+    ('[session digest — older turns condensed]', True)
+    """
+    deps = deps or SummarizeDeps()
+    flow = _summary_flow(messages, deps)
+    try:
+        request = next(flow)
+        while True:
+            try:
+                reply = await _call_async(request, deps)
+            except CancelledByToken:
+                raise
+            except Exception as exc:  # noqa: BLE001 - handed to the flow to decide
+                request = flow.throw(exc)
+                continue
+            request = flow.send(reply)
+    except StopIteration as done:
+        result: Summary = done.value
+        return result
+
+
+def summarize_sync(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
+                   ) -> Summary:
+    """The sync twin of :func:`summarize` (uses ``deps.complete_sync`` when given)."""
+    deps = deps or SummarizeDeps()
+    return _drive_sync(_summary_flow(messages, deps), deps)
+
+
+async def condense_scope(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
+                         ) -> Summary:
+    """Archive an abandoned branch: :func:`summarize` with ``scope="branch"``."""
+    return await summarize(messages, replace(deps or SummarizeDeps(), scope="branch"))
+
+
+def condense_scope_sync(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
+                        ) -> Summary:
+    """The sync twin of :func:`condense_scope`."""
+    return summarize_sync(messages, replace(deps or SummarizeDeps(), scope="branch"))
