@@ -71,7 +71,7 @@ class CancelToken:
         for cb in callbacks:
             try:
                 cb()
-            except Exception:  # noqa: BLE001, S112 - one bad listener must not break the fan-out
+            except Exception:
                 continue
 
     def add_callback(self, cb: Callback) -> Callable[[], None]:

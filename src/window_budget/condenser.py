@@ -18,8 +18,8 @@ from window_budget.budget.slice import plan_at, plan_force_slice, plan_slice
 from window_budget.contract import (
     BudgetPolicy,
     CondensePlan,
-    CondenseResult,
     CondenserDeps,
+    CondenseResult,
     SummarizeDeps,
     Summary,
     TokenCounter,
@@ -122,11 +122,7 @@ def shorten_message(message: AgentMessage, target_tokens: int,
     chars = sum(map(len, parts)) or 1
     keep_chars = max(0, int(chars * max(target_tokens - 40, 0) / max(size, 1)))
     new: AgentMessage
-    if isinstance(message, UserMessage):
-        new = replace(message, content=_shorten_content(message.content, keep_chars))
-    elif isinstance(message, AssistantMessage):
-        new = replace(message, content=_shorten_content(message.content, keep_chars))
-    elif isinstance(message, ToolResultMessage | CustomMessage):
+    if isinstance(message, (UserMessage, AssistantMessage, ToolResultMessage | CustomMessage)):
         new = replace(message, content=_shorten_content(message.content, keep_chars))
     elif hasattr(message, "output") and isinstance(getattr(message, "output", None), str):
         new = replace(message, output=_shorten_text(message.output, keep_chars))  # type: ignore[type-var]
@@ -223,6 +219,7 @@ class WindowCondenser:
         if anchor is not None:
             # A provider's figure already includes the system prompt: no pinned tokens here.
             usage = messages[anchor].usage  # type: ignore[union-attr]
+            assert usage is not None
             before = usage.context_tokens + prefix[-1] - prefix[anchor + 1]
         else:
             before = prefix[-1] + pinned_tokens
@@ -238,6 +235,11 @@ class WindowCondenser:
                 needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS, available=int(limit))
         digest_budget = min(policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
         token_budget = max(room - digest_budget, 0)
+        heuristic = prefix[-1] + pinned_tokens
+        if before > heuristic > 0:
+            # The provider counts more than the estimate does: shrink the tail in proportion
+            # so the kept part really fits once the provider measures it.
+            token_budget = int(token_budget * heuristic / before)
         if policy.strategy == "trim":
             plan = plan_at(messages, 0)
             return _Decision(None, plan, limit, before, pinned_tokens, room, 0)
@@ -249,6 +251,8 @@ class WindowCondenser:
         else:
             plan = plan_slice(messages, policy, prefix=prefix,
                               tail_budget=min(policy.keep_recent, token_budget))
+        if plan.cut == 0:
+            return self._noop(messages, plan, before, limit, "nothing-condensable")
         return _Decision(None, plan, limit, before, pinned_tokens, room, digest_budget)
 
     def _noop(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
@@ -314,6 +318,7 @@ class WindowCondenser:
         Raises:
             BudgetError: the result cannot be made to fit; the message says what does not.
             CancelledByToken: the deps' signal fired; the input is untouched.
+
         """
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
         if decision.result is not None:

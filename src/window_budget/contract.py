@@ -79,6 +79,7 @@ class BudgetPolicy:
 
     Raises:
         ValueError: a field is out of range; the message names the field.
+
     """
 
     trigger_ratio: float = 0.75
@@ -233,8 +234,10 @@ class SyncCompleteFn(Protocol):
 class TokenCounter(Protocol):
     """Counts the tokens of a piece of text (a tokenizer, a framework's counter, a heuristic)."""
 
-    name: str
-    """Short name shown in reports (``"heuristic"``, ``"tiktoken:cl100k_base"``, ...)."""
+    @property
+    def name(self) -> str:
+        """Short name shown in reports (``"heuristic"``, ``"tiktoken:cl100k_base"``, ...)."""
+        ...
 
     def count(self, text: str) -> int:
         """Tokens in ``text``."""

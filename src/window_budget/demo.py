@@ -34,8 +34,8 @@ _MODULES = ["loader", "schema", "env", "cache", "cli", "errors", "merge", "paths
 
 
 def _source(module: str, lines: int) -> str:
-    body = [f'"""{module}: part of the settings service."""', "", "from __future__ import annotations",
-            "", "import os", "from pathlib import Path", ""]
+    body = [f'"""{module}: part of the settings service."""', "",
+            "from __future__ import annotations", "", "import os", "from pathlib import Path", ""]
     for i in range(lines):
         body.append(f"def {module}_step_{i}(value: str, *, strict: bool = False) -> str:")
         body.append(f'    """Normalise one {module} value (step {i})."""')
@@ -135,5 +135,6 @@ def run_demo(echo: Callable[[str], None] = print, *, width: int = 78,
     echo(_rule(f"the digest ({'network-free: ' + why if result.summary.fallback else why})",
                width))
     for line in result.summary.text.splitlines():
-        echo(textwrap.shorten(line, width=width, placeholder=" …") if line.strip() else "")
+        for part in textwrap.wrap(line, width=width, subsequent_indent="  ") or [""]:
+            echo(part)
     echo(_rule("done", width))

@@ -9,7 +9,8 @@ estimated from its serialized form and flattened, never dropped or crashed on.
 >>> msg = UserMessage("fix the failing test in tests/test_io.py")
 >>> msg.role
 'user'
->>> message_text(AssistantMessage([TextBlock("on it"), ToolCallBlock("c1", "bash", {"cmd": "pytest"})]))
+>>> call = ToolCallBlock("c1", "bash", {"cmd": "pytest"})
+>>> message_text(AssistantMessage([TextBlock("on it"), call]))
 'on it'
 """
 
@@ -487,6 +488,7 @@ def message_from_dict(raw: Mapping[str, Any]) -> AgentMessage:
 
     Raises:
         MessageError: the record is not a message; the sentence names what is wrong.
+
     """
     if not isinstance(raw, Mapping):
         raise MessageError(f"a message must be a JSON object, not {type(raw).__name__}")

@@ -1,4 +1,4 @@
-"""Test doubles for the completer seam, public so users can test their own wiring offline.
+r"""Test doubles for the completer seam, public so users can test their own wiring offline.
 
 :class:`ScriptedCompleter` replays replies in order, records every call, and fails
 loudly when it runs out — unlike a fake that silently wraps around.

@@ -115,6 +115,7 @@ class TiktokenCounter:
 
         Raises:
             EncodingUnavailable: tiktoken is not installed or the encoding cannot be loaded.
+
         """
         enc = load_encoding(encoding, encoding_file=encoding_file) if isinstance(
             encoding, str) else encoding
@@ -159,6 +160,7 @@ def load_encoding(name: str = DEFAULT_ENCODING, *,
 
     Raises:
         EncodingUnavailable: none of those worked; the message says what to install or set.
+
     """
     file = os.fspath(encoding_file) if encoding_file is not None else os.environ.get(
         "WINDOW_BUDGET_TIKTOKEN_FILE") or None
@@ -180,12 +182,12 @@ def load_encoding(name: str = DEFAULT_ENCODING, *,
         if enc is None and f"{name}_offline" in tiktoken.registry.list_encoding_names():
             try:
                 enc = tiktoken.get_encoding(f"{name}_offline")
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the chain
+            except Exception as exc:
                 errors.append(f"offline plugin: {exc}")
         if enc is None:
             try:
                 enc = tiktoken.get_encoding(name)
-            except Exception as exc:  # noqa: BLE001 - network, cache and hash errors alike
+            except Exception as exc:
                 errors.append(f"download: {type(exc).__name__}")
         if enc is None:
             raise EncodingUnavailable(

@@ -127,7 +127,7 @@ def estimate_tokens(messages: Sequence[AgentMessage], counter: TokenCounter | No
 
 def prefix_tokens(messages: Sequence[AgentMessage],
                   counter: TokenCounter | None = None) -> list[int]:
-    """Forward cumulative tokens, length ``n + 1``: ``result[i]`` is the cost of ``messages[:i]``."""
+    """Forward cumulative tokens, length ``n + 1``: ``result[i]`` costs ``messages[:i]``."""
     return list(accumulate((estimate_message_tokens(m, counter) for m in messages), initial=0))
 
 

@@ -1,4 +1,4 @@
-"""The gate: is the transcript over budget?
+"""The gate: is the transcript over budget.
 
 ``budget_limit = max(0, window - reserve) * trigger_ratio``; the transcript is over
 budget when its estimate is strictly above that.

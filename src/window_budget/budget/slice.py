@@ -92,8 +92,9 @@ def plan_slice(messages: Sequence[AgentMessage], policy: BudgetPolicy, *,
 
     >>> from window_budget.messages import UserMessage
     >>> msgs = [UserMessage("x" * 360) for _ in range(10)]
-    >>> plan_slice(msgs, BudgetPolicy(keep_recent=300)).cut
+    >>> plan_slice(msgs, BudgetPolicy(keep_recent=320)).cut
     7
+
     """
     n = len(messages)
     budget = policy.keep_recent if tail_budget is None else tail_budget

@@ -160,7 +160,7 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
             reply = yield _Request(model, context, options)
         except CancelledByToken:
             raise
-        except Exception as exc:  # noqa: BLE001 - any completer failure falls back
+        except Exception as exc:
             if policy.on_summarizer_error == "raise":
                 raise SummarizerError(
                     f"the summarizer failed ({type(exc).__name__}: {exc}); the transcript "
@@ -222,8 +222,10 @@ def _call_sync(request: _Request, deps: SummarizeDeps) -> Any:
         return reply
     assert deps.complete is not None
     complete = deps.complete
-    coro_factory = lambda: _await_with_signal(  # noqa: E731
-        complete(request.model, request.context, request.options), deps)
+
+    async def coro_factory() -> Any:
+        return await _await_with_signal(
+            complete(request.model, request.context, request.options), deps)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -234,7 +236,7 @@ def _call_sync(request: _Request, deps: SummarizeDeps) -> Any:
     def runner() -> None:
         try:
             box["value"] = asyncio.run(coro_factory())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+        except BaseException as exc:
             box["error"] = exc
 
     t = threading.Thread(target=runner, name="window-budget-summary")
@@ -253,7 +255,7 @@ def _drive_sync(flow: Generator[_Request, Any, Summary], deps: SummarizeDeps) ->
                 reply = _call_sync(request, deps)
             except CancelledByToken:
                 raise
-            except Exception as exc:  # noqa: BLE001 - handed to the flow to decide
+            except Exception as exc:
                 request = flow.throw(exc)
                 continue
             request = flow.send(reply)
@@ -281,6 +283,7 @@ async def summarize(messages: Sequence[AgentMessage], deps: SummarizeDeps | None
     >>> s = asyncio.run(summarize([UserMessage("rename the config loader")]))
     >>> s.text.splitlines()[0], s.fallback
     ('[session digest — older turns condensed]', True)
+
     """
     deps = deps or SummarizeDeps()
     flow = _summary_flow(messages, deps)
@@ -291,7 +294,7 @@ async def summarize(messages: Sequence[AgentMessage], deps: SummarizeDeps | None
                 reply = await _call_async(request, deps)
             except CancelledByToken:
                 raise
-            except Exception as exc:  # noqa: BLE001 - handed to the flow to decide
+            except Exception as exc:
                 request = flow.throw(exc)
                 continue
             request = flow.send(reply)

@@ -107,15 +107,16 @@ def escape_block_tags(text: str) -> str:
 
 
 def clamp_text(text: str, limit: int) -> str:
-    """Keep the head and tail of ``text`` within ``limit`` characters, with a marker between.
+    """Keep the head and tail of ``text`` within about ``limit`` characters, marker between.
 
-    >>> clamp_text("a" * 50 + "b" * 50, 40)
-    'aaaaaaaaaaaaaaaaaaaa[… 72 chars elided …]bbbbbbbbbb'
+    >>> clamp_text("a" * 50 + "b" * 50, 60)
+    'aaaaaaaaaaaaaaaaaaaa[… 70 chars elided …]bbbbbbbbbb'
     """
     if limit <= 0 or len(text) <= limit:
         return text
-    head = max(1, limit * 2 // 3 - 6)
-    tail = max(1, limit // 4)
+    room = max(limit - 30, 3)  # the marker itself takes about 30 characters
+    head = max(1, room * 2 // 3)
+    tail = max(1, room - head)
     elided = len(text) - head - tail
     return f"{text[:head]}[… {elided} chars elided …]{text[-tail:]}"
 

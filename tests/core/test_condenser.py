@@ -1,0 +1,265 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import transcripts
+from window_budget import (
+    DEFAULT_POLICY,
+    SESSION_HEADER,
+    AssistantMessage,
+    BudgetError,
+    BudgetPolicy,
+    CancelledByToken,
+    CancelToken,
+    CondenserDeps,
+    ImageBlock,
+    Model,
+    SummarizerError,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    budget_limit,
+    create_condenser,
+    estimate_tokens,
+    is_digest,
+)
+from window_budget.testing import ScriptedCompleter
+
+WINDOW = Model("m", 32_768)
+
+
+def long_session(turns: int = 60, size: int = 3000) -> list:
+    msgs: list = []
+    for i in range(turns):
+        msgs.append(UserMessage(f"step {i}: please continue"))
+        msgs.append(AssistantMessage([TextBlock("running"),
+                                      ToolCallBlock(f"c{i}", "bash", {"command": f"make {i}"})]))
+        msgs.append(ToolResultMessage(f"c{i}", "bash", "x" * size, is_error=i % 5 == 0))
+    return msgs
+
+
+def test_default_policy_is_the_seeds() -> None:
+    assert BudgetPolicy(trigger_ratio=0.75, keep_recent=6000,
+                                          reserve_tokens=2048) == DEFAULT_POLICY
+
+
+async def test_identity_no_op_without_a_model() -> None:
+    condenser = create_condenser(CondenserDeps())
+    msgs = long_session()
+    assert await condenser(msgs) is msgs
+    assert condenser.sync(msgs) is msgs
+    assert (await condenser.run(msgs)).reason == "no-model"
+
+
+async def test_identity_no_op_under_budget() -> None:
+    condenser = create_condenser(model=WINDOW)
+    msgs = long_session(turns=2)
+    assert await condenser(msgs) is msgs
+    result = condenser.run_sync(msgs)
+    assert result.reason == "under-budget"
+    assert not result.changed
+
+
+async def test_identity_no_op_when_nothing_is_condensable() -> None:
+    # One tool group holding everything: no legal cut.
+    msgs = [AssistantMessage([ToolCallBlock("a", "t", {}), ToolCallBlock("b", "t", {})]),
+            ToolResultMessage("a", "t", "x" * 100), ToolResultMessage("b", "t", "y" * 100)]
+    condenser = create_condenser(model=Model("m", 300),
+                                 policy=BudgetPolicy(reserve_tokens=0, keep_recent=10))
+    out = await condenser(msgs)
+    assert out is msgs
+
+
+async def test_stub_completer_produces_digest_then_tail() -> None:
+    fake = ScriptedCompleter(["# Objective\nport budgeting"])
+    condenser = create_condenser(CondenserDeps(complete=fake, model=WINDOW, policy=DEFAULT_POLICY,
+                                               summarizer_model=Model("big", 200_000)))
+    msgs = long_session()
+    out = await condenser(msgs)
+    assert out is not msgs
+    digest, *tail = out
+    assert digest.role == "user"
+    assert digest.content.startswith(SESSION_HEADER)
+    assert "port budgeting" in digest.content
+    n = len(tail)
+    assert all(a is b for a, b in zip(tail, msgs[-n:], strict=True))
+    assert estimate_tokens(out) <= budget_limit(WINDOW, DEFAULT_POLICY)
+    assert len(fake.calls) == 1
+
+
+async def test_sync_and_async_agree() -> None:
+    msgs = long_session()
+    a = await create_condenser(model=WINDOW).run(msgs)
+    b = create_condenser(model=WINDOW).run_sync(msgs)
+    assert a.messages == b.messages
+    assert a.plan == b.plan
+
+
+def test_dropped_plus_kept_is_the_input_and_the_input_is_untouched() -> None:
+    msgs = long_session()
+    snapshot = list(msgs)
+    result = create_condenser(model=WINDOW).run_sync(msgs)
+    assert msgs == snapshot
+    assert list(result.plan.dropped) + list(result.plan.kept) == msgs
+    assert result.summary is not None
+    assert result.summary.covered_count == len(result.plan.dropped)
+
+
+def test_pinned_system_prompt_is_counted_and_too_big_one_is_a_budget_error() -> None:
+    msgs = long_session(turns=3)
+    condenser = create_condenser(model=WINDOW)
+    assert condenser.run_sync(msgs).reason == "under-budget"
+    assert condenser.run_sync(msgs, pinned_tokens=22_000).reason == "condensed"
+    with pytest.raises(BudgetError, match=r"system prompt\) need 40,000 tokens.*window"):
+        condenser.run_sync(msgs, pinned_tokens=40_000)
+
+
+def test_oversized_newest_message_is_shortened_with_a_marker() -> None:
+    msgs = [UserMessage("hello " * 500), AssistantMessage([ToolCallBlock("c", "read", {})]),
+            ToolResultMessage("c", "read", "HEAD" + "z" * 200_000 + "TAIL")]
+    result = create_condenser(model=WINDOW).run_sync(msgs)
+    assert result.shortened == (2,)
+    shortened = result.messages[2]
+    assert isinstance(shortened, ToolResultMessage)
+    assert shortened.tool_call_id == "c"
+    assert "removed by window-budget" in shortened.content
+    assert shortened.content.startswith("HEAD")
+    assert shortened.content.endswith("TAIL")
+    assert result.tokens_after <= result.limit
+    assert result.messages[1] is msgs[1]
+
+
+def test_images_in_the_tail_become_placeholders_when_they_cannot_fit() -> None:
+    msgs = [UserMessage("old " * 5000),
+            UserMessage([TextBlock("look"), *[ImageBlock("AA") for _ in range(40)]])]
+    result = create_condenser(model=WINDOW).run_sync(msgs)
+    assert result.tokens_after <= result.limit
+    assert "removed by window-budget" in str(result.messages[-1].content)
+
+
+def test_force_compaction_keeps_only_the_last_user_turn() -> None:
+    msgs = long_session(turns=3, size=10)
+    result = create_condenser().run_sync(msgs, force=True)
+    assert result.reason == "forced"
+    assert result.messages[1] is msgs[-3]
+    assert len(result.messages) == 4
+
+
+def test_turn_policy_keeps_n_messages_when_they_fit() -> None:
+    msgs = long_session()
+    result = create_condenser(model=WINDOW, policy=BudgetPolicy.turns(6)).run_sync(msgs)
+    assert len(result.messages) == 7
+    assert result.messages[1] is msgs[-6]
+
+
+def test_anchored_usage_drives_the_gate() -> None:
+    msgs = [UserMessage("hi"), AssistantMessage("ok", usage=Usage(30_000, 10), model="m"),
+            UserMessage("and?")]
+    result = create_condenser(model=WINDOW).run_sync(msgs)
+    assert result.tokens_before > 30_000
+    assert result.reason == "condensed"
+
+
+def test_six_successive_compactions_carry_the_digest() -> None:
+    fake = ScriptedCompleter([lambda ctx, i=i: f"# Objective\ngeneration {i}" for i in range(6)])
+    condenser = create_condenser(model=WINDOW, complete_sync=fake.sync,
+                                 summarizer_model=Model("big", 200_000))
+    history: list = []
+    for _ in range(6):
+        history = history + long_session(turns=40)
+        history = condenser.sync(history)
+        assert is_digest(history[0])
+        assert sum(is_digest(m) for m in history) == 1
+    assert len(fake.calls) == 6
+    for i, call in enumerate(fake.calls[1:]):
+        assert f"<carried-digest>\n# Objective\ngeneration {i}\n</carried-digest>" in call.prompt
+
+
+def test_failing_summarizer_keeps_every_message_or_raises_cleanly() -> None:
+    msgs = long_session()
+    snapshot = list(msgs)
+    fake = ScriptedCompleter([RuntimeError("503")])
+    result = create_condenser(model=WINDOW, complete_sync=fake.sync).run_sync(msgs)
+    assert result.summary is not None
+    assert result.summary.fallback
+    assert "503" in (result.summary.fallback_reason or "")
+    assert list(result.plan.dropped) + list(result.plan.kept) == snapshot
+    failing = ScriptedCompleter([RuntimeError("x")])
+    strict = create_condenser(model=WINDOW, complete_sync=failing.sync,
+                              policy=BudgetPolicy(on_summarizer_error="raise"))
+    with pytest.raises(SummarizerError):
+        strict.run_sync(msgs)
+    assert msgs == snapshot
+
+
+async def test_cancellation_leaves_the_input_intact() -> None:
+    token = CancelToken()
+    token.cancel()
+    msgs = long_session()
+    snapshot = list(msgs)
+    condenser = create_condenser(model=WINDOW, complete=ScriptedCompleter(["x"]), signal=token)
+    with pytest.raises(CancelledByToken):
+        await condenser(msgs)
+    assert msgs == snapshot
+
+
+def test_regating_after_an_append_estimates_one_message() -> None:
+    condenser = create_condenser(model=Model("m", 10_000_000))
+    msgs = long_session(turns=300, size=50)
+    condenser.run_sync(msgs)
+    before = condenser._ledger.estimated
+    msgs.append(UserMessage("one more"))
+    condenser.run_sync(msgs)
+    assert condenser._ledger.estimated == before + 1
+
+
+failing = st.sampled_from([
+    RuntimeError("boom"), TimeoutError("slow"), ValueError("bad json"), "", "   ",
+    AssistantMessage([ToolCallBlock("z", "q", {})]), "# Objective\nfine",
+])
+
+
+@given(transcripts(max_groups=40), st.integers(2_000, 60_000), st.integers(0, 4000),
+       st.integers(0, 8_000), failing)
+def test_result_fits_or_budget_error_and_nothing_is_lost(
+        msgs: list, window: int, reserve: int, keep: int, reply: object) -> None:
+    model = Model("m", window)
+    policy = BudgetPolicy(reserve_tokens=reserve, keep_recent=keep)
+    fake = ScriptedCompleter([reply])  # type: ignore[list-item]
+    condenser = create_condenser(model=model, policy=policy, complete_sync=fake.sync)
+    snapshot = list(msgs)
+    try:
+        result = condenser.run_sync(msgs)
+    except BudgetError:
+        assert msgs == snapshot
+        return
+    assert msgs == snapshot
+    limit = budget_limit(model, policy)
+    plan = result.plan
+    assert list(plan.dropped) + list(plan.kept) == msgs
+    if result.messages is msgs:
+        assert result.reason in ("under-budget", "nothing-condensable")
+        return
+    assert result.tokens_after <= limit
+    assert estimate_tokens(result.messages) <= limit
+    digest, *tail = result.messages
+    assert is_digest(digest)
+    assert len(tail) == len(plan.kept)
+    for i, (out, src) in enumerate(zip(tail, plan.kept, strict=True), start=1):
+        if i not in result.shortened:
+            assert out is src
+        else:
+            assert type(out) is type(src)
+    assert not isinstance(plan.kept[0], ToolResultMessage) if plan.kept else True
+
+
+def test_async_condenser_is_usable_as_a_plain_callable() -> None:
+    condenser = create_condenser(model=WINDOW)
+    out = asyncio.run(condenser(long_session()))
+    assert is_digest(out[0])

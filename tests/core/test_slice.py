@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import transcripts
+from window_budget import (
+    AssistantMessage,
+    BudgetPolicy,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    UserMessage,
+    estimate_message_tokens,
+    plan_force_slice,
+    plan_slice,
+    prefix_tokens,
+)
+from window_budget.budget.slice import blocked_cuts
+from window_budget.digest import SESSION_HEADER
+
+
+def _call(i: str) -> AssistantMessage:
+    return AssistantMessage([TextBlock("run"), ToolCallBlock(i, "bash", {"command": "ls"})])
+
+
+def _legal(msgs: list, i: int) -> bool:
+    """Reference legality: no tool result at i and no call before i answered at or after i."""
+    if isinstance(msgs[i], ToolResultMessage):
+        return False
+    called = {c.id for m in msgs[:i] if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    answered_later = {m.tool_call_id for m in msgs[i:] if isinstance(m, ToolResultMessage)}
+    return not (called & answered_later)
+
+
+def _reference_cut(msgs: list, keep: int) -> int:
+    """Brute force: smallest i whose tail fits, snapped to a legal cut (back if none ahead)."""
+    n = len(msgs)
+    sizes = [estimate_message_tokens(m) for m in msgs]
+    if sum(sizes) <= keep or n == 0:
+        return 0
+    start = next(i for i in range(n + 1) if sum(sizes[i:]) <= keep)
+    for i in range(start, n):
+        if _legal(msgs, i):
+            return i
+    for i in range(min(start, n) - 1, 0, -1):
+        if _legal(msgs, i):
+            return i
+    return 0
+
+
+def test_seed_example_cut() -> None:
+    msgs = [UserMessage("x" * 360) for _ in range(10)]  # 104 tokens each
+    plan = plan_slice(msgs, BudgetPolicy(keep_recent=320))
+    assert plan.cut == 7
+    assert list(plan.kept) == msgs[7:]
+    assert list(plan.dropped) == msgs[:7]
+
+
+def test_whole_transcript_within_keep_recent_is_not_condensable() -> None:
+    msgs = [UserMessage("short")] * 5
+    assert plan_slice(msgs, BudgetPolicy(keep_recent=6000)).cut == 0
+    assert plan_slice([], BudgetPolicy()).cut == 0
+
+
+def test_cut_snaps_past_leading_tool_results_and_parallel_groups() -> None:
+    big = "y" * 3600
+    msgs = [UserMessage(big), _call("a"),
+            AssistantMessage([ToolCallBlock("p1", "x", {}), ToolCallBlock("p2", "x", {})]),
+            ToolResultMessage("a", "bash", big), ToolResultMessage("p1", "x", big),
+            ToolResultMessage("p2", "x", big), UserMessage("now")]
+    blocked = blocked_cuts(msgs)
+    assert blocked[2:6] == [True, True, True, True]
+    plan = plan_slice(msgs, BudgetPolicy(keep_recent=1500))
+    assert plan.cut == 6
+    assert isinstance(plan.kept[0], UserMessage)
+
+
+def test_orphans_and_aborted_calls_are_tolerated() -> None:
+    msgs = [ToolResultMessage("ghost", "bash", "x" * 2000), _call("never-answered"),
+            UserMessage("y" * 2000), UserMessage("z" * 100)]
+    plan = plan_slice(msgs, BudgetPolicy(keep_recent=100))
+    assert plan.cut in (2, 3)
+    assert not isinstance(plan.kept[0], ToolResultMessage)
+
+
+def test_last_group_larger_than_the_tail_is_kept_not_folded() -> None:
+    msgs = [UserMessage("old " * 500), _call("c"), ToolResultMessage("c", "bash", "z" * 50_000)]
+    plan = plan_slice(msgs, BudgetPolicy(keep_recent=1000))
+    assert plan.cut == 1
+    assert plan.kept[0] is msgs[1]
+
+
+def test_turn_policy_keeps_the_last_n_messages_with_pair_safety() -> None:
+    msgs = [UserMessage(f"u{i}") for i in range(10)] + [_call("c"),
+                                                         ToolResultMessage("c", "bash", "ok")]
+    plan = plan_slice(msgs, BudgetPolicy.turns(keep_recent=1))
+    assert plan.cut == 10  # never start on the result
+    plan = plan_slice(msgs, BudgetPolicy.turns(keep_recent=8))
+    assert plan.cut == 4
+
+
+def test_force_slice_folds_everything_before_the_last_user_turn() -> None:
+    msgs = [UserMessage("a"), AssistantMessage("b"), UserMessage("c"), _call("x"),
+            ToolResultMessage("x", "bash", "d")]
+    plan = plan_force_slice(msgs)
+    assert plan.cut == 2
+    assert plan_force_slice([UserMessage("only")]).cut == 0
+    digest_then_turn = [UserMessage(f"{SESSION_HEADER}\nold"), AssistantMessage("x")]
+    assert plan_force_slice(digest_then_turn).cut == 0
+
+
+@given(transcripts(), st.integers(0, 8000))
+def test_plan_matches_brute_force_and_partitions_the_input(msgs: list, keep: int) -> None:
+    policy = BudgetPolicy(keep_recent=keep)
+    plan = plan_slice(msgs, policy)
+    assert plan.cut == _reference_cut(msgs, keep)
+    assert list(plan.dropped) + list(plan.kept) == msgs
+    assert all(a is b for a, b in zip(plan.kept, msgs[plan.cut:], strict=True))
+    if plan.cut:
+        assert _legal(msgs, plan.cut)
+        assert not isinstance(plan.kept[0], ToolResultMessage)
+    # prefix sums given from outside give the same plan
+    assert plan_slice(msgs, policy, prefix=prefix_tokens(msgs)) == plan
+
+
+@given(transcripts(), st.integers(0, 30))
+def test_turn_plans_never_split_a_pair(msgs: list, keep: int) -> None:
+    plan = plan_slice(msgs, BudgetPolicy.turns(keep_recent=keep))
+    assert list(plan.dropped) + list(plan.kept) == msgs
+    if plan.cut:
+        assert _legal(msgs, plan.cut)
