@@ -20,12 +20,12 @@ from window_budget.budget.counters import (
     resolve_counter,
 )
 from window_budget.budget.estimate import (
-    TokenLedger,
     estimate_message_tokens,
     estimate_tokens,
     prefix_tokens,
 )
 from window_budget.budget.gate import budget_limit, estimate_context, is_over_budget
+from window_budget.budget.ledger import TokenLedger
 from window_budget.budget.slice import plan_force_slice, plan_slice
 from window_budget.cancel import CancelledByToken, CancelToken
 from window_budget.condenser import (

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from window_budget.budget.estimate import TokenLedger, estimate_message_tokens, estimate_tokens
-from window_budget.budget.gate import anchor_index, budget_limit
+from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
+from window_budget.budget.gate import budget_limit
+from window_budget.budget.ledger import TokenLedger
 from window_budget.budget.slice import plan_at, plan_force_slice, plan_slice
 from window_budget.contract import (
     BudgetPolicy,
@@ -215,7 +216,7 @@ class WindowCondenser:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
         limit = budget_limit(model, policy)
         prefix = self._ledger.prefix(messages)
-        anchor = anchor_index(messages, model)
+        anchor = self._ledger.anchor(messages, model)
         if anchor is not None:
             # A provider's figure already includes the system prompt: no pinned tokens here.
             usage = messages[anchor].usage  # type: ignore[union-attr]
@@ -243,13 +244,14 @@ class WindowCondenser:
         if policy.strategy == "trim":
             plan = plan_at(messages, 0)
             return _Decision(None, plan, limit, before, pinned_tokens, room, 0)
+        blocked = self._ledger.blocked(messages)
         if policy.keep_unit == "turns":
-            turn_plan = plan_slice(messages, policy)
+            turn_plan = plan_slice(messages, policy, blocked=blocked)
             token_plan = plan_slice(messages, replace(policy, keep_unit="tokens"),
-                                    prefix=prefix, tail_budget=token_budget)
+                                    prefix=prefix, tail_budget=token_budget, blocked=blocked)
             plan = turn_plan if turn_plan.cut >= token_plan.cut else token_plan
         else:
-            plan = plan_slice(messages, policy, prefix=prefix,
+            plan = plan_slice(messages, policy, prefix=prefix, blocked=blocked,
                               tail_budget=min(policy.keep_recent, token_budget))
         if plan.cut == 0:
             return self._noop(messages, plan, before, limit, "nothing-condensable")

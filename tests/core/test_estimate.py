@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.strategies import transcripts
 from window_budget import (
@@ -111,3 +112,17 @@ def test_ledger_matches_prefix_tokens(a: list, b: list) -> None:
     assert ledger.prefix(a) == prefix_tokens(a)
     assert ledger.prefix(a + b) == prefix_tokens(a + b)
     assert ledger.prefix(b) == prefix_tokens(b)
+
+
+@given(transcripts(), transcripts(), st.integers(0, 40))
+def test_ledger_structure_matches_the_batch_functions(a: list, b: list, cut: int) -> None:
+    from window_budget import Model
+    from window_budget.budget.gate import anchor_index
+    from window_budget.budget.slice import blocked_cuts
+
+    ledger = TokenLedger()
+    model = Model("m", 1000)
+    for msgs in (a, a + b, (a + b)[cut:], b):
+        assert ledger.blocked(msgs) == blocked_cuts(msgs)[: len(msgs)]
+        assert ledger.anchor(msgs, model) == anchor_index(msgs, model)
+        assert ledger.anchor(msgs) == anchor_index(msgs)

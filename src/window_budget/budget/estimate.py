@@ -36,7 +36,6 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "IMAGE_TOKENS",
     "MESSAGE_FRAMING_TOKENS",
-    "TokenLedger",
     "estimate_message_tokens",
     "estimate_tokens",
     "message_parts",
@@ -130,64 +129,3 @@ def prefix_tokens(messages: Sequence[AgentMessage],
     """Forward cumulative tokens, length ``n + 1``: ``result[i]`` costs ``messages[:i]``."""
     return list(accumulate((estimate_message_tokens(m, counter) for m in messages), initial=0))
 
-
-class TokenLedger:
-    """Incremental prefix sums: re-measuring after an append costs only the new messages.
-
-    The ledger remembers the last transcript it measured. When the next one starts with
-    the same message objects (checked at C speed, by identity first), only the new
-    messages are estimated; any other change re-estimates from the first difference.
-
-    >>> ledger = TokenLedger()
-    >>> history = [UserMessage("hello")]
-    >>> ledger.total(history)
-    6
-    >>> history.append(UserMessage("again"))
-    >>> ledger.total(history)   # only the second message is estimated
-    12
-    """
-
-    __slots__ = ("_counter", "_messages", "_prefix", "estimated")
-
-    def __init__(self, counter: TokenCounter | None = None) -> None:
-        self._counter = counter
-        self._messages: list[AgentMessage] = []
-        self._prefix: list[int] = [0]
-        self.estimated = 0
-        """How many message estimates this ledger has computed (for tests and benchmarks)."""
-
-    @property
-    def counter(self) -> TokenCounter | None:
-        """The counter in use (None is the heuristic)."""
-        return self._counter
-
-    def prefix(self, messages: Sequence[AgentMessage]) -> list[int]:
-        """Prefix sums for ``messages`` (length n + 1). Treat the result as read-only."""
-        known = self._messages
-        k = len(known)
-        if len(messages) >= k and (k == 0 or (messages[k - 1] is known[-1]
-                                             and list(messages[:k]) == known)):
-            common = k
-        else:
-            common = 0
-            for a, b in zip(messages, known, strict=False):
-                if a is not b:
-                    break
-                common += 1
-            del known[common:]
-            del self._prefix[common + 1:]
-        if common < len(messages):
-            new = messages[common:]
-            counter = self._counter
-            total = self._prefix[-1]
-            append = self._prefix.append
-            for m in new:
-                total += estimate_message_tokens(m, counter)
-                append(total)
-            known.extend(new)
-            self.estimated += len(new)
-        return self._prefix
-
-    def total(self, messages: Sequence[AgentMessage]) -> int:
-        """Estimated tokens of ``messages``."""
-        return self.prefix(messages)[-1]

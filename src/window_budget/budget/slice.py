@@ -59,7 +59,7 @@ def plan_at(messages: Sequence[AgentMessage], cut: int) -> CondensePlan:
     return CondensePlan(cut, tuple(messages[cut:]), tuple(messages[:cut]))
 
 
-def _snap(blocked: list[bool], start: int, n: int) -> int:
+def _snap(blocked: Sequence[bool], start: int, n: int) -> int:
     cut = start
     while cut < n and blocked[cut]:
         cut += 1
@@ -76,7 +76,8 @@ def _snap(blocked: list[bool], start: int, n: int) -> int:
 
 def plan_slice(messages: Sequence[AgentMessage], policy: BudgetPolicy, *,
                counter: TokenCounter | None = None, prefix: Sequence[int] | None = None,
-               tail_budget: int | None = None) -> CondensePlan:
+               tail_budget: int | None = None,
+               blocked: Sequence[bool] | None = None) -> CondensePlan:
     """Split ``messages`` into a dropped head and a verbatim tail of about ``keep_recent``.
 
     Args:
@@ -85,6 +86,7 @@ def plan_slice(messages: Sequence[AgentMessage], policy: BudgetPolicy, *,
         counter: exact counter for the prefix sums (heuristic when None).
         prefix: precomputed prefix sums (e.g. from a ``TokenLedger``), length n + 1.
         tail_budget: overrides ``keep_recent`` (the condenser lowers it to make room).
+        blocked: precomputed :func:`blocked_cuts` (e.g. from a ``TokenLedger``).
 
     Returns:
         ``CondensePlan`` with ``cut == 0`` when the transcript fits in the tail or has no
@@ -108,7 +110,9 @@ def plan_slice(messages: Sequence[AgentMessage], policy: BudgetPolicy, *,
         start = 0 if total <= budget else bisect_left(sums, total - budget)
     if start <= 0 or n == 0:
         return plan_at(messages, 0)
-    return plan_at(messages, _snap(blocked_cuts(messages), start, n))
+    if blocked is None:
+        blocked = blocked_cuts(messages)
+    return plan_at(messages, _snap(blocked, start, n))
 
 
 def last_user_turn_start(messages: Sequence[AgentMessage]) -> int:

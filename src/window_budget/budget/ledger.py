@@ -1,0 +1,132 @@
+"""The incremental view of a growing transcript: prefix sums, tool groups and the usage anchor.
+
+Agents and chat memories re-check the same transcript after every message. The ledger
+remembers what it last saw; when the next transcript starts with the same message
+objects it only processes the new ones, so a re-check costs the appended messages,
+not the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from window_budget.budget.estimate import estimate_message_tokens
+from window_budget.contract import Model, TokenCounter
+from window_budget.digest import is_digest
+from window_budget.messages import AgentMessage, AssistantMessage, ToolResultMessage
+
+__all__ = ["TokenLedger"]
+
+
+class TokenLedger:
+    """Incremental prefix sums, tool-group boundaries and usage anchor for one transcript.
+
+    When the transcript passed in starts with the message objects seen last time
+    (compared by identity first, at C speed), only the new messages are processed; any
+    other change reprocesses from the first difference.
+
+    >>> from window_budget import UserMessage
+    >>> ledger = TokenLedger()
+    >>> history = [UserMessage("hello")]
+    >>> ledger.total(history)
+    6
+    >>> history.append(UserMessage("again"))
+    >>> ledger.total(history)   # only the second message is estimated
+    12
+    """
+
+    __slots__ = ("_blocked", "_counter", "_last_digest", "_last_usage", "_messages", "_owner",
+                 "_prefix", "estimated")
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self._counter = counter
+        self._messages: list[AgentMessage] = []
+        self._prefix: list[int] = [0]
+        self._reset_structure()
+        self.estimated = 0
+        """How many message estimates this ledger has computed (for tests and benchmarks)."""
+
+    def _reset_structure(self) -> None:
+        self._blocked: list[bool] = []
+        self._owner: dict[str, int] = {}
+        self._last_usage = -1
+        self._last_digest = -1
+
+    @property
+    def counter(self) -> TokenCounter | None:
+        """The counter in use (None is the heuristic)."""
+        return self._counter
+
+    def _index(self, j: int, msg: AgentMessage) -> None:
+        blocked = self._blocked
+        blocked.append(False)
+        if isinstance(msg, AssistantMessage):
+            for call in msg.tool_calls:
+                self._owner[call.id] = j
+            if msg.usage is not None:
+                self._last_usage = j
+        elif isinstance(msg, ToolResultMessage):
+            blocked[j] = True
+            a = self._owner.get(msg.tool_call_id)
+            if a is not None and a < j:
+                # The call's group now reaches this result: no cut inside (a, j].
+                for k in range(j - 1, a, -1):
+                    blocked[k] = True
+        if is_digest(msg):
+            self._last_digest = j
+
+    def _sync(self, messages: Sequence[AgentMessage]) -> None:
+        known = self._messages
+        k = len(known)
+        if len(messages) >= k and (k == 0 or (messages[k - 1] is known[-1]
+                                             and list(messages[:k]) == known)):
+            common = k
+        else:
+            common = 0
+            for a, b in zip(messages, known, strict=False):
+                if a is not b:
+                    break
+                common += 1
+            del known[common:]
+            del self._prefix[common + 1:]
+            self._reset_structure()
+            for j, msg in enumerate(known):
+                self._index(j, msg)
+        if common < len(messages):
+            counter = self._counter
+            total = self._prefix[-1]
+            append = self._prefix.append
+            for j in range(common, len(messages)):
+                msg = messages[j]
+                total += estimate_message_tokens(msg, counter)
+                append(total)
+                known.append(msg)
+                self._index(j, msg)
+            self.estimated += len(messages) - common
+
+    def prefix(self, messages: Sequence[AgentMessage]) -> list[int]:
+        """Prefix sums for ``messages`` (length n + 1). Treat the result as read-only."""
+        self._sync(messages)
+        return self._prefix
+
+    def total(self, messages: Sequence[AgentMessage]) -> int:
+        """Estimated tokens of ``messages``."""
+        self._sync(messages)
+        return self._prefix[-1]
+
+    def blocked(self, messages: Sequence[AgentMessage]) -> list[bool]:
+        """Per index, whether a cut there would split a tool group (see ``blocked_cuts``)."""
+        self._sync(messages)
+        return self._blocked
+
+    def anchor(self, messages: Sequence[AgentMessage], model: Model | None = None) -> int | None:
+        """Index of the usage figure that may anchor the estimate (see ``anchor_index``)."""
+        self._sync(messages)
+        i = self._last_usage
+        if i < 0 or self._last_digest > i:
+            return None
+        msg = messages[i]
+        if model is not None and isinstance(msg, AssistantMessage) and msg.model is not None \
+                and msg.model != model.id:
+            return None
+        return i
