@@ -8,6 +8,7 @@ there is nothing to do the condenser returns the *same list object* it was given
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -189,6 +190,8 @@ class WindowCondenser:
         self.deps = deps
         """The dependencies it was built with."""
         self._ledger = TokenLedger(deps.counter)
+        # One condenser may be shared by threads (a web server's workers); the ledger is not.
+        self._lock = threading.RLock()
 
     @property
     def policy(self) -> BudgetPolicy:
@@ -200,6 +203,11 @@ class WindowCondenser:
     def decide(self, messages: Sequence[AgentMessage], *, force: bool = False,
                pinned_tokens: int = 0) -> _Decision:
         """Run the gate and the slice; no model call."""
+        with self._lock:
+            return self._decide(messages, force=force, pinned_tokens=pinned_tokens)
+
+    def _decide(self, messages: Sequence[AgentMessage], *, force: bool,
+                pinned_tokens: int) -> _Decision:
         deps, policy = self.deps, self.deps.policy
         model = deps.model
         if force:

@@ -1,114 +1,556 @@
 """The network-free digest: the six headings filled from the transcript's own facts.
 
-Used whenever no model is bound, the model fails, or it replies with nothing. It is
-deterministic (same input, same digest) and never exceeds its token budget.
+Used whenever no model is bound, the model call fails, or it replies with nothing. It
+reads what the dropped messages themselves record — the user's asks and constraints,
+the files the agent wrote, the commands it ran and how they ended, the key line of
+each error, the last plan it stated, identifiers worth keeping — and merges the
+digest carried in from the previous compaction instead of nesting it.
+
+Every fact becomes one item with a priority. When the digest would exceed its token
+budget, the lowest-priority items are shortened and then dropped first (oldest first
+within a priority), so what survives a tight budget is the objective, the guardrails
+and the open errors. Same input, same digest: nothing here depends on time, hashing
+order or the environment.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
 
 from window_budget.contract import TokenCounter
-from window_budget.digest import digest_body, is_digest
+from window_budget.digest import DIGEST_HEADERS, digest_body, is_digest
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
     BashExecutionMessage,
+    BranchSummaryMessage,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
     ToolResultMessage,
     UserMessage,
     content_text,
 )
 from window_budget.summarize.prompt import clamp_text
 
-__all__ = ["build_local_digest"]
+__all__ = ["build_local_digest", "classify_tool_call", "key_error_line"]
 
-_PATH_KEYS = ("path", "file_path", "filePath", "filename", "file", "target_file", "notebook_path")
-_CMD_KEYS = ("command", "cmd", "script")
+PATH_KEYS: Final = ("file_path", "path", "filePath", "filename", "file", "target_file",
+                    "notebook_path", "target", "destination")
+"""Tool-call argument names that hold a file path."""
+COMMAND_KEYS: Final = ("command", "cmd", "script")
+"""Tool-call argument names that hold a shell command."""
+
+_WRITE_RE = re.compile(r"write|edit|create|patch|replace|insert|update|delete|remove|rename"
+                       r"|move|apply|save|append|str_replace", re.IGNORECASE)
+_READ_RE = re.compile(r"read|view|cat|open|glob|grep|search|list|\bls\b|find|fetch|show|head"
+                      r"|tail|inspect", re.IGNORECASE)
+_SHELL_RE = re.compile(r"bash|shell|terminal|exec|run|^sh$|^cmd$|powershell|console",
+                       re.IGNORECASE)
+_FILE_SUBCOMMANDS: Final = {"view": "read", "create": "write", "str_replace": "write",
+                            "insert": "write", "undo_edit": "write", "write": "write"}
+
 _CONSTRAINT_RE = re.compile(
-    r"\b(must|never|don't|do not|only|always|avoid|without|keep)\b", re.IGNORECASE
+    r"\b(must|never|don'?t|do not|doesn'?t|shouldn'?t|should not|can'?t|cannot|only|always"
+    r"|avoid|without|keep|make sure|ensure|no more than|at most|at least|forbidden|not allowed)\b",
+    re.IGNORECASE)
+_RATIONALE_RE = re.compile(
+    r"\b(because|since|so that|instead of|rather than|decided|chose|prefer|trade-?off"
+    r"|the reason|which means|not the)\b", re.IGNORECASE)
+_PLAN_RE = re.compile(
+    r"\b(next|then|plan|i'?ll|i will|let me|going to|step|first|after that|todo|afterwards"
+    r"|finally)\b", re.IGNORECASE)
+_STEP_RE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+)$")
+_SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_ERROR_LINE_RE = re.compile(
+    r"\b[A-Z]\w*(?:Error|Exception|Failure|Fault)\b|\bFAILED\b|\bFATAL\b|\bfatal:|\berror(?:\[\w+\])?:"
+    r"|\bERROR\b|\bpanic(?:ked)?\b|\bSegmentation fault\b|\bcommand not found\b"
+    r"|\bNo such file or directory\b|\bPermission denied\b")
+_ERROR_TALLY_RE = re.compile(r"\b\d+ (?:failed|errors?)\b")
+
+_IDENT_RES: Final = (
+    re.compile(r"https?://[^\s)>\]\"'`]+[^\s)>\]\"'`.,;:]"),  # URLs
+    re.compile(r"`([^`\n]{2,80})`"),  # spans the writer already marked as code
+    re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+\.\w{1,8}\b"),  # relative and absolute paths
+    re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"),  # ticket ids
+    re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b"),  # env vars and constants
+    re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"),  # CamelCase names
+    re.compile(r"\bv?\d+\.\d+\.\d+(?:[-.][\w.]+)?\b"),  # versions
+    re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),  # commit shas
 )
+
+# Item priorities: what survives a tight budget longest.
+_P_NOTE = 1000
+_P_OBJECTIVE = 200
+_P_GUARDRAIL = 90
+_P_STUCK = 85
+_P_LATEST_ASK = 84
+_P_PLAN = 80
+_P_EDITED = 75
+_P_ACTIVE = 70
+_P_COMMAND = 60
+_P_IDENT = 55
+_P_RATIONALE = 50
+_P_RESOLVED = 45
+_P_READ = 30
+_P_PRIOR_PENALTY = 6  # carried-in items yield to fresh ones of the same kind
+
+_SECTIONS: Final = ("objective", "asks", "guardrails", "shipped", "active", "stuck",
+                    "rationale", "plan", "carryover")
+_HEADING_TO_SECTION: Final = {
+    "objective": "objective", "latest asks": "asks", "guardrails": "guardrails",
+    "shipped": "shipped", "active": "active", "stuck": "stuck", "rationale": "rationale",
+    "plan": "plan", "carryover": "carryover",
+}
+_SECTION_PRIORITY: Final = {
+    "objective": _P_OBJECTIVE, "asks": _P_LATEST_ASK, "guardrails": _P_GUARDRAIL,
+    "shipped": _P_EDITED, "active": _P_ACTIVE, "stuck": _P_STUCK, "rationale": _P_RATIONALE,
+    "plan": _P_PLAN, "carryover": _P_IDENT,
+}
+_EMPTY_MARKERS: Final = {"none", "none recorded", "none.", "n/a", "-"}
+_SHORT_ITEM_CHARS = 110
 
 
 def _count(text: str, counter: TokenCounter | None) -> int:
     return counter.count(text) if counter is not None else math.ceil(len(text) / 3.6)
 
 
-def _dedupe(items: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    return [x for x in items if not (x in seen or seen.add(x))]  # type: ignore[func-returns-value]
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _code(text: str) -> str:
+    """Render a verbatim value; a value holding a backtick is quoted instead."""
+    return f"`{text}`" if "`" not in text else repr(text)
+
+
+def _arg_str(args: Mapping[str, object], keys: Iterable[str]) -> str | None:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def classify_tool_call(name: str, arguments: Mapping[str, object]) -> tuple[str, str | None]:
+    """What a tool call did to the workspace, from its name and arguments.
+
+    Returns ``("write" | "read" | "touch", path)``, ``("shell", command)`` or
+    ``("other", None)``. Works on the tool names agents commonly use (``Write``,
+    ``Edit``, ``edit_file``, ``bash``, ``read_file``, ``str_replace_based_edit_tool``
+    with its ``command`` sub-op, ...).
+
+    >>> classify_tool_call("Edit", {"file_path": "src/app.py"})
+    ('write', 'src/app.py')
+    >>> classify_tool_call("bash", {"command": "pytest -q"})
+    ('shell', 'pytest -q')
+    """
+    path = _arg_str(arguments, PATH_KEYS)
+    command = _arg_str(arguments, COMMAND_KEYS)
+    if path is not None:
+        sub = command.lower() if command else ""
+        if sub in _FILE_SUBCOMMANDS:  # an editor tool's sub-operation, not a shell command
+            return _FILE_SUBCOMMANDS[sub], path
+        if _WRITE_RE.search(name):
+            return "write", path
+        if _READ_RE.search(name):
+            return "read", path
+        if command is None or not _SHELL_RE.search(name):
+            return "touch", path
+    if command is not None:
+        return "shell", command
+    return "other", None
+
+
+def key_error_line(text: str, *, limit: int = 240) -> str:
+    r"""The line of a failed tool's output that says what went wrong, verbatim and shortened.
+
+    Prefers the last line naming an error (a traceback ends with it, pytest's short
+    summary lists it last) and appends the failure tally (``1 failed, 3 passed``) when
+    the output has one.
+
+    >>> key_error_line("Traceback (most recent call last):\n  File 'a.py'\nKeyError: 'port'")
+    "KeyError: 'port'"
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return "(no output)"
+    key: str | None = None
+    tally: str | None = None
+    for line in lines:
+        if _ERROR_LINE_RE.search(line) and not line.startswith(("Traceback", "File ")):
+            key = line
+        if _ERROR_TALLY_RE.search(line):
+            tally = line.strip("= ")
+    if key is None:
+        # Nothing names the error: the first line says what ran, the last how it ended.
+        key = lines[0] if len(lines) == 1 else f"{lines[0]} … {lines[-1]}"
+    out = key if tally is None or tally in key else f"{key} ({tally})"
+    return clamp_text(out, limit)
+
+
+@dataclass(slots=True)
+class _Item:
+    section: str
+    priority: int
+    seq: int
+    text: str
+    key: str
+    shortened: bool = False
+
+
+@dataclass(slots=True)
+class _Facts:
+    asks: list[str] = field(default_factory=list)
+    constraints: dict[str, str] = field(default_factory=dict)
+    edited: dict[str, list[int]] = field(default_factory=dict)  # path -> [edits, failed]
+    read: dict[str, int] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)  # cmd -> statuses
+    failures: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)
+    """target -> (message index, label, key error line) per failed run."""
+    rationale: dict[str, str] = field(default_factory=dict)
+    plan: str | None = None
+    last_action: str | None = None
+    idents: dict[str, list[int]] = field(default_factory=dict)  # ident -> [from_user, count]
+    tool_calls: int = 0
+    failed_calls: int = 0
+    carried: list[str] = field(default_factory=list)
+
+
+def _add_idents(facts: _Facts, text: str, *, from_user: bool) -> None:
+    for pattern in _IDENT_RES:
+        for match in pattern.finditer(text):
+            value = (match.group(1) if pattern.groups else match.group(0)).strip()
+            if len(value) < 3 or value.lower() in _EMPTY_MARKERS:
+                continue
+            entry = facts.idents.setdefault(value, [0, 0])
+            entry[0] |= int(from_user)
+            entry[1] += 1
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_RE.split(text) if s and s.strip()]
+
+
+def _collect(messages: Sequence[AgentMessage]) -> _Facts:
+    facts = _Facts()
+    results: dict[str, ToolResultMessage] = {}
+    for msg in messages:
+        if isinstance(msg, ToolResultMessage):
+            results[msg.tool_call_id] = msg
+    for index, msg in enumerate(messages):
+        if is_digest(msg) or isinstance(msg, BranchSummaryMessage):
+            body = digest_body(msg)
+            if body:
+                facts.carried.append(body)
+            continue
+        if isinstance(msg, UserMessage):
+            text = content_text(msg.content).strip()
+            if not text:
+                continue
+            facts.asks.append(_one_line(text))
+            for sentence in _sentences(text):
+                if _CONSTRAINT_RE.search(sentence):
+                    line = clamp_text(_one_line(sentence), 240)
+                    facts.constraints.setdefault(line.lower(), line)
+            _add_idents(facts, text, from_user=True)
+        elif isinstance(msg, AssistantMessage):
+            _collect_assistant(facts, msg, results, index)
+        elif isinstance(msg, BashExecutionMessage):
+            command = msg.command.strip()
+            if not command:
+                continue
+            failed = msg.cancelled or msg.exit_code not in (0, None)
+            status = "cancelled" if msg.cancelled else (
+                f"exit {msg.exit_code}" if failed else "ok")
+            facts.commands.setdefault(command, []).append(status)
+            facts.last_action = f"user ran {_code(clamp_text(command, 160))} ({status})"
+            if failed and not msg.cancelled:
+                facts.failures.setdefault(command, []).append(
+                    (index, _code(clamp_text(command, 160)), key_error_line(msg.output)))
+    return facts
+
+
+def _collect_assistant(facts: _Facts, msg: AssistantMessage,
+                       results: Mapping[str, ToolResultMessage], index: int) -> None:
+    blocks = (TextBlock(msg.content),) if isinstance(msg.content, str) else msg.content
+    for block in blocks:
+        if isinstance(block, TextBlock | ThinkingBlock):
+            text = block.text if isinstance(block, TextBlock) else block.thinking
+            text = text.strip()
+            if not text:
+                continue
+            stated = _PLAN_RE.search(text) or any(_STEP_RE.match(ln) for ln in text.splitlines())
+            if stated or (isinstance(block, TextBlock) and facts.plan is None):
+                facts.plan = text
+            for sentence in _sentences(text):
+                if _RATIONALE_RE.search(sentence):
+                    line = clamp_text(_one_line(sentence), 240)
+                    facts.rationale.pop(line.lower(), None)  # re-insert: most recent last
+                    facts.rationale[line.lower()] = line
+            if isinstance(block, TextBlock):
+                _add_idents(facts, text, from_user=False)
+        elif isinstance(block, ToolCallBlock):
+            _collect_call(facts, block, results.get(block.id), index)
+
+
+def _collect_call(facts: _Facts, call: ToolCallBlock, result: ToolResultMessage | None,
+                  index: int) -> None:
+    facts.tool_calls += 1
+    kind, value = classify_tool_call(call.name, call.arguments)
+    failed = result is not None and result.is_error
+    facts.failed_calls += int(failed)
+    status = "no result" if result is None else ("failed" if failed else "ok")
+    if kind in ("write", "touch") and value is not None:
+        if kind == "write" or value in facts.edited:
+            entry = facts.edited.setdefault(value, [0, 0])
+            entry[0] += 1
+            entry[1] = int(failed)
+        else:
+            facts.read[value] = facts.read.get(value, 0) + 1
+    elif kind == "read" and value is not None:
+        facts.read[value] = facts.read.get(value, 0) + 1
+    elif kind == "shell" and value is not None:
+        facts.commands.setdefault(value, []).append(status)
+    target = value if value is not None else _one_line(
+        json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True, default=repr))
+    facts.last_action = f"{call.name} {_code(clamp_text(target, 160))} ({status})"
+    if failed and result is not None:
+        line = key_error_line(content_text(result.content))
+        shell = kind == "shell" and value is not None
+        label = _code(clamp_text(target, 160)) if shell else \
+            f"{call.name} {_code(clamp_text(target, 160))}"
+        facts.failures.setdefault(target if shell else f"{call.name}\x00{target}", []).append(
+            (index, label, line))
+
+
+def _command_status(statuses: Sequence[str]) -> str:
+    last = statuses[-1]
+    fails = sum(1 for s in statuses if s not in ("ok", "no result"))
+    runs = f" ({len(statuses)} runs)" if len(statuses) > 1 else ""
+    if last == "ok":
+        return f"passed{runs}" if not fails else f"failed {fails}x, then passed{runs}"
+    if last == "no result":
+        return "no result recorded"
+    return f"{'failed' if last == 'failed' else last}{runs}"
+
+
+def _parse_prior(text: str) -> dict[str, list[str]]:
+    """The items of a carried digest, by section; text outside the template goes to carryover."""
+    out: dict[str, list[str]] = {s: [] for s in _SECTIONS}
+    section: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line in DIGEST_HEADERS.values():
+            continue
+        heading = re.match(r"^#{1,4}\s+(.+?)\s*:?$", line)
+        if heading:
+            section = _HEADING_TO_SECTION.get(heading.group(1).strip().lower())
+            if heading.group(1).strip().lower() == "status":
+                section = None
+            continue
+        if line.lower().rstrip(":") == "latest asks":
+            section = "asks"
+            continue
+        if line.startswith("_") and line.endswith("_") and "digest" in line.lower():
+            continue  # the previous network-free digest's own note line
+        step = _STEP_RE.match(line)
+        item = step.group(1).strip() if step else line
+        if item.lower() in _EMPTY_MARKERS or not item:
+            continue
+        if item.startswith("[… ") and item.endswith("…]"):
+            continue  # a shortening marker, not a fact
+        out[section or "carryover"].append(clamp_text(item, 400))
+    return out
+
+
+def _item_key(text: str) -> str:
+    match = re.search(r"`([^`]+)`", text)
+    return (match.group(1) if match else _one_line(text)).lower()
+
+
+def _build_items(facts: _Facts, prior: dict[str, list[str]] | None) -> list[_Item]:
+    items: list[_Item] = []
+    seq = 0
+
+    def add(section: str, priority: int, text: str, key: str | None = None) -> None:
+        nonlocal seq
+        seq += 1
+        items.append(_Item(section, priority, seq, text, key or _item_key(text)))
+
+    asks = facts.asks
+    prior_objective = prior["objective"] if prior else []
+    if prior_objective:
+        add("objective", _P_OBJECTIVE, " ".join(prior_objective))
+        new_asks = asks
+    else:
+        if asks:
+            add("objective", _P_OBJECTIVE, clamp_text(asks[0], 600))
+        new_asks = asks[1:]
+    if prior:
+        for section in _SECTIONS[1:]:
+            for text in prior[section]:
+                add(section, _SECTION_PRIORITY[section] - _P_PRIOR_PENALTY, text)
+    seen_asks: set[str] = set()
+    recent = [a for a in reversed(new_asks) if not (a in seen_asks or seen_asks.add(a))][:4]  # type: ignore[func-returns-value]
+    for ask in reversed(recent):
+        add("asks", _P_LATEST_ASK, clamp_text(ask, 300), ask.lower())
+    for line in facts.constraints.values():
+        add("guardrails", _P_GUARDRAIL, line)
+    for path, (edits, failed) in facts.edited.items():
+        times = f" ({edits} edits)" if edits > 1 else ""
+        note = ", last edit failed" if failed else ""
+        add("shipped", _P_EDITED, f"edited {_code(path)}{times}{note}", path.lower())
+    if facts.last_action:
+        add("active", _P_ACTIVE, f"last step: {facts.last_action}", "\x00last-step")
+    resolved_cmds = {cmd for cmd, sts in facts.commands.items() if sts[-1] == "ok"}
+    for target, runs in sorted(facts.failures.items(), key=lambda kv: kv[1][-1][0]):
+        _index, label, line = runs[-1]
+        resolved = target in resolved_cmds
+        times = f" {len(runs)}x" if len(runs) > 1 else ""
+        shape = re.sub(r"\d+", "#", line)  # the same error at another line number is no news
+        earlier = [old for _i, _l, old in runs[:-1] if re.sub(r"\d+", "#", old) != shape]
+        for old in list(dict.fromkeys(earlier))[-2:]:  # different, earlier errors: history
+                add("stuck", _P_RESOLVED - 2, f"earlier, {label} failed: {old}",
+                    f"\x00fail\x00{target}\x00{old}")
+        add("stuck", _P_RESOLVED if resolved else _P_STUCK,
+            f"{label} failed{times}: {line}" + (" — resolved: a later run passed"
+                                                  if resolved else ""),
+            f"\x00fail\x00{target}")
+    for line in list(facts.rationale.values())[-8:]:
+        add("rationale", _P_RATIONALE, line)
+    if facts.plan:
+        steps = [m.group(1) for ln in facts.plan.splitlines() if (m := _STEP_RE.match(ln))]
+        if len(steps) >= 2:
+            for step in steps[:10]:
+                add("plan", _P_PLAN, clamp_text(_one_line(step), 240))
+        else:
+            add("plan", _P_PLAN, clamp_text(_one_line(facts.plan), 500), "\x00plan")
+    for cmd, statuses in facts.commands.items():
+        add("carryover", _P_COMMAND,
+            f"ran {_code(clamp_text(_one_line(cmd), 200))} — {_command_status(statuses)}",
+            cmd.lower())
+    shown = {p.lower() for p in facts.edited} | {c.lower() for c in facts.commands}
+    idents = [(v, meta) for v, meta in facts.idents.items() if v.lower() not in shown]
+    # Names the user wrote first, then the agent's most repeated; ties keep first appearance.
+    order = sorted(range(len(idents)), key=lambda i: (-idents[i][1][0], -idents[i][1][1], i))
+    for i in sorted(order[:40]):
+        value, meta = idents[i]
+        add("carryover", _P_IDENT + meta[0], _code(value), value.lower())
+    for path, _n in facts.read.items():
+        if path.lower() not in shown:
+            add("carryover", _P_READ, f"read {_code(path)}", path.lower())
+    return _dedupe(items)
+
+
+def _dedupe(items: list[_Item]) -> list[_Item]:
+    """One item per (section, key): a fresh item replaces the carried one it repeats."""
+    best: dict[tuple[str, str], _Item] = {}
+    for item in items:
+        slot = (item.section, item.key)
+        if slot not in best or item.priority >= best[slot].priority:
+            best[slot] = item
+    winners = {id(v) for v in best.values()}
+    return [i for i in items if id(i) in winners]
+
+
+def _render(note: str, items: Sequence[_Item]) -> str:
+    by: dict[str, list[str]] = {s: [] for s in _SECTIONS}
+    for item in sorted(items, key=lambda i: i.seq):
+        by[item.section].append(item.text)
+
+    def bullets(section: str) -> str:
+        lines = by[section]
+        return "\n".join(f"- {x}" for x in lines) if lines else "none"
+
+    objective = " ".join(by["objective"]) or "none recorded"
+    if by["asks"]:
+        objective += "\nLatest asks:\n" + bullets("asks")
+    parts = [
+        note,
+        f"# Objective\n{objective}",
+        f"# Guardrails\n{bullets('guardrails')}",
+        f"# Status\n## Shipped\n{bullets('shipped')}\n## Active\n{bullets('active')}"
+        f"\n## Stuck\n{bullets('stuck')}",
+        f"# Rationale\n{bullets('rationale')}",
+        f"# Plan\n{bullets('plan')}",
+        f"# Carryover\n{bullets('carryover')}",
+    ]
+    return "\n\n".join(parts)
+
+
+def _fit(note: str, items: list[_Item], max_tokens: int, counter: TokenCounter | None) -> str:
+    """Render within ``max_tokens``: shorten, then drop, the lowest-priority items first."""
+    cost = {id(i): _count(f"- {i.text}\n", counter) for i in items}
+    total = _count(_render(note, []), counter) + sum(cost.values())
+    alive = list(items)
+    victims = sorted(items, key=lambda i: (i.priority, i.seq))
+    pos = 0
+    while True:
+        while total > max_tokens and pos < len(victims):
+            victim = victims[pos]
+            if not victim.shortened and len(victim.text) > _SHORT_ITEM_CHARS:
+                victim.shortened = True
+                victim.text = clamp_text(victim.text, _SHORT_ITEM_CHARS)
+                new_cost = _count(f"- {victim.text}\n", counter)
+                total += new_cost - cost[id(victim)]
+                cost[id(victim)] = new_cost
+                continue
+            if victim.section != "objective":
+                alive.remove(victim)
+                total -= cost[id(victim)]
+            pos += 1
+        text = _render(note, alive)
+        actual = _count(text, counter)
+        if actual <= max_tokens:
+            return text
+        if pos >= len(victims):
+            break
+        total = actual  # the per-item sum underestimated: keep dropping from here
+    # Only the skeleton and the objective are left and they still do not fit.
+    marker = "\n[… digest shortened to fit its budget …]"
+    limit = len(text)
+    while limit > 1:
+        limit = int(limit * 0.85)
+        candidate = text[:limit].rstrip() + marker
+        if _count(candidate, counter) <= max_tokens:
+            return candidate
+    return ""
 
 
 def build_local_digest(messages: Sequence[AgentMessage], *, prior_digest: str | None = None,
                        reason: str = "no model bound", max_tokens: int = 2000,
                        counter: TokenCounter | None = None) -> str:
-    """Fill the digest template from ``messages`` without a model; returns the body text.
+    r"""Fill the digest template from ``messages`` without a model; returns the body text.
 
-    The header is not included (the caller stamps it).
+    The header is not included (the caller stamps it). ``prior_digest`` (and any digest
+    found among ``messages``) is parsed by heading and merged item by item, so digests
+    never nest and a chain of compactions stays within ``max_tokens``. The result never
+    exceeds ``max_tokens`` as measured by ``counter`` (or the 3.6-characters heuristic).
+
+    >>> from window_budget.messages import UserMessage
+    >>> body = build_local_digest([UserMessage("Port it to TOML. Never touch migrations/.")])
+    >>> "# Guardrails\n- Never touch migrations/." in body
+    True
     """
-    asks: list[str] = []
-    constraints: list[str] = []
-    files: list[str] = []
-    commands: list[str] = []
-    errors: list[str] = []
-    plans: list[str] = []
+    facts = _collect(messages)
     carried = [prior_digest.strip()] if prior_digest and prior_digest.strip() else []
-    for msg in messages:
-        if is_digest(msg):
-            body = digest_body(msg)
-            if body:
-                carried.append(body)
-            continue
-        if isinstance(msg, UserMessage):
-            text = content_text(msg.content).strip()
-            if text:
-                asks.append(clamp_text(" ".join(text.split()), 300))
-                for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
-                    if _CONSTRAINT_RE.search(sentence):
-                        constraints.append(clamp_text(sentence.strip(), 200))
-        elif isinstance(msg, AssistantMessage):
-            text = content_text(msg.content).strip()
-            if text:
-                plans.append(clamp_text(" ".join(text.split()), 300))
-            for call in msg.tool_calls:
-                for key in _PATH_KEYS:
-                    value = call.arguments.get(key)
-                    if isinstance(value, str) and value:
-                        files.append(value)
-                for key in _CMD_KEYS:
-                    value = call.arguments.get(key)
-                    if isinstance(value, str) and value:
-                        commands.append(clamp_text(value.strip(), 200))
-        elif isinstance(msg, ToolResultMessage) and msg.is_error:
-            errors.append(f"{msg.tool_name}: " + clamp_text(content_text(msg.content).strip(), 300))
-        elif isinstance(msg, BashExecutionMessage):
-            commands.append(clamp_text(msg.command.strip(), 200))
-            if msg.exit_code not in (0, None):
-                errors.append(f"$ {msg.command.strip()}: exit {msg.exit_code}: "
-                              + clamp_text(msg.output.strip(), 300))
-
-    def bullets(items: Sequence[str], limit: int) -> str:
-        items = _dedupe(items)[-limit:]
-        return "\n".join(f"- {x}" for x in items) if items else "none"
-
-    objective = asks[0] if asks else "none recorded"
-    latest = bullets(asks[1:], 3) if len(asks) > 1 else "none"
-    sections = [
-        f"_Network-free digest ({reason}); {len(messages)} messages condensed._",
-        f"# Objective\n{objective}\nLatest asks:\n{latest}",
-        f"# Guardrails\n{bullets(constraints, 10)}",
-        "# Status\n## Shipped\n"
-        + bullets([f"edited {f}" for f in files], 15)
-        + f"\n## Active\n{plans[-1] if plans else 'none'}"
-        + f"\n## Stuck\n{bullets(errors, 5)}",
-        "# Rationale\nnone recorded",
-        f"# Plan\n{plans[-1] if plans else 'none'}",
-        f"# Carryover\n{bullets(commands, 10)}",
-    ]
+    carried.extend(facts.carried)
+    prior: dict[str, list[str]] | None = None
     if carried:
-        sections.append("# Carried digest\n" + "\n\n".join(carried))
-    text = "\n\n".join(sections)
-    while _count(text, counter) > max_tokens and len(text) > 80:
-        text = clamp_text(text, int(len(text) * 0.85))
-    return text
+        prior = {s: [] for s in _SECTIONS}
+        for body in carried:
+            for section, lines in _parse_prior(body).items():
+                prior[section].extend(lines)
+        if len(carried) > 1:  # two carried objectives: the oldest is the session's
+            prior["objective"] = prior["objective"][:1]
+    items = _build_items(facts, prior)
+    failed = f", {facts.failed_calls} failed" if facts.failed_calls else ""
+    note = (f"_Network-free digest ({clamp_text(_one_line(reason), 160)}): "
+            f"{len(messages)} messages condensed, {facts.tool_calls} tool calls{failed}._")
+    return _fit(note, items, max_tokens, counter)

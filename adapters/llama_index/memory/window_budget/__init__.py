@@ -1,1 +1,38 @@
-"""LlamaIndex memory backed by window-budget."""
+"""LlamaIndex memory backed by window-budget: gate → slice → summarize for chat engines and agents.
+
+>>> from llama_index.memory.window_budget import WindowBudgetMemory
+"""
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "llama_index.memory.window_budget needs llama-index-core; "
+        'pip install "window-budget[llama-index]"'
+    ) from exc
+
+from llama_index.memory.window_budget.base import (
+    ARCHIVE_SUFFIX,
+    CounterSpec,
+    WindowBudgetMemory,
+    default_policy,
+)
+from llama_index.memory.window_budget.completer import completers_from_llm
+from llama_index.memory.window_budget.convert import (
+    DIGEST_COVERED_KEY,
+    DIGEST_KEY,
+    is_digest_message,
+    to_core,
+)
+
+__all__ = [
+    "ARCHIVE_SUFFIX",
+    "DIGEST_COVERED_KEY",
+    "DIGEST_KEY",
+    "CounterSpec",
+    "WindowBudgetMemory",
+    "completers_from_llm",
+    "default_policy",
+    "is_digest_message",
+    "to_core",
+]
