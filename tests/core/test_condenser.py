@@ -17,6 +17,7 @@ from window_budget import (
     CancelToken,
     CondenserDeps,
     ImageBlock,
+    MessageError,
     Model,
     SummarizerError,
     TextBlock,
@@ -263,3 +264,15 @@ def test_async_condenser_is_usable_as_a_plain_callable() -> None:
     condenser = create_condenser(model=WINDOW)
     out = asyncio.run(condenser(long_session()))
     assert is_digest(out[0])
+
+
+@pytest.mark.parametrize("bad", ["just a string", {"content": "no role"}, 42, None])
+def test_a_non_message_is_a_clear_error_and_loses_nothing(bad: object) -> None:
+    msgs = [*long_session(), bad]
+    snapshot = list(msgs)
+    condenser = create_condenser(model=WINDOW)
+    with pytest.raises(MessageError, match=r"message 180 is a \w+ with no string 'role'"):
+        condenser.run_sync(msgs)
+    assert msgs == snapshot
+    msgs.pop()
+    assert condenser.run_sync(msgs).reason == "condensed"

@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from window_budget.budget.estimate import estimate_message_tokens
 from window_budget.contract import Model, TokenCounter
 from window_budget.digest import is_digest
-from window_budget.messages import AgentMessage, AssistantMessage, ToolResultMessage
+from window_budget.errors import MessageError
+from window_budget.messages import (
+    KNOWN_MESSAGE_TYPES,
+    AgentMessage,
+    AssistantMessage,
+    ToolResultMessage,
+)
 
 __all__ = ["TokenLedger"]
 
@@ -98,6 +104,14 @@ class TokenLedger:
             append = self._prefix.append
             for j in range(common, len(messages)):
                 msg = messages[j]
+                if not isinstance(msg, KNOWN_MESSAGE_TYPES) and not isinstance(
+                        getattr(msg, "role", None), str):
+                    self.estimated += j - common
+                    raise MessageError(
+                        f"message {j} is a {type(msg).__name__} with no string 'role'; pass "
+                        "window_budget messages (or objects with a role) — convert framework "
+                        "messages with an adapter"
+                    )
                 total += estimate_message_tokens(msg, counter)
                 append(total)
                 known.append(msg)
