@@ -10,6 +10,7 @@ do we cut (the slice), **how** do we fold the dropped head into one digest (summ
 True
 """
 
+from window_budget.assemble import AssembledPrompt, Section, assemble_prompt
 from window_budget.budget.counters import (
     CallableCounter,
     EncodingUnavailable,
@@ -28,6 +29,14 @@ from window_budget.budget.gate import budget_limit, estimate_context, is_over_bu
 from window_budget.budget.ledger import TokenLedger
 from window_budget.budget.slice import plan_force_slice, plan_slice
 from window_budget.cancel import CancelledByToken, CancelToken
+from window_budget.categories import (
+    DEFAULT_SHARES,
+    MessageCategory,
+    TrimResult,
+    classify_message,
+    trim_by_category,
+    trim_messages_by_category,
+)
 from window_budget.condenser import (
     DEFAULT_POLICY,
     WindowCondenser,
@@ -36,6 +45,7 @@ from window_budget.condenser import (
     create_condenser,
     shorten_message,
 )
+from window_budget.config import counter_from_env, model_from_env, policy_from_env
 from window_budget.contract import (
     BudgetPolicy,
     CompleteFn,
@@ -79,6 +89,8 @@ from window_budget.messages import (
     message_text,
     message_to_dict,
 )
+from window_budget.report import UsageReport, analyze, format_report, format_report_rich
+from window_budget.subagent import clamp_subagent
 from window_budget.summarize.condense import (
     condense_scope,
     condense_scope_sync,
@@ -97,8 +109,10 @@ __all__ = [
     "BRANCH_HEADER",
     "CONDENSER_BRIEF",
     "DEFAULT_POLICY",
+    "DEFAULT_SHARES",
     "SESSION_HEADER",
     "AgentMessage",
+    "AssembledPrompt",
     "AssistantMessage",
     "BashExecutionMessage",
     "BranchSummaryMessage",
@@ -121,8 +135,10 @@ __all__ = [
     "EncodingUnavailable",
     "HeuristicCounter",
     "ImageBlock",
+    "MessageCategory",
     "MessageError",
     "Model",
+    "Section",
     "SummarizeDeps",
     "SummarizerError",
     "Summary",
@@ -136,33 +152,46 @@ __all__ = [
     "TokenizerFallbackWarning",
     "ToolCallBlock",
     "ToolResultMessage",
+    "TrimResult",
     "Usage",
+    "UsageReport",
     "UserMessage",
     "WindowBudgetError",
     "WindowCondenser",
+    "analyze",
+    "assemble_prompt",
     "budget_limit",
     "build_summary_prompt",
+    "clamp_subagent",
+    "classify_message",
     "condense",
     "condense_scope",
     "condense_scope_sync",
     "condense_sync",
+    "counter_from_env",
     "create_condenser",
     "digest_body",
     "estimate_context",
     "estimate_message_tokens",
     "estimate_tokens",
     "flatten_transcript",
+    "format_report",
+    "format_report_rich",
     "is_digest",
     "is_over_budget",
     "load_encoding",
     "message_from_dict",
     "message_text",
     "message_to_dict",
+    "model_from_env",
     "plan_force_slice",
     "plan_slice",
+    "policy_from_env",
     "prefix_tokens",
     "resolve_counter",
     "shorten_message",
     "summarize",
     "summarize_sync",
+    "trim_by_category",
+    "trim_messages_by_category",
 ]

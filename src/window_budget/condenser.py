@@ -250,8 +250,11 @@ class WindowCondenser:
             # so the kept part really fits once the provider measures it.
             token_budget = int(token_budget * heuristic / before)
         if policy.strategy == "trim":
-            plan = plan_at(messages, 0)
-            return _Decision(None, plan, limit, before, pinned_tokens, room, 0)
+            trim_room = room
+            if before > heuristic > 0:
+                trim_room = int(room * heuristic / before)
+            return _Decision(None, plan_at(messages, 0), limit, before, pinned_tokens,
+                             trim_room, 0)
         blocked = self._ledger.blocked(messages)
         if policy.keep_unit == "turns":
             turn_plan = plan_slice(messages, policy, blocked=blocked)

@@ -1,0 +1,202 @@
+"""Where a transcript's tokens go: totals, categories, roles and images against a window.
+
+:func:`analyze` measures (pure, no I/O); :func:`format_report` renders plain text;
+:func:`format_report_rich` renders a table with bars when the optional ``rich``
+package is installed (``pip install "window-budget[rich]"``) and the plain text when
+it is not.
+
+>>> from window_budget import UserMessage
+>>> report = analyze([UserMessage("hello")], 1000)
+>>> report.total, report.available, report.over_budget
+(6, 994, False)
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from window_budget.budget.estimate import estimate_message_tokens, message_parts
+from window_budget.budget.gate import budget_limit
+from window_budget.categories import (
+    Classifier,
+    MessageCategory,
+    classify_message,
+    resolve_shares,
+)
+from window_budget.contract import BudgetPolicy, Model, TokenCounter
+from window_budget.errors import ConfigError
+from window_budget.messages import AgentMessage
+
+__all__ = ["UsageReport", "analyze", "format_report", "format_report_rich"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageReport:
+    """A transcript's token usage against a window; build it with :func:`analyze`."""
+
+    total: int
+    """Estimated tokens of the transcript plus ``pinned``."""
+    window: int
+    """The context window measured against."""
+    available: int
+    """``max(0, window - total)``."""
+    percentage: float
+    """``total / window * 100``."""
+    limit: float
+    """Where ``over_budget`` starts: the gate's limit with a policy, else the window."""
+    over_budget: bool
+    """True when ``total`` is strictly above ``limit``."""
+    per_category: Mapping[MessageCategory, int]
+    """Tokens per category, every category present (SYSTEM includes ``pinned``)."""
+    category_budgets: Mapping[MessageCategory, int]
+    """``limit`` times each category's share, as given (before any lending)."""
+    per_role: Mapping[str, int]
+    """Tokens per message role, in first-seen order (``"pinned"`` for pinned tokens)."""
+    image_count: int
+    """Images in the transcript."""
+    message_count: int
+    """Messages in the transcript."""
+    pinned: int = 0
+    """Tokens kept outside the transcript (system prompts) that were counted."""
+    counter_name: str = "heuristic"
+    """Which counter measured it."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (category keys are their names)."""
+        return {
+            "total": self.total, "available": self.available, "window": self.window,
+            "percentage": round(self.percentage, 2), "limit": self.limit,
+            "over_budget": self.over_budget,
+            "per_category": {c.name: n for c, n in self.per_category.items()},
+            "category_budgets": {c.name: n for c, n in self.category_budgets.items()},
+            "per_role": dict(self.per_role), "image_count": self.image_count,
+            "message_count": self.message_count, "pinned": self.pinned,
+            "counter": self.counter_name,
+        }
+
+    def __str__(self) -> str:
+        """Return the plain-text summary."""
+        return format_report(self)
+
+
+def analyze(messages: Sequence[AgentMessage], window: int | Model, *,
+            counter: TokenCounter | None = None, policy: BudgetPolicy | None = None,
+            pinned_tokens: int = 0, shares: Mapping[MessageCategory | str, float] | None = None,
+            classify: Classifier = classify_message) -> UsageReport:
+    """Measure ``messages`` against ``window`` (tokens, or a :class:`Model`).
+
+    Args:
+        messages: The transcript; not modified.
+        window: The context window in tokens, or the model whose window it is.
+        counter: Exact counter; the heuristic when None.
+        policy: When given, ``over_budget`` uses the gate's limit (window less reserve,
+            times the trigger ratio) instead of the whole window.
+        pinned_tokens: Tokens of system prompts kept outside the transcript.
+        shares: Category shares for ``category_budgets`` (003's defaults when None).
+        classify: How messages are put in categories.
+
+    Raises:
+        ConfigError: a window that is not a positive int, or negative pinned tokens.
+
+    """
+    size = window.context_window if isinstance(window, Model) else window
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise ConfigError(f"window must be a positive int of tokens, got {size!r}")
+    if isinstance(pinned_tokens, bool) or not isinstance(pinned_tokens, int) \
+            or pinned_tokens < 0:
+        raise ConfigError(f"pinned_tokens must be a non-negative int, got {pinned_tokens!r}")
+    per_category = dict.fromkeys(MessageCategory, 0)
+    per_category[MessageCategory.SYSTEM] = pinned_tokens
+    per_role: dict[str, int] = {"pinned": pinned_tokens} if pinned_tokens else {}
+    images = 0
+    for message in messages:
+        tokens = estimate_message_tokens(message, counter)
+        per_category[classify(message)] += tokens
+        role = str(getattr(message, "role", "unknown"))
+        per_role[role] = per_role.get(role, 0) + tokens
+        images += message_parts(message)[2]
+    total = sum(per_category.values())
+    limit = budget_limit(Model("report", size), policy) if policy is not None else float(size)
+    # Shares are applied as given: 003's defaults add up to 105 % (ERROR is a fallback
+    # allowance), so the allowances overlap a little rather than partition the limit.
+    norm = resolve_shares(shares)
+    budgets = {c: int(limit * norm[c]) for c in MessageCategory}
+    return UsageReport(
+        total=total, window=size, available=max(0, size - total),
+        percentage=total / size * 100, limit=limit, over_budget=total > limit,
+        per_category=MappingProxyType(per_category),
+        category_budgets=MappingProxyType(budgets),
+        per_role=MappingProxyType(per_role), image_count=images,
+        message_count=len(messages), pinned=pinned_tokens,
+        counter_name=counter.name if counter is not None else "heuristic",
+    )
+
+
+def _pct(part: float, whole: float) -> float:
+    return part / whole * 100 if whole else 0.0
+
+
+def format_report(report: UsageReport) -> str:
+    """Render ``report`` as plain text, one line per category and role."""
+    flag = "OVER BUDGET" if report.over_budget else "within budget"
+    lines = [
+        f"context: {report.total:,} / {report.window:,} tokens ({report.percentage:.1f}%), "
+        f"{report.available:,} available — {flag} (limit {report.limit:,.0f})",
+        f"messages: {report.message_count:,}, images: {report.image_count:,}, "
+        f"counter: {report.counter_name}",
+        "by category:",
+    ]
+    for cat, tokens in report.per_category.items():
+        allowance = report.category_budgets.get(cat, 0)
+        lines.append(f"  {cat.name:<13} {tokens:>9,} tokens  {_pct(tokens, report.total):5.1f}%"
+                     f"  (allowance {allowance:,})")
+    lines.append("by role:")
+    for role, tokens in report.per_role.items():
+        lines.append(f"  {role:<13} {tokens:>9,} tokens  {_pct(tokens, report.total):5.1f}%")
+    return "\n".join(lines)
+
+
+def format_report_rich(report: UsageReport, *, width: int = 88, color: bool = False) -> str:
+    """Render ``report`` as a table with usage bars when ``rich`` is installed.
+
+    Falls back to :func:`format_report` when it is not. ``color=True`` keeps the ANSI
+    colour codes (for a terminal); the default is plain characters.
+    """
+    try:
+        from rich.console import Console
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+    except ImportError:
+        return format_report(report)
+
+    style = "bold red" if report.over_budget else "bold green"
+    title = (f"{report.total:,} / {report.window:,} tokens ({report.percentage:.1f}%) — "
+             f"{report.available:,} available"
+             + (" — OVER BUDGET" if report.over_budget else ""))
+    table = Table(title=title, title_style=style, expand=False)
+    table.add_column("category")
+    table.add_column("tokens", justify="right")
+    table.add_column("allowance", justify="right")
+    table.add_column("use of allowance", min_width=24)
+    for cat, tokens in report.per_category.items():
+        allowance = report.category_budgets.get(cat, 0)
+        over = tokens > allowance
+        bar = ProgressBar(total=max(allowance, 1), completed=min(tokens, max(allowance, 1)),
+                          width=24, complete_style="red" if over else "green")
+        table.add_row(cat.name, f"{tokens:,}", f"{allowance:,}", bar)
+    limit = max(report.limit, 1.0)
+    table.add_row("total", f"{report.total:,}", f"{report.limit:,.0f}",
+                  ProgressBar(total=limit, completed=min(report.total, limit), width=24,
+                              complete_style="red" if report.over_budget else "green"))
+    roles = ", ".join(f"{r} {n:,}" for r, n in report.per_role.items()) or "none"
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=color, color_system=(
+        "standard" if color else None), legacy_windows=False)
+    console.print(table)
+    console.print(f"roles: {roles}; images: {report.image_count:,}; "
+                  f"counter: {report.counter_name}", highlight=False)
+    return buf.getvalue().rstrip("\n")
