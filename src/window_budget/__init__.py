@@ -89,7 +89,15 @@ from window_budget.messages import (
     message_text,
     message_to_dict,
 )
+from window_budget.meter import (
+    ContextBudget,
+    MalformedUsageWarning,
+    UsageError,
+    UsageReading,
+    parse_usage,
+)
 from window_budget.report import UsageReport, analyze, format_report, format_report_rich
+from window_budget.scratch import ScratchModel, ScratchWriter, StateChange
 from window_budget.subagent import clamp_subagent
 from window_budget.summarize.condense import (
     condense_scope,
@@ -97,6 +105,7 @@ from window_budget.summarize.condense import (
     summarize,
     summarize_sync,
 )
+from window_budget.summarize.extract import build_local_digest
 from window_budget.summarize.prompt import (
     CONDENSER_BRIEF,
     build_summary_prompt,
@@ -131,14 +140,19 @@ __all__ = [
     "CondenserDeps",
     "ConfigError",
     "Context",
+    "ContextBudget",
     "CustomMessage",
     "EncodingUnavailable",
     "HeuristicCounter",
     "ImageBlock",
+    "MalformedUsageWarning",
     "MessageCategory",
     "MessageError",
     "Model",
+    "ScratchModel",
+    "ScratchWriter",
     "Section",
+    "StateChange",
     "SummarizeDeps",
     "SummarizerError",
     "Summary",
@@ -154,6 +168,8 @@ __all__ = [
     "ToolResultMessage",
     "TrimResult",
     "Usage",
+    "UsageError",
+    "UsageReading",
     "UsageReport",
     "UserMessage",
     "WindowBudgetError",
@@ -161,6 +177,7 @@ __all__ = [
     "analyze",
     "assemble_prompt",
     "budget_limit",
+    "build_local_digest",
     "build_summary_prompt",
     "clamp_subagent",
     "classify_message",
@@ -184,6 +201,7 @@ __all__ = [
     "message_text",
     "message_to_dict",
     "model_from_env",
+    "parse_usage",
     "plan_force_slice",
     "plan_slice",
     "policy_from_env",

@@ -123,6 +123,8 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
     scope = deps.scope
     policy = deps.policy
     max_tokens = deps.max_tokens or policy.digest_max_tokens
+    # The whole digest message stays within max_tokens: header, blank line and framing too.
+    body_tokens = max(16, max_tokens - _count(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
     prior = deps.prior_digest
     body_messages = list(messages)
     # A digest at the head of the dropped part is carried in, not flattened again.
@@ -133,8 +135,8 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
 
     def fallback(reason: str) -> Summary:
         body = build_local_digest(body_messages, prior_digest=prior, reason=reason,
-                                  max_tokens=max_tokens, counter=deps.counter)
-        body = _fit_digest(body, max_tokens, deps.counter)
+                                  max_tokens=body_tokens, counter=deps.counter)
+        body = _fit_digest(body, body_tokens, deps.counter)
         return Summary(make_digest_message(body, scope), covered, True, reason, scope)
 
     if deps.signal is not None:
@@ -176,7 +178,7 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
             return fallback(why)
         digest = text.strip()
     assert digest is not None
-    body = _fit_digest(digest, max_tokens, deps.counter)
+    body = _fit_digest(digest, body_tokens, deps.counter)
     return Summary(make_digest_message(body, scope), covered, False, None, scope)
 
 

@@ -70,8 +70,10 @@ _SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _ERROR_LINE_RE = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception|Failure|Fault)\b|\bFAILED\b|\bFATAL\b|\bfatal:|\berror(?:\[\w+\])?:"
     r"|\bERROR\b|\bpanic(?:ked)?\b|\bSegmentation fault\b|\bcommand not found\b"
-    r"|\bNo such file or directory\b|\bPermission denied\b")
+    r"|\bNo such file or directory\b|\bPermission denied\b"
+    r"|^(?:[A-Za-z_]\w*\.)*[A-Z][A-Za-z0-9]+: \S")  # a Python exception line, whatever its name
 _ERROR_TALLY_RE = re.compile(r"\b\d+ (?:failed|errors?)\b")
+_TALLY_SUFFIX_RE = re.compile(r" \([^()]*\b\d+ (?:failed|errors?)\b[^()]*\)$")
 
 _IDENT_RES: Final = (
     re.compile(r"https?://[^\s)>\]\"'`]+[^\s)>\]\"'`.,;:]"),  # URLs
@@ -85,7 +87,7 @@ _IDENT_RES: Final = (
 )
 
 # Item priorities: what survives a tight budget longest.
-_P_NOTE = 1000
+_P_NOTE = 56  # the reason is also on Summary.fallback_reason: guardrails matter more
 _P_OBJECTIVE = 200
 _P_GUARDRAIL = 90
 _P_STUCK = 85
@@ -100,7 +102,7 @@ _P_RESOLVED = 45
 _P_READ = 30
 _P_PRIOR_PENALTY = 6  # carried-in items yield to fresh ones of the same kind
 
-_SECTIONS: Final = ("objective", "asks", "guardrails", "shipped", "active", "stuck",
+_SECTIONS: Final = ("note", "objective", "asks", "guardrails", "shipped", "active", "stuck",
                     "rationale", "plan", "carryover")
 _HEADING_TO_SECTION: Final = {
     "objective": "objective", "latest asks": "asks", "guardrails": "guardrails",
@@ -201,7 +203,8 @@ class _Item:
     seq: int
     text: str
     key: str
-    shortened: bool = False
+    short: str | None = None
+    """What the item shrinks to under pressure; default: head and tail of ``text``."""
 
 
 @dataclass(slots=True)
@@ -272,7 +275,8 @@ def _collect(messages: Sequence[AgentMessage]) -> _Facts:
             facts.last_action = f"user ran {_code(clamp_text(command, 160))} ({status})"
             if failed and not msg.cancelled:
                 facts.failures.setdefault(command, []).append(
-                    (index, _code(clamp_text(command, 160)), key_error_line(msg.output)))
+                    (index, f"{_code(clamp_text(command, 160))} ({status})",
+                     key_error_line(msg.output)))
     return facts
 
 
@@ -329,6 +333,12 @@ def _collect_call(facts: _Facts, call: ToolCallBlock, result: ToolResultMessage 
             (index, label, line))
 
 
+def _short_failure(label: str, line: str) -> str:
+    """A failure in few characters: the error line matters more than the command."""
+    line = _TALLY_SUFFIX_RE.sub("", line)
+    return f"{clamp_text(label, 40)}: {clamp_text(line, 120)}"
+
+
 def _command_status(statuses: Sequence[str]) -> str:
     last = statuses[-1]
     fails = sum(1 for s in statuses if s not in ("ok", "no result"))
@@ -359,6 +369,7 @@ def _parse_prior(text: str) -> dict[str, list[str]]:
             continue
         if line.startswith("_") and line.endswith("_") and "digest" in line.lower():
             continue  # the previous network-free digest's own note line
+        line = line.removeprefix("\\")
         step = _STEP_RE.match(line)
         item = step.group(1).strip() if step else line
         if item.lower() in _EMPTY_MARKERS or not item:
@@ -378,10 +389,11 @@ def _build_items(facts: _Facts, prior: dict[str, list[str]] | None) -> list[_Ite
     items: list[_Item] = []
     seq = 0
 
-    def add(section: str, priority: int, text: str, key: str | None = None) -> None:
+    def add(section: str, priority: int, text: str, key: str | None = None,
+            short: str | None = None) -> None:
         nonlocal seq
         seq += 1
-        items.append(_Item(section, priority, seq, text, key or _item_key(text)))
+        items.append(_Item(section, priority, seq, text, key or _item_key(text), short))
 
     asks = facts.asks
     prior_objective = prior["objective"] if prior else []
@@ -393,7 +405,7 @@ def _build_items(facts: _Facts, prior: dict[str, list[str]] | None) -> list[_Ite
             add("objective", _P_OBJECTIVE, clamp_text(asks[0], 600))
         new_asks = asks[1:]
     if prior:
-        for section in _SECTIONS[1:]:
+        for section in _SECTIONS[2:]:
             for text in prior[section]:
                 add(section, _SECTION_PRIORITY[section] - _P_PRIOR_PENALTY, text)
     seen_asks: set[str] = set()
@@ -417,11 +429,11 @@ def _build_items(facts: _Facts, prior: dict[str, list[str]] | None) -> list[_Ite
         earlier = [old for _i, _l, old in runs[:-1] if re.sub(r"\d+", "#", old) != shape]
         for old in list(dict.fromkeys(earlier))[-2:]:  # different, earlier errors: history
                 add("stuck", _P_RESOLVED - 2, f"earlier, {label} failed: {old}",
-                    f"\x00fail\x00{target}\x00{old}")
+                    f"\x00fail\x00{target}\x00{old}", _short_failure(label, old))
         add("stuck", _P_RESOLVED if resolved else _P_STUCK,
             f"{label} failed{times}: {line}" + (" — resolved: a later run passed"
                                                   if resolved else ""),
-            f"\x00fail\x00{target}")
+            f"\x00fail\x00{target}", _short_failure(label, line))
     for line in list(facts.rationale.values())[-8:]:
         add("rationale", _P_RATIONALE, line)
     if facts.plan:
@@ -459,7 +471,7 @@ def _dedupe(items: list[_Item]) -> list[_Item]:
     return [i for i in items if id(i) in winners]
 
 
-def _render(note: str, items: Sequence[_Item]) -> str:
+def _render(items: Sequence[_Item]) -> str:
     by: dict[str, list[str]] = {s: [] for s in _SECTIONS}
     for item in sorted(items, key=lambda i: i.seq):
         by[item.section].append(item.text)
@@ -469,10 +481,12 @@ def _render(note: str, items: Sequence[_Item]) -> str:
         return "\n".join(f"- {x}" for x in lines) if lines else "none"
 
     objective = " ".join(by["objective"]) or "none recorded"
+    if objective.startswith("#"):  # a user's markdown title must not read as a digest heading
+        objective = "\\" + objective
     if by["asks"]:
         objective += "\nLatest asks:\n" + bullets("asks")
     parts = [
-        note,
+        *by["note"],
         f"# Objective\n{objective}",
         f"# Guardrails\n{bullets('guardrails')}",
         f"# Status\n## Shipped\n{bullets('shipped')}\n## Active\n{bullets('active')}"
@@ -484,35 +498,48 @@ def _render(note: str, items: Sequence[_Item]) -> str:
     return "\n\n".join(parts)
 
 
-def _fit(note: str, items: list[_Item], max_tokens: int, counter: TokenCounter | None) -> str:
-    """Render within ``max_tokens``: shorten, then drop, the lowest-priority items first."""
+def _fit(items: list[_Item], max_tokens: int, counter: TokenCounter | None) -> str:
+    """Render within ``max_tokens``: shorten long items, then drop items, lowest priority first.
+
+    Shortening every long item before dropping any keeps more facts: a shortened item
+    keeps its head and tail, where paths and error names sit.
+    """
     cost = {id(i): _count(f"- {i.text}\n", counter) for i in items}
-    total = _count(_render(note, []), counter) + sum(cost.values())
+    total = _count(_render([]), counter) + sum(cost.values())
     alive = list(items)
-    victims = sorted(items, key=lambda i: (i.priority, i.seq))
+    by_priority = sorted(items, key=lambda i: (i.priority, i.seq))
+    steps = [("shorten", i) for i in by_priority
+             if len(i.short or i.text) < len(i.text) or len(i.text) > _SHORT_ITEM_CHARS]
+    steps += [("drop", i) for i in by_priority if i.section != "objective"]
     pos = 0
     while True:
-        while total > max_tokens and pos < len(victims):
-            victim = victims[pos]
-            if not victim.shortened and len(victim.text) > _SHORT_ITEM_CHARS:
-                victim.shortened = True
-                victim.text = clamp_text(victim.text, _SHORT_ITEM_CHARS)
-                new_cost = _count(f"- {victim.text}\n", counter)
-                total += new_cost - cost[id(victim)]
-                cost[id(victim)] = new_cost
-                continue
-            if victim.section != "objective":
-                alive.remove(victim)
-                total -= cost[id(victim)]
+        while total > max_tokens and pos < len(steps):
+            action, item = steps[pos]
             pos += 1
-        text = _render(note, alive)
+            if action == "shorten":
+                short = item.short if item.short is not None else item.text
+                item.text = min(short, clamp_text(short, _SHORT_ITEM_CHARS), key=len)
+                new_cost = _count(f"- {item.text}\n", counter)
+                total += new_cost - cost[id(item)]
+                cost[id(item)] = new_cost
+            else:
+                alive.remove(item)
+                total -= cost[id(item)]
+        text = _render(alive)
         actual = _count(text, counter)
         if actual <= max_tokens:
             return text
-        if pos >= len(victims):
+        if pos >= len(steps):
             break
-        total = actual  # the per-item sum underestimated: keep dropping from here
-    # Only the skeleton and the objective are left and they still do not fit.
+        total = actual  # the per-item sum underestimated: keep going from here
+    # Only the skeleton and the objective are left and they still do not fit: shorten the
+    # objective further, and only then cut into the headings.
+    for item in alive:
+        if item.section == "objective":
+            item.text = clamp_text(item.text, 40)
+    text = _render(alive)
+    if _count(text, counter) <= max_tokens:
+        return text
     marker = "\n[… digest shortened to fit its budget …]"
     limit = len(text)
     while limit > 1:
@@ -549,8 +576,8 @@ def build_local_digest(messages: Sequence[AgentMessage], *, prior_digest: str | 
                 prior[section].extend(lines)
         if len(carried) > 1:  # two carried objectives: the oldest is the session's
             prior["objective"] = prior["objective"][:1]
-    items = _build_items(facts, prior)
     failed = f", {facts.failed_calls} failed" if facts.failed_calls else ""
-    note = (f"_Network-free digest ({clamp_text(_one_line(reason), 160)}): "
+    note = (f"_Network-free digest ({clamp_text(_one_line(reason), 100)}): "
             f"{len(messages)} messages condensed, {facts.tool_calls} tool calls{failed}._")
-    return _fit(note, items, max_tokens, counter)
+    items = [_Item("note", _P_NOTE, 0, note, "\x00note"), *_build_items(facts, prior)]
+    return _fit(items, max_tokens, counter)

@@ -1,0 +1,329 @@
+"""The usage meter: how full the window is, from the provider's own usage figures.
+
+:class:`ContextBudget` is fed every event an agent loop sees and keeps the latest
+usage report: Claude Code stream-json ``result`` events (usage at the top level or
+under ``usage``), LangChain ``usage_metadata`` dicts (or any object carrying one),
+OpenAI and Anthropic usage dicts, and this library's own :class:`~window_budget.Usage`
+or :class:`~window_budget.AssistantMessage`. ``used_tokens`` is what the last request
+put into the window: input + cache creation + cache read tokens.
+
+Two latched flags tell the loop what to do at the next turn boundary: ``should_warn``
+(70 % by default) and ``should_compact`` (78 %). Once set, a flag stays set until the
+caller clears it; crossing the compaction threshold sets both.
+
+Malformed usage (a count that is a string, a float with a fraction, a bool, or
+negative) is never taken: by default the event is ignored with a
+:class:`MalformedUsageWarning` and the previous figures stay, because one garbled
+event must not stop an agent loop; ``strict=True`` raises :class:`UsageError`
+instead. Events without usage (``system``, ``assistant`` deltas, ``user``) are
+ignored silently.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from window_budget.errors import ConfigError, MessageError
+from window_budget.messages import AssistantMessage, Usage
+
+__all__ = [
+    "DEFAULT_COMPACT_RATIO",
+    "DEFAULT_METER_WINDOW",
+    "DEFAULT_WARN_RATIO",
+    "ContextBudget",
+    "MalformedUsageWarning",
+    "UsageError",
+    "UsageReading",
+    "parse_usage",
+]
+
+DEFAULT_METER_WINDOW: Final = 200_000
+"""Window the meter measures against when none is given."""
+DEFAULT_WARN_RATIO: Final = 0.70
+"""Utilization at which ``should_warn`` latches."""
+DEFAULT_COMPACT_RATIO: Final = 0.78
+"""Utilization at which ``should_compact`` (and ``should_warn``) latch."""
+
+_ANTHROPIC_KEYS: Final = ("input_tokens", "cache_creation_input_tokens",
+                          "cache_read_input_tokens")
+
+
+class UsageError(MessageError):
+    """A usage report holds a count that is not a non-negative integer."""
+
+
+class MalformedUsageWarning(UserWarning):
+    """A usage report was malformed and ignored; the meter kept its previous figures."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageReading:
+    """One usage report, normalised: the three parts of what filled the window."""
+
+    input_tokens: int
+    """Input tokens not served from or written to the prompt cache."""
+    cache_creation_tokens: int = 0
+    """Input tokens written to the prompt cache."""
+    cache_read_tokens: int = 0
+    """Input tokens read from the prompt cache."""
+    output_tokens: int = 0
+    """Tokens generated (not counted in ``used_tokens``: the next request adds them as input)."""
+
+    @property
+    def used_tokens(self) -> int:
+        """Input + cache creation + cache read: what the request put into the window."""
+        return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+
+def _int(raw: Mapping[str, Any], key: str, where: str) -> int:
+    value = raw.get(key, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{where}: {key} is {value!r}; usage counts must be non-negative "
+                         "integers — pass the provider's numbers, not strings")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise UsageError(f"{where}: {key} is {value!r}; usage counts must be whole numbers")
+        value = int(value)
+    if value < 0:
+        raise UsageError(f"{where}: {key} is {value}; usage counts cannot be negative — "
+                         "check the event source")
+    return value
+
+
+def _from_mapping(raw: Mapping[str, Any], where: str) -> UsageReading | None:
+    if any(k in raw for k in _ANTHROPIC_KEYS[1:]) or (
+            "input_tokens" in raw and "input_token_details" not in raw
+            and "total_tokens" not in raw):
+        # Anthropic / Claude Code: the three parts are reported separately.
+        return UsageReading(input_tokens=_int(raw, "input_tokens", where),
+                            cache_creation_tokens=_int(raw, "cache_creation_input_tokens", where),
+                            cache_read_tokens=_int(raw, "cache_read_input_tokens", where),
+                            output_tokens=_int(raw, "output_tokens", where))
+    if "input_tokens" in raw:
+        # LangChain usage_metadata: input_tokens already includes the cached parts.
+        details = raw.get("input_token_details") or {}
+        if not isinstance(details, Mapping):
+            raise UsageError(f"{where}: input_token_details is {details!r}, not a mapping")
+        total = _int(raw, "input_tokens", where)
+        read = _int(details, "cache_read", where)
+        created = _int(details, "cache_creation", where)
+        if read + created > total:
+            raise UsageError(f"{where}: cache tokens ({read + created}) exceed input_tokens "
+                             f"({total}); usage_metadata counts cached tokens inside input_tokens")
+        return UsageReading(input_tokens=total - read - created, cache_creation_tokens=created,
+                            cache_read_tokens=read, output_tokens=_int(raw, "output_tokens", where))
+    if "prompt_tokens" in raw:
+        # OpenAI: prompt_tokens includes the cached part reported in prompt_tokens_details.
+        details = raw.get("prompt_tokens_details") or {}
+        if not isinstance(details, Mapping):
+            raise UsageError(f"{where}: prompt_tokens_details is {details!r}, not a mapping")
+        total = _int(raw, "prompt_tokens", where)
+        cached = min(total, _int(details, "cached_tokens", where))
+        return UsageReading(input_tokens=total - cached, cache_read_tokens=cached,
+                            output_tokens=_int(raw, "completion_tokens", where))
+    return None
+
+
+def parse_usage(event: object) -> UsageReading | None:
+    """The usage an event reports, or None when it reports none.
+
+    Accepts a Claude Code stream-json ``result`` event (usage at the top level or under
+    ``usage``), a bare usage dict (Anthropic, OpenAI, LangChain ``usage_metadata``), a
+    mapping or object with a ``usage_metadata`` or ``usage`` field, a :class:`Usage`
+    or an :class:`AssistantMessage`. Other stream events (``system``, ``user``,
+    ``assistant``, ``stream_event``) report none.
+
+    Raises:
+        UsageError: the event has usage but a count is not a non-negative integer.
+
+    >>> parse_usage({"type": "result", "usage": {"input_tokens": 10,
+    ...     "cache_read_input_tokens": 90}}).used_tokens
+    100
+
+    """
+    if isinstance(event, Usage):
+        return UsageReading(input_tokens=event.input_tokens,
+                            cache_creation_tokens=event.cache_creation_tokens,
+                            cache_read_tokens=event.cache_read_tokens,
+                            output_tokens=event.output_tokens)
+    if isinstance(event, AssistantMessage):
+        return parse_usage(event.usage) if event.usage is not None else None
+    if isinstance(event, Mapping):
+        kind = event.get("type")
+        if kind is not None and kind != "result":
+            return None  # only a turn's final result event carries the window's usage
+        where = "result event" if kind == "result" else "usage dict"
+        for key in ("usage", "usage_metadata"):
+            nested = event.get(key)
+            if nested is not None:
+                if not isinstance(nested, Mapping):
+                    raise UsageError(f"{where}: {key} is {type(nested).__name__}, not a mapping")
+                reading = _from_mapping(nested, f"{where} {key}")
+                if reading is not None:
+                    return reading
+        return _from_mapping(event, where)
+    for attr in ("usage_metadata", "usage"):  # LangChain AIMessage, provider response objects
+        nested = getattr(event, attr, None)
+        if nested is None:
+            continue
+        if isinstance(nested, Usage):
+            return parse_usage(nested)
+        dump = getattr(nested, "model_dump", None)  # a provider SDK's pydantic usage object
+        if callable(dump):
+            nested = dump()
+        if isinstance(nested, Mapping):
+            return _from_mapping(nested, f"{type(event).__name__}.{attr}")
+    return None
+
+
+class ContextBudget:
+    """How full the context window is, from provider usage reports, with latched thresholds.
+
+    Feed it every event with :meth:`update`; read ``should_warn`` / ``should_compact``
+    at turn boundaries and clear them once acted upon.
+
+    >>> meter = ContextBudget(context_window=100_000)
+    >>> meter.update({"type": "result", "input_tokens": 5_000,
+    ...               "cache_read_input_tokens": 75_000})
+    True
+    >>> meter.used_tokens, meter.should_warn, meter.should_compact
+    (80000, True, True)
+    """
+
+    __slots__ = ("_last", "_should_compact", "_should_warn", "compact_ratio",
+                 "context_window", "strict", "updates", "warn_ratio")
+
+    def __init__(self, context_window: int = DEFAULT_METER_WINDOW, *,
+                 warn_ratio: float = DEFAULT_WARN_RATIO,
+                 compact_ratio: float = DEFAULT_COMPACT_RATIO, strict: bool = False) -> None:
+        if isinstance(context_window, bool) or not isinstance(context_window, int) \
+                or context_window <= 0:
+            raise ConfigError(f"context_window must be a positive int, got {context_window!r}")
+        if not 0 < warn_ratio <= compact_ratio:
+            raise ConfigError(f"thresholds must satisfy 0 < warn_ratio <= compact_ratio, got "
+                              f"warn_ratio={warn_ratio} and compact_ratio={compact_ratio}")
+        self.context_window = context_window
+        """Tokens the window holds."""
+        self.warn_ratio = warn_ratio
+        """Utilization at which ``should_warn`` latches."""
+        self.compact_ratio = compact_ratio
+        """Utilization at which ``should_compact`` latches (and implies the warning)."""
+        self.strict = strict
+        """Raise :class:`UsageError` on malformed usage instead of warning and ignoring it."""
+        self.updates = 0
+        """Number of usage reports taken."""
+        self._last: UsageReading | None = None
+        self._should_warn = False
+        self._should_compact = False
+
+    def __repr__(self) -> str:
+        return (f"ContextBudget(used_tokens={self.used_tokens}, context_window="
+                f"{self.context_window}, should_warn={self._should_warn}, "
+                f"should_compact={self._should_compact})")
+
+    @property
+    def last_usage(self) -> UsageReading | None:
+        """The latest usage report taken, normalised."""
+        return self._last
+
+    @property
+    def input_tokens(self) -> int:
+        """Uncached input tokens of the latest report."""
+        return self._last.input_tokens if self._last else 0
+
+    @property
+    def cache_creation_tokens(self) -> int:
+        """Cache-creation tokens of the latest report."""
+        return self._last.cache_creation_tokens if self._last else 0
+
+    @property
+    def cache_read_tokens(self) -> int:
+        """Cache-read tokens of the latest report."""
+        return self._last.cache_read_tokens if self._last else 0
+
+    @property
+    def used_tokens(self) -> int:
+        """Input + cache creation + cache read tokens of the latest report."""
+        return self._last.used_tokens if self._last else 0
+
+    @property
+    def utilization(self) -> float:
+        """``used_tokens / context_window`` (can exceed 1.0)."""
+        return self.used_tokens / self.context_window
+
+    @property
+    def should_warn(self) -> bool:
+        """Latched: utilization reached ``warn_ratio`` since the last :meth:`clear_warning`."""
+        return self._should_warn
+
+    @property
+    def should_compact(self) -> bool:
+        """Latched: utilization reached ``compact_ratio`` since the last :meth:`clear_compact`."""
+        return self._should_compact
+
+    def update(self, event: object) -> bool:
+        """Take the usage an event reports; returns True when it reported usage.
+
+        The latest report replaces the previous one (it measures the whole request, not
+        an increment). Crossing a threshold latches its flag.
+
+        Raises:
+            UsageError: malformed usage and ``strict=True``.
+
+        """
+        try:
+            reading = parse_usage(event)
+        except UsageError as exc:
+            if self.strict:
+                raise
+            warnings.warn(f"ignored a malformed usage report ({exc}); the meter keeps "
+                          f"{self.used_tokens} used tokens", MalformedUsageWarning, stacklevel=2)
+            return False
+        if reading is None:
+            return False
+        self._last = reading
+        self.updates += 1
+        utilization = self.utilization
+        if utilization >= self.compact_ratio:
+            self._should_compact = True
+            self._should_warn = True
+        elif utilization >= self.warn_ratio:
+            self._should_warn = True
+        return True
+
+    def clear_warning(self) -> None:
+        """Lower ``should_warn`` (it latches again at the next report over the threshold)."""
+        self._should_warn = False
+
+    def clear_compact(self) -> None:
+        """Lower ``should_compact`` once compaction was requested."""
+        self._should_compact = False
+
+    def build_compact_prompt(self, task: str, state: str,
+                             scratch_path: str | None = None) -> str:
+        """The ``/compact`` command to inject into the agent's next input.
+
+        ``task`` tells the built-in compaction what to preserve; ``state`` is where the
+        workflow stands; ``scratch_path`` points the agent to the scratch file written
+        by :class:`~window_budget.scratch.ScratchWriter`. Line breaks in ``task`` and
+        ``state`` are folded, since a slash command ends at the first one.
+
+        >>> print(ContextBudget().build_compact_prompt("the TOML port", "testing",
+        ...                                            ".context/scratch.md"))
+        /compact focus on the TOML port -- current state is testing
+        After compaction, read .context/scratch.md for preserved context.
+        """
+        task_line = " ".join(str(task).split())
+        state_line = " ".join(str(state).split())
+        if not task_line:
+            raise ConfigError("build_compact_prompt needs a non-empty task to focus the "
+                              "compaction on")
+        prompt = f"/compact focus on {task_line} -- current state is {state_line or 'unknown'}"
+        if scratch_path:
+            prompt += f"\nAfter compaction, read {scratch_path} for preserved context."
+        return prompt
