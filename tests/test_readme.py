@@ -12,6 +12,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs" / "readme").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
+# LlamaIndex's agent workflows use pydantic APIs deprecated upstream; that is theirs to fix.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_snippets_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = BLOCK.findall(doc.read_text(encoding="utf-8"))

@@ -1,4 +1,10 @@
-"""The ``window-budget`` command line: a thin layer over the public functions."""
+"""The ``window-budget`` command line: a thin layer over the public functions.
+
+Commands: ``inspect`` (where a transcript's tokens go, where the gate would fire and
+the cut would fall), ``compact`` (run the condenser and write the result), ``plot``
+(a PNG of the context growing and being condensed) and ``demo``. A bad file or a bad
+option ends with one line on stderr and exit status 1, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +15,82 @@ except ImportError as exc:  # pragma: no cover - exercised by __main__
         'the window-budget command line needs click; pip install "window-budget[cli]"'
     ) from exc
 
+import importlib
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from window_budget.budget.counters import resolve_counter
+from window_budget.budget.estimate import estimate_message_tokens
+from window_budget.budget.gate import budget_limit, estimate_context
+from window_budget.condenser import DEFAULT_POLICY, create_condenser
+from window_budget.contract import BudgetPolicy, Model, SyncCompleteFn, TokenCounter
 from window_budget.demo import run_demo
+from window_budget.digest import is_digest
+from window_budget.errors import WindowBudgetError
+from window_budget.messages import AgentMessage, AssistantMessage, CustomMessage
+from window_budget.readers import (
+    FORMATS,
+    ReadError,
+    Transcript,
+    iter_transcript_files,
+    read_transcript,
+    write_transcript,
+)
 
 __all__ = ["main"]
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Group(click.Group):
+    """A group whose usage errors exit with status 1, like every other failure."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        standalone = standalone_mode
+        try:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.Exit as exc:
+            if standalone:
+                sys.exit(exc.exit_code)
+            raise
+        except click.ClickException as exc:
+            if not standalone:
+                raise
+            exc.show()
+            sys.exit(1)
+        except click.Abort:
+            if not standalone:
+                raise
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except Exception as exc:
+            # The contract is one line and status 1, never a traceback, even for a bug.
+            if not standalone:
+                raise
+            click.echo(f"Error: unexpected {type(exc).__name__}: {exc} — please report this "
+                       "with the command line that caused it", err=True)
+            sys.exit(1)
+
+
+def _fail(message: str) -> NoReturn:
+    """End the command with one line on stderr and exit status 1."""
+    raise click.ClickException(message)
+
+
+@click.group(cls=_Group, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="window-budget")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Keep long LLM conversations inside the model's context window."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 @main.command()
@@ -25,3 +98,458 @@ def main() -> None:
 def demo(width: int) -> None:
     """Condense a long bundled coding session offline and show each step."""
     run_demo(click.echo, width=width)
+
+
+# ----------------------------------------------------------------- shared options
+
+
+def _read_options(fn: F) -> F:
+    fn = click.option("--skip-bad", is_flag=True,
+                      help="Skip malformed lines or records (and count them) instead of "
+                           "stopping at the first one.")(fn)
+    fn = click.option("--from", "fmt", type=click.Choice(list(FORMATS)), default=None,
+                      help="Input format; detected from the file when omitted.")(fn)
+    return fn
+
+
+def _policy_options(fn: F) -> F:
+    options = [
+        click.option("--counter", type=click.Choice(["heuristic", "tiktoken"]),
+                     default="heuristic", show_default=True,
+                     help="How tokens are counted (tiktoken needs the [tiktoken] extra)."),
+        click.option("--keep-turns", type=click.IntRange(min=1), default=None,
+                     help="Keep this many recent messages verbatim instead of --keep-recent "
+                          "tokens (004's turn policy)."),
+        click.option("--reserve", type=click.IntRange(min=0),
+                     default=DEFAULT_POLICY.reserve_tokens, show_default=True,
+                     help="Tokens set aside for the reply before the ratio applies."),
+        click.option("--keep-recent", type=click.IntRange(min=0),
+                     default=DEFAULT_POLICY.keep_recent, show_default=True,
+                     help="Tokens of recent messages kept verbatim."),
+        click.option("--trigger-ratio", type=click.FloatRange(0, 1, min_open=True),
+                     default=DEFAULT_POLICY.trigger_ratio, show_default=True,
+                     help="Fraction of the usable window at which the gate fires."),
+        click.option("--window", type=click.IntRange(min=1), default=128_000,
+                     show_default=True, help="The model's context window in tokens."),
+    ]
+    for option in options:
+        fn = option(fn)
+    return fn
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    window: int
+    policy: BudgetPolicy
+    counter: TokenCounter | None
+
+
+def _settings(window: int, trigger_ratio: float, keep_recent: int, reserve: int,
+              keep_turns: int | None, counter: str) -> _Settings:
+    try:
+        if keep_turns is not None:
+            policy = BudgetPolicy(trigger_ratio=trigger_ratio, keep_recent=keep_turns,
+                                  reserve_tokens=reserve, keep_unit="turns")
+        else:
+            policy = BudgetPolicy(trigger_ratio=trigger_ratio, keep_recent=keep_recent,
+                                  reserve_tokens=reserve)
+    except ValueError as exc:
+        _fail(str(exc))
+    tokens = resolve_counter("tiktoken") if counter == "tiktoken" else None
+    return _Settings(window, policy, tokens)
+
+
+def _expand(paths: Sequence[Path]) -> list[Path]:
+    """Files to process: each file as given, each directory's transcripts by name."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = iter_transcript_files(path)
+            if not found:
+                _fail(f"{path}: no .json or .jsonl transcripts in this directory")
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def _progress(files: list[Path], enabled: bool) -> Iterator[Path]:
+    """Iterate ``files``, with a progress bar on stderr when a directory was given."""
+    if not enabled:
+        yield from files
+        return
+    with click.progressbar(files, label="transcripts", file=sys.stderr,
+                           item_show_func=lambda p: p.name if p else "") as bar:
+        yield from bar
+
+
+def _read(path: Path, fmt: str | None, skip_bad: bool) -> Transcript:
+    try:
+        return read_transcript(path, format=fmt, skip_bad=skip_bad)
+    except ReadError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{path}: {exc.strerror or exc} — check the path")
+
+
+def _system_tokens(transcript: Transcript, counter: TokenCounter | None) -> int:
+    return sum(estimate_message_tokens(CustomMessage("system", text), counter)
+               for text in transcript.system)
+
+
+def _model_for(transcript: Transcript, window: int) -> Model:
+    # Naming the model the transcript was written with lets its usage figures anchor the
+    # estimate; a figure from another model is never trusted.
+    return Model(transcript.model or "transcript", window)
+
+
+# ------------------------------------------------------------------------ inspect
+
+
+_FALLBACK_CATEGORY = {"user": "dialog", "assistant": "dialog", "toolResult": "system_output",
+                      "bashExecution": "system_output", "custom": "context",
+                      "branchSummary": "context", "compactionSummary": "context"}
+
+
+def _categories(transcript: Transcript, settings: _Settings, pinned: int) -> dict[str, int]:
+    try:
+        from window_budget.report import analyze
+    except ImportError:  # pragma: no cover - report.py ships with the core
+        out: dict[str, int] = {"system": pinned} if pinned else {}
+        for msg in transcript.messages:
+            key = _FALLBACK_CATEGORY.get(str(getattr(msg, "role", "")), "dialog")
+            out[key] = out.get(key, 0) + estimate_message_tokens(msg, settings.counter)
+        return out
+    report = analyze(transcript.messages, settings.window, counter=settings.counter,
+                     policy=settings.policy, pinned_tokens=pinned)
+    return {c.value: n for c, n in report.per_category.items()}
+
+
+def inspect_transcript(transcript: Transcript, settings: _Settings) -> dict[str, Any]:
+    """Everything ``inspect`` reports about one transcript, as a JSON-ready dict."""
+    msgs = transcript.messages
+    counter = settings.counter
+    pinned = _system_tokens(transcript, counter)
+    sizes = [estimate_message_tokens(m, counter) for m in msgs]
+    by_role: dict[str, dict[str, int]] = {}
+    for msg, size in zip(msgs, sizes, strict=True):
+        entry = by_role.setdefault(str(getattr(msg, "role", "unknown")),
+                                   {"messages": 0, "tokens": 0})
+        entry["messages"] += 1
+        entry["tokens"] += size
+    model = _model_for(transcript, settings.window)
+    limit = budget_limit(model, settings.policy)
+    estimate = sum(sizes) + pinned
+    context = estimate_context(msgs, model, counter=counter, pinned_tokens=pinned)
+    fires_at = _first_firing(msgs, sizes, model, pinned, limit)
+    reported = transcript.reported_usage
+    cut: dict[str, Any] = {"index": None, "reason": "under-budget"}
+    try:
+        decision = create_condenser(model=model, policy=settings.policy,
+                                    counter=counter).decide(msgs, pinned_tokens=pinned)
+    except WindowBudgetError as exc:
+        cut = {"index": None, "reason": "cannot-fit", "error": str(exc)}
+    else:
+        if decision.result is not None:
+            cut = {"index": None, "reason": decision.result.reason}
+        else:
+            plan = decision.plan
+            cut = {"index": plan.cut, "reason": "over-budget",
+                   "dropped_messages": len(plan.dropped),
+                   "dropped_tokens": sum(sizes[:plan.cut]),
+                   "kept_messages": len(plan.kept), "kept_tokens": sum(sizes[plan.cut:])}
+    return {
+        "file": transcript.path,
+        "format": transcript.format,
+        "messages": len(msgs),
+        "ignored_records": transcript.ignored,
+        "skipped": [{"line": b.line, "reason": b.reason} for b in transcript.skipped],
+        "model": transcript.model,
+        "counter": counter.name if counter is not None else "heuristic",
+        "system_tokens": pinned,
+        "estimated_tokens": estimate,
+        "by_role": by_role,
+        "by_category": _categories(transcript, settings, pinned),
+        "reported_usage": None if reported is None else {
+            "input_tokens": reported.input_tokens,
+            "cache_read_tokens": reported.cache_read_tokens,
+            "cache_creation_tokens": reported.cache_creation_tokens,
+            "output_tokens": reported.output_tokens,
+            "context_tokens": reported.context_tokens,
+        },
+        "context_tokens": context.context_tokens,
+        "anchored": context.anchored,
+        "gate": {"window": settings.window, "reserve_tokens": settings.policy.reserve_tokens,
+                 "trigger_ratio": settings.policy.trigger_ratio, "limit": limit,
+                 "over_budget": context.context_tokens > limit, "fires_at": fires_at},
+        "cut": cut,
+    }
+
+
+def _first_firing(msgs: Sequence[AgentMessage], sizes: Sequence[int], model: Model,
+                  pinned: int, limit: float) -> int | None:
+    """Index of the first message after which the gate's figure passes ``limit``.
+
+    Mirrors :func:`~window_budget.budget.gate.estimate_context` in one pass: the newest
+    trusted usage figure plus what came after it, or the estimate of everything.
+    """
+    total = pinned
+    anchor: int | None = None
+    after = 0
+    for i, (msg, size) in enumerate(zip(msgs, sizes, strict=True)):
+        total += size
+        if is_digest(msg):
+            anchor = None
+        elif isinstance(msg, AssistantMessage) and msg.usage is not None:
+            trusted = msg.model is None or msg.model == model.id
+            anchor, after = (msg.usage.context_tokens if trusted else None), 0
+        elif anchor is not None:
+            after += size
+        if (anchor + after if anchor is not None else total) > limit:
+            return i
+    return None
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{part / whole * 100:.1f}%" if whole else "-"
+
+
+def _render_inspect(info: dict[str, Any]) -> str:
+    lines = [f"{info['file']}  ({info['format']}, {info['messages']} messages"
+             + (f", {info['ignored_records']} non-conversation records ignored"
+                if info["ignored_records"] else "")
+             + (f", {len(info['skipped'])} bad records skipped" if info["skipped"] else "")
+             + ")"]
+    total = info["estimated_tokens"] or 1
+    lines.append(f"  estimated tokens  {info['estimated_tokens']:>9,}  ({info['counter']}; "
+                 f"system prompt {info['system_tokens']:,} pinned)")
+    lines.append("  by role           messages     tokens   share")
+    for role, entry in info["by_role"].items():
+        lines.append(f"    {role:<16}{entry['messages']:>8}  {entry['tokens']:>9,}  "
+                     f"{_pct(entry['tokens'], total):>6}")
+    lines.append("  by category                    tokens   share")
+    for cat, tokens in info["by_category"].items():
+        if tokens:
+            lines.append(f"    {cat:<26}{tokens:>9,}  {_pct(tokens, total):>6}")
+    usage = info["reported_usage"]
+    if usage is None:
+        lines.append("  provider usage    none in the file (estimate only)")
+    else:
+        lines.append(f"  provider usage    {usage['context_tokens']:>9,}  (last reply: input "
+                     f"{usage['input_tokens']:,} + cache read {usage['cache_read_tokens']:,} "
+                     f"+ cache write {usage['cache_creation_tokens']:,} + output "
+                     f"{usage['output_tokens']:,}); estimate {info['estimated_tokens']:,}")
+    gate = info["gate"]
+    lines.append(f"  gate              limit {gate['limit']:,.0f} = ({gate['window']:,} window "
+                 f"- {gate['reserve_tokens'] or 0:,} reserve) x {gate['trigger_ratio']}")
+    state = "OVER budget" if gate["over_budget"] else "under budget"
+    source = "usage-anchored" if info["anchored"] else "estimate"
+    lines.append(f"                    now {info['context_tokens']:,} ({source}): {state}, "
+                 f"{_pct(info['context_tokens'], gate['window'])} of the window")
+    if gate["fires_at"] is None:
+        lines.append("                    never fires while the transcript grows")
+    else:
+        lines.append(f"                    first fires at message #{gate['fires_at'] + 1} "
+                     "as the transcript grows")
+    cut = info["cut"]
+    if cut["index"] is None:
+        why = cut.get("error") or {"under-budget": "nothing to cut: under budget",
+                                   "nothing-condensable": "over budget but nothing can be "
+                                   "cut"}.get(cut["reason"], cut["reason"])
+        lines.append(f"  cut               {why}")
+    else:
+        lines.append(f"  cut               before message #{cut['index'] + 1}: "
+                     f"{cut['dropped_messages']} messages ({cut['dropped_tokens']:,} tokens) "
+                     f"fold into a digest, {cut['kept_messages']} ({cut['kept_tokens']:,} "
+                     "tokens) stay verbatim")
+    return "\n".join(lines)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@_policy_options
+@_read_options
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per file.")
+def inspect(paths: tuple[Path, ...], as_json: bool, fmt: str | None, skip_bad: bool,
+            **policy: Any) -> None:
+    """Show where a transcript's tokens go, where the gate fires and where the cut falls.
+
+    PATHS are transcript files or directories of them (.json/.jsonl).
+    """
+    settings = _settings(**policy)
+    files = _expand(paths)
+    reports = []
+    for path in _progress(files, any(p.is_dir() for p in paths)):
+        reports.append(inspect_transcript(_read(path, fmt, skip_bad), settings))
+    if as_json:
+        click.echo(json.dumps(reports, indent=2))
+    else:
+        click.echo("\n\n".join(_render_inspect(r) for r in reports))
+
+
+# ------------------------------------------------------------------------ compact
+
+
+def _load_chat_model(spec: str) -> Any:
+    """A LangChain chat model from ``provider:model`` (kept separate so tests can stub it)."""
+    try:
+        # Imported by name so the core's sources stay free of framework imports.
+        init_chat_model = importlib.import_module("langchain.chat_models").init_chat_model
+    except ImportError:
+        _fail('--model needs LangChain; pip install "window-budget[langchain]"')
+    try:
+        return init_chat_model(spec)
+    except ImportError as exc:
+        _fail(f"--model {spec}: the provider's package is not installed ({exc}) — install "
+              "it, e.g. pip install langchain-openai")
+    except Exception as exc:  # provider constructors raise many kinds (missing keys, ...)
+        _fail(f"--model {spec}: could not create the chat model ({exc}) — check the "
+              "provider:model name and its credentials")
+
+
+def _completer(spec: str | None) -> SyncCompleteFn | None:
+    if spec is None:
+        return None
+    chat_model = _load_chat_model(spec)
+    try:
+        adapter = importlib.import_module("langchain_window_budget")
+    except ImportError:
+        _fail('--model needs the LangChain adapter; pip install "window-budget[langchain]"')
+    complete_sync: SyncCompleteFn = adapter.make_completers(chat_model)[1]
+    return complete_sync
+
+
+_JSONL_FORMATS = frozenset({"claude-code", "pi", "openai-jsonl"})
+
+
+def _output_path(source: Path, out: Path | None, many: bool, fmt: str) -> Path | None:
+    """Where one condensed transcript goes: ``out`` itself, or a file inside it for many."""
+    if not many or out is None:
+        return out
+    return out / f"{source.stem}.compacted{'.jsonl' if fmt in _JSONL_FORMATS else '.json'}"
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@_policy_options
+@_read_options
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Where to write the condensed transcript (a directory for several "
+                   "inputs); stdout when omitted.")
+@click.option("--format", "--to", "out_format", type=click.Choice(["input", *FORMATS]),
+              default="input", show_default=True,
+              help="Output format: the input's own, or any reader format (json is this "
+                   "library's message_to_dict).")
+@click.option("--model", "model_spec", default=None, metavar="PROVIDER:MODEL",
+              help="Write the digest with this LangChain chat model (init_chat_model "
+                   "name, e.g. openai:gpt-4o-mini); network-free digest when omitted.")
+@click.option("--force", is_flag=True,
+              help="Condense even under budget: fold everything before the last user turn.")
+@click.option("--dry-run", is_flag=True, help="Show the plan only; write nothing.")
+def compact(paths: tuple[Path, ...], output: Path | None, out_format: str,
+            model_spec: str | None, force: bool, dry_run: bool, fmt: str | None,
+            skip_bad: bool, **policy: Any) -> None:
+    """Run the condenser on a transcript and write the condensed transcript.
+
+    PATHS are transcript files or directories of them. The digest is written without a
+    network call unless --model names a chat model.
+    """
+    settings = _settings(**policy)
+    files = _expand(paths)
+    many = len(files) > 1 or any(p.is_dir() for p in paths)
+    if many and not dry_run:
+        if output is None:
+            _fail("several transcripts need -o/--output DIRECTORY to write into")
+        output.mkdir(parents=True, exist_ok=True)
+        if not output.is_dir():
+            _fail(f"{output} is not a directory")
+    if output is not None and not many and not dry_run and not output.parent.is_dir():
+        _fail(f"{output.parent} does not exist — create it or pick another --output")
+    complete_sync = None if dry_run else _completer(model_spec)
+    for path in _progress(files, many):
+        transcript = _read(path, fmt, skip_bad)
+        pinned = _system_tokens(transcript, settings.counter)
+        condenser = create_condenser(model=_model_for(transcript, settings.window),
+                                     policy=settings.policy, counter=settings.counter,
+                                     complete_sync=complete_sync)
+        msgs = list(transcript.messages)
+        try:
+            if dry_run:
+                decision = condenser.decide(msgs, force=force, pinned_tokens=pinned)
+                plan, limit = decision.plan, decision.limit
+                reason = decision.result.reason if decision.result else "would condense"
+                click.echo(f"{path}: {len(msgs)} messages, {decision.tokens_before:,} tokens, "
+                           f"limit {limit:,.0f}: {reason}"
+                           + (f"; cut before message #{plan.cut + 1}: {len(plan.dropped)} "
+                              f"fold into a digest, {len(plan.kept)} kept"
+                              if plan.cut else ""))
+                continue
+            result = condenser.run_sync(msgs, force=force, pinned_tokens=pinned)
+        except WindowBudgetError as exc:
+            _fail(f"{path}: {exc}")
+        target_format = transcript.format if out_format == "input" else out_format
+        target = _output_path(path, output, many, target_format)
+        click.echo(f"{path}: {result.reason}, {result.tokens_before:,} -> "
+                   f"{result.tokens_after:,} tokens ({len(result.plan.dropped)} messages "
+                   f"folded, {len(result.messages)} remain)"
+                   + (f" -> {target}" if target else ""), err=True)
+        try:
+            write_transcript(result.messages, target or sys.stdout, format=target_format,
+                             system=transcript.system)
+        except OSError as exc:
+            _fail(f"{target}: {exc.strerror or exc} — check the output path")
+
+
+# --------------------------------------------------------------------------- plot
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@_policy_options
+@_read_options
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="PNG file to write (a directory for several inputs).")
+def plot(paths: tuple[Path, ...], output: Path, fmt: str | None, skip_bad: bool,
+         **policy: Any) -> None:
+    """Draw the context growing and being condensed, as a PNG.
+
+    Replays the transcript through the condenser one message at a time and plots the
+    cumulative tokens, the window, the trigger line, each point the gate fires and each
+    cut. Needs matplotlib (pip install "window-budget[plot]").
+    """
+    from window_budget.timeline import plot_timeline, simulate
+
+    settings = _settings(**policy)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        _fail('plot needs matplotlib; pip install "window-budget[plot]"')
+    files = _expand(paths)
+    many = len(files) > 1 or any(p.is_dir() for p in paths)
+    if many:
+        output.mkdir(parents=True, exist_ok=True)
+    for path in _progress(files, many):
+        transcript = _read(path, fmt, skip_bad)
+        pinned = _system_tokens(transcript, settings.counter)
+        try:
+            timeline = simulate(transcript.messages, Model("replay", settings.window),
+                                settings.policy, counter=settings.counter,
+                                pinned_tokens=pinned)
+        except WindowBudgetError as exc:
+            _fail(f"{path}: {exc}")
+        target = output / f"{path.stem}.png" if many else output
+        try:
+            plot_timeline(timeline, target, title=path.name)
+        except OSError as exc:
+            _fail(f"{target}: {exc.strerror or exc} — check the output path")
+        click.echo(f"{path}: {len(timeline.firings)} condensations over "
+                   f"{len(transcript.messages)} messages -> {target}", err=many)
+
+

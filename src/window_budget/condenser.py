@@ -32,6 +32,7 @@ from window_budget.messages import (
     AssistantMessage,
     Content,
     CustomMessage,
+    DigestMessage,
     ImageBlock,
     TextBlock,
     ThinkingBlock,
@@ -294,6 +295,9 @@ class WindowCondenser:
         if decision.room is not None:
             tail_room = decision.room - digest_tokens
             kept, shortened = _fit_tail(kept, tail_room, counter)
+        if isinstance(summary.message, DigestMessage):
+            # Record how many turns were kept: their usage figures measured the old transcript.
+            summary = replace(summary, message=replace(summary.message, kept_count=len(kept)))
         out: list[AgentMessage] = [summary.message, *kept]
         after = estimate_tokens(out, counter) + decision.pinned
         return CondenseResult(out, plan, summary, decision.tokens_before, after, decision.limit,

@@ -33,6 +33,7 @@ __all__ = [
     "CompactionSummaryMessage",
     "Content",
     "CustomMessage",
+    "DigestMessage",
     "ImageBlock",
     "RoleMessage",
     "TextBlock",
@@ -174,6 +175,23 @@ class UserMessage:
 
     def __post_init__(self) -> None:
         _set(self, "content", _normalize_content("UserMessage", self.content))
+
+
+@dataclass(frozen=True, slots=True)
+class DigestMessage(UserMessage):
+    """A digest written by window-budget: a user turn that knows what it stands for.
+
+    Everything that handles a ``UserMessage`` handles it; the extra fields let the next
+    compaction and the usage anchor tell the digest and the turns kept with it apart.
+    """
+
+    covered_count: int = 0
+    """How many messages the digest replaced (carried-in digests included once)."""
+    kept_count: int | None = None
+    """How many verbatim messages followed it when it was written; their usage figures
+    measured the old, longer transcript and must not anchor the estimate."""
+    fallback: bool = False
+    """True when it is the network-free digest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +338,7 @@ AgentMessage: TypeAlias = (
 
 KNOWN_MESSAGE_TYPES: tuple[type, ...] = (
     UserMessage,
+    DigestMessage,
     AssistantMessage,
     ToolResultMessage,
     BashExecutionMessage,
@@ -435,6 +454,9 @@ def message_to_dict(message: AgentMessage) -> dict[str, Any]:
     """
     if isinstance(message, UserMessage):
         out: dict[str, Any] = {"role": "user", "content": _content_to_json(message.content)}
+        if isinstance(message, DigestMessage):
+            out["digest"] = {"covered": message.covered_count, "kept": message.kept_count,
+                             "fallback": message.fallback}
     elif isinstance(message, AssistantMessage):
         out = {"role": "assistant", "content": _content_to_json(message.content)}
         if message.usage is not None:
@@ -497,7 +519,15 @@ def message_from_dict(raw: Mapping[str, Any]) -> AgentMessage:
     where = f"{role} message"
     try:
         if role == "user":
-            return UserMessage(_content_from_json(raw["content"], where), timestamp=ts)
+            content = _content_from_json(raw["content"], where)
+            info = raw.get("digest")
+            if isinstance(info, Mapping):
+                kept = info.get("kept")
+                return DigestMessage(content, timestamp=ts,
+                                     covered_count=int(info.get("covered", 0)),
+                                     kept_count=None if kept is None else int(kept),
+                                     fallback=bool(info.get("fallback", False)))
+            return UserMessage(content, timestamp=ts)
         if role == "assistant":
             usage = None
             if isinstance(raw.get("usage"), Mapping):

@@ -276,3 +276,24 @@ def test_a_non_message_is_a_clear_error_and_loses_nothing(bad: object) -> None:
     assert msgs == snapshot
     msgs.pop()
     assert condenser.run_sync(msgs).reason == "condensed"
+
+
+def test_usage_on_turns_kept_with_a_digest_does_not_anchor_the_next_check() -> None:
+    # Every assistant turn reports the (large) context it saw before the compaction.
+    msgs: list = []
+    for i in range(80):
+        msgs.append(UserMessage(f"step {i} " + "u" * 600))
+        msgs.append(AssistantMessage("a" * 600, usage=Usage(400 * (i + 1), 50), model="m"))
+    condenser = create_condenser(model=WINDOW)
+    out = condenser.sync(msgs)
+    assert is_digest(out[0])
+    assert out[0].kept_count == len(out) - 1
+    # The kept turns still carry pre-compaction figures; they must not re-trigger compaction.
+    again = condenser.run_sync(out)
+    assert again.reason == "under-budget"
+    assert again.messages is out
+    fresh = create_condenser(model=WINDOW).run_sync(out)
+    assert fresh.reason == "under-budget"
+    # A new turn after the digest is trusted again.
+    grown = [*out, UserMessage("next"), AssistantMessage("ok", usage=Usage(30_000, 10), model="m")]
+    assert condenser.run_sync(grown).reason == "condensed"

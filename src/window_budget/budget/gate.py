@@ -31,18 +31,23 @@ def anchor_index(messages: Sequence[AgentMessage], model: Model | None = None) -
     """Index of the assistant message whose reported usage can anchor the estimate, or None.
 
     Only the last assistant message with usage qualifies, and only when no digest
-    follows it (the digest replaced what that figure measured) and, when both are
-    known, it came from ``model``.
+    follows it (the digest replaced what that figure measured), it is not one of the
+    turns kept verbatim with a digest (``DigestMessage.kept_count``: their figures
+    measured the longer transcript) and, when both are known, it came from ``model``.
     """
+    found: int | None = None
     for i in range(len(messages) - 1, -1, -1):
         msg = messages[i]
         if is_digest(msg):
-            return None
-        if isinstance(msg, AssistantMessage) and msg.usage is not None:
+            stale_until = i + (getattr(msg, "kept_count", None) or 0)
+            if found is None or found <= stale_until:
+                return None
+            break
+        if found is None and isinstance(msg, AssistantMessage) and msg.usage is not None:
             if model is not None and msg.model is not None and msg.model != model.id:
                 return None
-            return i
-    return None
+            found = i
+    return found
 
 
 def estimate_context(messages: Sequence[AgentMessage], model: Model, *,

@@ -79,7 +79,8 @@ class TokenLedger:
                 for k in range(j - 1, a, -1):
                     blocked[k] = True
         if is_digest(msg):
-            self._last_digest = j
+            # Usage figures on the turns kept with a digest predate it: they are stale too.
+            self._last_digest = j + (getattr(msg, "kept_count", None) or 0)
 
     def _sync(self, messages: Sequence[AgentMessage]) -> None:
         known = self._messages
@@ -137,7 +138,7 @@ class TokenLedger:
         """Index of the usage figure that may anchor the estimate (see ``anchor_index``)."""
         self._sync(messages)
         i = self._last_usage
-        if i < 0 or self._last_digest > i:
+        if i < 0 or self._last_digest >= i:
             return None
         msg = messages[i]
         if model is not None and isinstance(msg, AssistantMessage) and msg.model is not None \

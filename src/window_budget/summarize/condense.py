@@ -34,7 +34,13 @@ from window_budget.contract import (
 )
 from window_budget.digest import DIGEST_HEADERS, digest_body, is_digest
 from window_budget.errors import SummarizerError
-from window_budget.messages import AgentMessage, AssistantMessage, TextBlock, UserMessage
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    DigestMessage,
+    TextBlock,
+    UserMessage,
+)
 from window_budget.summarize.extract import build_local_digest
 from window_budget.summarize.prompt import (
     CONDENSER_BRIEF,
@@ -62,9 +68,11 @@ def _count(text: str, counter: TokenCounter | None) -> int:
     return counter.count(text) if counter is not None else math.ceil(len(text) / 3.6)
 
 
-def make_digest_message(body: str, scope: CondenseScope = "session") -> UserMessage:
+def make_digest_message(body: str, scope: CondenseScope = "session", *, covered_count: int = 0,
+                        fallback: bool = False) -> DigestMessage:
     """The digest as the transcript carries it: a user message starting with the header."""
-    return UserMessage(f"{DIGEST_HEADERS[scope]}\n\n{body.strip()}")
+    return DigestMessage(f"{DIGEST_HEADERS[scope]}\n\n{body.strip()}",
+                         covered_count=covered_count, fallback=fallback)
 
 
 def _fit_digest(text: str, max_tokens: int, counter: TokenCounter | None) -> str:
@@ -137,7 +145,8 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
         body = build_local_digest(body_messages, prior_digest=prior, reason=reason,
                                   max_tokens=body_tokens, counter=deps.counter)
         body = _fit_digest(body, body_tokens, deps.counter)
-        return Summary(make_digest_message(body, scope), covered, True, reason, scope)
+        message = make_digest_message(body, scope, covered_count=covered, fallback=True)
+        return Summary(message, covered, True, reason, scope)
 
     if deps.signal is not None:
         deps.signal.raise_if_cancelled()
@@ -179,7 +188,8 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
         digest = text.strip()
     assert digest is not None
     body = _fit_digest(digest, body_tokens, deps.counter)
-    return Summary(make_digest_message(body, scope), covered, False, None, scope)
+    return Summary(make_digest_message(body, scope, covered_count=covered), covered, False, None,
+                   scope)
 
 
 async def _await_with_signal(awaitable: Awaitable[Any], deps: SummarizeDeps) -> Any:

@@ -24,6 +24,7 @@ from llama_index.memory.window_budget.convert import (
     is_digest_message,
     to_core,
 )
+from llama_index.memory.window_budget.tools import bounded_tool, clamp_text_tokens
 
 __all__ = [
     "ARCHIVE_SUFFIX",
@@ -31,6 +32,8 @@ __all__ = [
     "DIGEST_KEY",
     "CounterSpec",
     "WindowBudgetMemory",
+    "bounded_tool",
+    "clamp_text_tokens",
     "completers_from_llm",
     "default_policy",
     "is_digest_message",

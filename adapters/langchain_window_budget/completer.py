@@ -1,0 +1,124 @@
+"""Any LangChain chat model as the core's completer, and its token counter.
+
+>>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+>>> complete, complete_sync = make_completers(FakeListChatModel(responses=["# Objective"]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from langchain_window_budget._convert import to_core
+from window_budget.budget.counters import CallableCounter
+from window_budget.contract import (
+    CompleteFn,
+    CompleteOptions,
+    Context,
+    Model,
+    SyncCompleteFn,
+    TokenCounter,
+)
+from window_budget.messages import AssistantMessage, TextBlock, message_text
+from window_budget.summarize.condense import SUMMARY_TAGS
+
+__all__ = ["NOSTREAM_TAG", "make_completers", "model_token_counter", "summary_config"]
+
+NOSTREAM_TAG = "nostream"
+"""LangGraph's tag for a model call whose tokens must not reach ``stream_mode="messages"``."""
+
+# Keyword names chat-model integrations use for the output cap, in order of preference.
+_MAX_TOKEN_FIELDS = ("max_tokens", "max_output_tokens", "max_completion_tokens", "num_predict")
+
+
+def summary_config() -> RunnableConfig:
+    """The config of every summary call: tagged, marked internal, kept out of streams.
+
+    ``nostream`` keeps the call out of LangGraph's message stream; the ``lc_internal_call``
+    metadata (LangChain v1's ``internal_call_metadata``) keeps it out of an agent's
+    ``run.messages``; ``SUMMARY_TAGS`` let callbacks and tracers pick it out.
+    """
+    metadata: dict[str, Any] = {"lc_source": "window_budget"}
+    try:
+        from langchain.agents.middleware.internal_call_transformer import (
+            internal_call_metadata,
+        )
+    except ImportError:  # langchain-core alone: the tags still do the job
+        pass
+    else:
+        metadata.update(internal_call_metadata())
+    return {"tags": [*SUMMARY_TAGS, NOSTREAM_TAG], "metadata": metadata,
+            "run_name": "window_budget_summary"}
+
+
+def _max_tokens_kwargs(chat_model: BaseChatModel, options: CompleteOptions | None,
+                       ) -> dict[str, Any]:
+    if options is None or options.max_tokens is None:
+        return {}
+    fields = getattr(type(chat_model), "model_fields", {})
+    for name in _MAX_TOKEN_FIELDS:
+        if name in fields:
+            return {name: options.max_tokens}
+    # A model without such a field would forward an unknown keyword to its provider.
+    return {}
+
+
+def _prompt(context: Context) -> list[BaseMessage]:
+    text = "\n\n".join(message_text(m) for m in context.messages)
+    return [SystemMessage(content=context.system_prompt), HumanMessage(content=text)]
+
+
+def _reply(reply: BaseMessage, model: Model) -> AssistantMessage:
+    text: Any = reply.text
+    if not isinstance(text, str):  # langchain-core < 1.0 exposed .text() as a method
+        text = text()
+    converted = to_core(reply) if isinstance(reply, AIMessage) else None
+    usage = converted.usage if isinstance(converted, AssistantMessage) else None
+    return AssistantMessage((TextBlock(str(text)),), usage=usage, model=model.id)
+
+
+def make_completers(chat_model: BaseChatModel) -> tuple[CompleteFn, SyncCompleteFn]:
+    """Turn a LangChain chat model into the core's ``(complete, complete_sync)`` pair.
+
+    The async completer calls ``ainvoke`` and the sync one ``invoke``, with the config of
+    :func:`summary_config`; ``max_tokens`` is passed under the name the model declares
+    (``max_tokens``, ``max_output_tokens``, ...) and dropped for a model that declares none.
+    The reply's text is read with ``.text``, whatever the shape of its content.
+    """
+
+    async def complete(model: Model, context: Context,
+                       options: CompleteOptions | None = None) -> AssistantMessage:
+        if options is not None and options.signal is not None:
+            options.signal.raise_if_cancelled()
+        reply = await chat_model.ainvoke(_prompt(context), config=summary_config(),
+                                         **_max_tokens_kwargs(chat_model, options))
+        return _reply(reply, model)
+
+    def complete_sync(model: Model, context: Context,
+                      options: CompleteOptions | None = None) -> AssistantMessage:
+        if options is not None and options.signal is not None:
+            options.signal.raise_if_cancelled()
+        reply = chat_model.invoke(_prompt(context), config=summary_config(),
+                                  **_max_tokens_kwargs(chat_model, options))
+        return _reply(reply, model)
+
+    return complete, complete_sync
+
+
+def model_token_counter(chat_model: BaseChatModel) -> TokenCounter:
+    """A counter backed by ``chat_model.get_num_tokens_from_messages``.
+
+    Each text is counted as one human message, so the model's own per-message framing is
+    included (a small, safe overcount). Use it when the model counts exactly and cheaply.
+    """
+    count: Callable[[list[BaseMessage]], int] = chat_model.get_num_tokens_from_messages
+
+    def fn(text: str) -> int:
+        return int(count([HumanMessage(content=text)]))
+
+    name = getattr(chat_model, "_llm_type", type(chat_model).__name__)
+    return CallableCounter(fn, name=f"langchain:{name}")

@@ -1,0 +1,339 @@
+"""The LangChain-side engine, ``condense_messages`` and the LCEL transformer.
+
+:class:`LangChainCondenser` converts a LangChain transcript, runs the core's gate →
+slice → summarize on the converted copy, and maps the result back: the caller's own
+message objects for the kept tail, one digest ``HumanMessage`` for the dropped head.
+The middleware and the chat-history wrapper are thin layers over it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.prompt_values import ChatPromptValue, PromptValue
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from langchain_window_budget._convert import (
+    Converted,
+    Converter,
+    build_digest,
+    chat_model_id,
+    digest_record,
+    shortened_copy,
+    to_core,
+)
+from langchain_window_budget.completer import make_completers, model_token_counter
+from window_budget.budget.counters import resolve_counter
+from window_budget.budget.estimate import estimate_tokens
+from window_budget.condenser import WindowCondenser, create_condenser
+from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
+from window_budget.errors import ConfigError
+from window_budget.summarize.condense import summarize, summarize_sync
+
+__all__ = [
+    "CounterSpec",
+    "LangChainCondenser",
+    "LangChainResult",
+    "WindowBudgetRunnable",
+    "acondense_messages",
+    "condense_messages",
+    "resolve_window",
+]
+
+CounterSpec = TokenCounter | Callable[[str], int] | Literal["heuristic", "tiktoken", "model"] | None
+"""How to count tokens: the heuristic (None), ``"tiktoken"``, ``"model"`` (the chat model's
+``get_num_tokens_from_messages``), a :class:`~window_budget.TokenCounter` or a ``str -> int``."""
+
+ArchiveFn = Callable[[list[BaseMessage]], Mapping[str, Any] | None]
+"""Called with the dropped messages before the digest is built; returns where they went."""
+
+
+def resolve_window(chat_model: object, context_window: int | None) -> int:
+    """The window to guard: the argument, else the chat model profile's ``max_input_tokens``.
+
+    Raises:
+        ConfigError: neither is available; the message says what to pass.
+
+    """
+    if context_window is not None:
+        if isinstance(context_window, bool) or not isinstance(context_window, int) \
+                or context_window <= 0:
+            raise ConfigError(f"context_window must be a positive int, got {context_window!r}")
+        return context_window
+    profile = getattr(chat_model, "profile", None)
+    if isinstance(profile, Mapping):
+        limit = profile.get("max_input_tokens")
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            return limit
+    name = type(chat_model).__name__ if chat_model is not None else "no chat model"
+    raise ConfigError(
+        f"cannot tell the context window of {name} (it has no profile with "
+        "max_input_tokens); pass context_window=<tokens>, e.g. context_window=128_000"
+    )
+
+
+def _resolve_counter(counter: CounterSpec, chat_model: BaseChatModel | None,
+                     ) -> TokenCounter | None:
+    if counter == "model":
+        if chat_model is None:
+            raise ConfigError('counter="model" needs a chat model; pass model=<chat model>')
+        return model_token_counter(chat_model)
+    return resolve_counter(counter)
+
+
+@dataclass(frozen=True, slots=True)
+class LangChainResult:
+    """One run of :class:`LangChainCondenser`, in LangChain terms."""
+
+    messages: Sequence[BaseMessage]
+    """The output: the input object itself when nothing was done, else a new list of
+    ``[*pinned system messages, digest, *kept tail]``."""
+    dropped: list[BaseMessage]
+    """The caller's messages that left the transcript (folded into the digest)."""
+    digest: HumanMessage | None
+    """The digest message, when one was written."""
+    core: CondenseResult
+    """The core's full account (estimates, limit, reason, plan)."""
+
+    @property
+    def changed(self) -> bool:
+        """True when the output differs from the input."""
+        return self.core.changed
+
+
+class LangChainCondenser:
+    """Gate → slice → summarize over LangChain messages, with a chat model as summarizer.
+
+    Args:
+        model: the chat model whose window is guarded; it writes the summaries unless
+            ``summarizer`` is given. ``None`` means the network-free digest only.
+        context_window: tokens the model accepts; defaults to ``model.profile
+            ["max_input_tokens"]``.
+        policy: thresholds and tail size (the core's defaults when None).
+        counter: see :data:`CounterSpec`.
+        summarizer: a different chat model for the summaries.
+
+    Raises:
+        ConfigError: no window can be found; the message says what to pass.
+
+    """
+
+    def __init__(self, model: BaseChatModel | None = None, *, context_window: int | None = None,
+                 policy: BudgetPolicy | None = None, counter: CounterSpec = None,
+                 summarizer: BaseChatModel | None = None) -> None:
+        window = resolve_window(model, context_window)
+        self.chat_model = model
+        """The guarded chat model."""
+        writer = summarizer or model
+        complete = complete_sync = None
+        if writer is not None:
+            complete, complete_sync = make_completers(writer)
+        model_id = chat_model_id(model) if model is not None else None
+        self.counter = _resolve_counter(counter, model)
+        """The resolved token counter (None is the heuristic)."""
+        self.condenser: WindowCondenser = create_condenser(
+            model=Model(model_id or "langchain", window), complete=complete,
+            complete_sync=complete_sync, policy=policy or BudgetPolicy(), counter=self.counter)
+        """The core condenser doing the work."""
+        self._converter = Converter(model_id=model_id, counter=self.counter)
+        self._lock = threading.Lock()
+
+    @property
+    def context_window(self) -> int:
+        """The window being guarded."""
+        model = self.condenser.deps.model
+        assert model is not None
+        return model.context_window
+
+    @property
+    def policy(self) -> BudgetPolicy:
+        """The policy in force."""
+        return self.condenser.policy
+
+    # -- shared halves ---------------------------------------------------------
+
+    def _decide(self, messages: Sequence[BaseMessage], force: bool, extra_pinned: int,
+                ) -> tuple[Converted, Any]:
+        with self._lock:  # the converter and the token ledger are per-instance caches
+            conv = self._converter.convert(messages)
+            decision = self.condenser.decide(conv.core, force=force,
+                                             pinned_tokens=conv.pinned_tokens + extra_pinned)
+        return conv, decision
+
+    def _finish(self, messages: Sequence[BaseMessage], conv: Converted, result: CondenseResult,
+                archive: ArchiveFn | None) -> LangChainResult:
+        if result.messages is conv.core:
+            return LangChainResult(messages, [], None, result)
+        lc_of = {id(c): conv.origin[i] for i, c in enumerate(conv.core)}
+        dropped = [messages[lc_of[id(c)]] for c in result.plan.dropped]
+        summary = result.summary
+        shortened = set(result.shortened)
+        offset = 1 if summary is not None else 0
+        tail: list[BaseMessage] = []
+        for i, out in enumerate(result.messages[offset:], start=offset):
+            if i in shortened:
+                original = messages[lc_of[id(result.plan.kept[i - offset])]]
+                tail.append(shortened_copy(original, out))
+            else:
+                tail.append(messages[lc_of[id(out)]])
+        digest = None
+        if summary is not None:
+            prev_covered = prev_compactions = 0
+            fresh = len(dropped)
+            if dropped and (record := digest_record(dropped[0])) is not None:
+                prev_covered = int(record.get("covered", 0))
+                prev_compactions = int(record.get("compactions", 0))
+                fresh -= 1
+            where = archive(dropped) if archive is not None else None
+            digest = build_digest(summary.text, covered=prev_covered + fresh, kept=len(tail),
+                                  compactions=prev_compactions + 1, fallback=summary.fallback,
+                                  archive=where)
+        elif archive is not None and dropped:
+            archive(dropped)
+        pinned = list(messages[:conv.pinned])
+        out_list: list[BaseMessage] = [*pinned, *([digest] if digest else []), *tail]
+        return LangChainResult(out_list, dropped, digest, result)
+
+    # -- drivers ---------------------------------------------------------------
+
+    def run(self, messages: Sequence[BaseMessage], *, force: bool = False,
+            extra_pinned_tokens: int = 0, archive: ArchiveFn | None = None) -> LangChainResult:
+        """Condense ``messages`` when over budget (or always, with ``force``); sync.
+
+        ``extra_pinned_tokens`` counts a system prompt kept outside ``messages``.
+
+        Raises:
+            BudgetError: the result cannot fit (e.g. the system prompt alone is too large).
+            SummarizerError: the summarizer failed and the policy says to raise.
+
+        """
+        conv, decision = self._decide(messages, force, extra_pinned_tokens)
+        if decision.result is not None:
+            return self._finish(messages, conv, decision.result, archive)
+        summary = None
+        if self.policy.strategy == "summarize" or force:
+            summary = summarize_sync(decision.plan.dropped,
+                                     self.condenser.summarize_deps(decision))
+        result = self.condenser.finish(conv.core, decision, summary, force=force)
+        return self._finish(messages, conv, result, archive)
+
+    async def arun(self, messages: Sequence[BaseMessage], *, force: bool = False,
+                   extra_pinned_tokens: int = 0, archive: ArchiveFn | None = None,
+                   ) -> LangChainResult:
+        """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``)."""
+        conv, decision = self._decide(messages, force, extra_pinned_tokens)
+        if decision.result is not None:
+            return self._finish(messages, conv, decision.result, archive)
+        summary = None
+        if self.policy.strategy == "summarize" or force:
+            summary = await summarize(decision.plan.dropped,
+                                      self.condenser.summarize_deps(decision))
+        result = self.condenser.finish(conv.core, decision, summary, force=force)
+        return self._finish(messages, conv, result, archive)
+
+    def estimate(self, messages: Sequence[BaseMessage], *, extra_pinned_tokens: int = 0) -> int:
+        """The gate's token figure for ``messages`` (pinned system messages included)."""
+        _, decision = self._decide(messages, False, extra_pinned_tokens)
+        return int(decision.tokens_before)
+
+    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
+        return estimate_tokens([to_core(m) for m in messages], self.counter)
+
+
+# ------------------------------------------------------------------ LCEL
+
+
+def _as_messages(value: object) -> tuple[Sequence[BaseMessage], bool]:
+    if isinstance(value, PromptValue):
+        return value.to_messages(), True
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return cast("Sequence[BaseMessage]", value), False
+    raise TypeError(
+        f"the window-budget transformer takes a list of messages or a chat prompt value, "
+        f"not {type(value).__name__}; put it after a ChatPromptTemplate or pass messages"
+    )
+
+
+class WindowBudgetRunnable(Runnable[Any, Any]):
+    """A ``Runnable`` that condenses the messages flowing through it: ``prompt | this | model``.
+
+    Takes a list of messages or a chat prompt value; returns the same object when the
+    transcript is under budget, else ``[*system, digest, *kept]`` (a ``ChatPromptValue`` when
+    it was given one). The digest is not stored anywhere: pair it with
+    :class:`~langchain_window_budget.CondensingChatMessageHistory` to make it persistent.
+    """
+
+    def __init__(self, engine: LangChainCondenser) -> None:
+        self.engine = engine
+        """The condenser doing the work."""
+
+    def _apply(self, value: Any) -> Any:
+        messages, was_prompt = _as_messages(value)
+        result = self.engine.run(messages)
+        return self._wrap(value, result, was_prompt)
+
+    async def _aapply(self, value: Any) -> Any:
+        messages, was_prompt = _as_messages(value)
+        result = await self.engine.arun(messages)
+        return self._wrap(value, result, was_prompt)
+
+    @staticmethod
+    def _wrap(value: Any, result: LangChainResult, was_prompt: bool) -> Any:
+        if not result.changed:
+            return value
+        out = list(result.messages)
+        return ChatPromptValue(messages=out) if was_prompt else out
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Condense one transcript (the input object itself comes back when under budget)."""
+        return self._call_with_config(self._apply, input, config,
+                                      run_type="chain", **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> Any:
+        """The async twin of :meth:`invoke`."""
+        return await self._acall_with_config(self._aapply, input, config,
+                                             run_type="chain", **kwargs)
+
+
+def condense_messages(messages: Sequence[BaseMessage] | None = None, *,
+                      model: BaseChatModel | None = None, context_window: int | None = None,
+                      policy: BudgetPolicy | None = None, counter: CounterSpec = None,
+                      summarizer: BaseChatModel | None = None, force: bool = False,
+                      ) -> Any:
+    """Condense a LangChain transcript, or, without ``messages``, build the LCEL transformer.
+
+    With ``messages``: returns the same list object when under budget, else a new list of
+    ``[*leading system messages, digest, *kept tail]`` whose tail holds the caller's own
+    objects. Without: returns a :class:`WindowBudgetRunnable` for ``prompt | it | model``.
+
+    >>> from langchain_core.messages import HumanMessage
+    >>> history = [HumanMessage("hello")]
+    >>> condense_messages(history, context_window=8_000) is history
+    True
+    """
+    engine = LangChainCondenser(model, context_window=context_window, policy=policy,
+                                counter=counter, summarizer=summarizer)
+    if messages is None:
+        return WindowBudgetRunnable(engine)
+    result = engine.run(messages, force=force)
+    return messages if not result.changed else list(result.messages)
+
+
+async def acondense_messages(messages: Sequence[BaseMessage], *,
+                             model: BaseChatModel | None = None,
+                             context_window: int | None = None,
+                             policy: BudgetPolicy | None = None, counter: CounterSpec = None,
+                             summarizer: BaseChatModel | None = None, force: bool = False,
+                             ) -> Sequence[BaseMessage]:
+    """The async twin of :func:`condense_messages` (messages required)."""
+    engine = LangChainCondenser(model, context_window=context_window, policy=policy,
+                                counter=counter, summarizer=summarizer)
+    result = await engine.arun(messages, force=force)
+    return messages if not result.changed else list(result.messages)

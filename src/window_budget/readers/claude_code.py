@@ -1,0 +1,189 @@
+"""Claude Code session files (``~/.claude/projects/<project>/<session>.jsonl``), streamed.
+
+One event a line. Only ``user``, ``assistant`` and ``system`` lines carry conversation;
+the rest (progress, snapshots, queue operations, ...) are counted in ``ignored``, as are
+sub-agent (``isSidechain``) lines, which never reach the main context. One API response
+is split over several ``assistant`` lines that share ``message.id`` and repeat its usage:
+they are merged back into one message. A ``compact_boundary`` system line followed by a
+user line with ``isCompactSummary`` becomes a ``CompactionSummaryMessage``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import IO, Any
+
+from window_budget.digest import is_digest
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    Block,
+    CompactionSummaryMessage,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from window_budget.readers._base import Collector, Transcript, iter_json_lines, text_of
+from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers.anthropic import (
+    blocks_from_anthropic,
+    content_to_anthropic,
+    simplify,
+    tool_result_to_anthropic,
+    usage_from_anthropic,
+)
+
+__all__ = ["read_claude_code", "write_claude_code"]
+
+_CONVERSATION = frozenset({"user", "assistant", "system"})
+_SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's own stand-in replies (API errors, interrupts)
+
+
+@dataclass
+class _Reply:
+    """An assistant response being reassembled from its split lines."""
+
+    blocks: list[Block] = field(default_factory=list)
+    usage: Usage | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    timestamp: float | None = None
+
+    def build(self) -> AssistantMessage:
+        content: str | tuple[Block, ...] = tuple(self.blocks)
+        return AssistantMessage(content, usage=self.usage, model=self.model,
+                                stop_reason=self.stop_reason, timestamp=self.timestamp)
+
+
+def _timestamp(raw: Any) -> float | None:
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return float(raw)
+    if isinstance(raw, str):
+        try:
+            return datetime.fromisoformat(raw).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def read_claude_code(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
+    """Read a Claude Code session, merging split assistant lines by ``message.id``."""
+    collector = Collector(path, skip_bad=skip_bad)
+    out: list[AgentMessage | _Reply] = []
+    open_replies: dict[str, _Reply] = {}
+    names: dict[str, str] = {}
+    state: dict[str, Any] = {"ignored": 0, "boundary": None, "compactions": 0}
+    meta: dict[str, Any] = {}
+
+    def handle(obj: Any) -> None:
+        if not isinstance(obj, Mapping):
+            raise TypeError(f"a line must hold a JSON object, not {type(obj).__name__}")
+        kind = obj.get("type")
+        if kind not in _CONVERSATION or obj.get("isSidechain"):
+            state["ignored"] += 1
+            return
+        for key in ("sessionId", "cwd", "gitBranch", "version"):
+            if key in obj and key not in meta:
+                meta[key] = obj[key]
+        ts = _timestamp(obj.get("timestamp"))
+        if kind == "system":
+            if obj.get("subtype") == "compact_boundary":
+                info = obj.get("compactMetadata") or {}
+                state["boundary"] = int(info.get("preTokens") or 0)
+            else:
+                state["ignored"] += 1  # notices shown in the UI, never sent to the model
+            return
+        message = obj["message"]
+        if kind == "user":
+            if obj.get("isCompactSummary"):
+                before = state["boundary"] or 0
+                state["boundary"] = None
+                state["compactions"] += 1
+                out.append(CompactionSummaryMessage(text_of(message["content"]), before,
+                                                    timestamp=ts))
+                return
+            blocks, results = blocks_from_anthropic(message["content"], names)
+            out.extend(results)
+            if blocks or not results:
+                out.append(UserMessage(simplify(blocks), timestamp=ts))
+            return
+        blocks, _ = blocks_from_anthropic(message["content"], names)
+        reply_id = str(message.get("id") or obj.get("uuid") or len(out))
+        reply = open_replies.get(reply_id)
+        if reply is None:
+            reply = _Reply(timestamp=ts)
+            open_replies[reply_id] = reply
+            out.append(reply)
+        reply.blocks.extend(blocks)
+        model = message.get("model")
+        if model and model != _SYNTHETIC_MODEL:
+            reply.model = str(model)
+            # Each split line repeats the response's usage; the last one is the final figure.
+            reply.usage = usage_from_anthropic(message.get("usage")) or reply.usage
+        reply.stop_reason = message.get("stop_reason") or reply.stop_reason
+
+    for number, obj in iter_json_lines(stream, collector):
+        collector.guard(number, partial(handle, obj))
+    messages = tuple(m.build() if isinstance(m, _Reply) else m for m in out)
+    meta["compactions"] = state["compactions"]
+    return Transcript(messages=messages, format="claude-code", path=path,
+                      skipped=tuple(collector.skipped), ignored=state["ignored"], meta=meta)
+
+
+def write_claude_code(messages: Iterable[AgentMessage], stream: IO[str], *,
+                      system: Iterable[str] = (), session_id: str | None = None) -> None:
+    """Write core messages as a Claude Code session (one line per message, chained uuids).
+
+    A digest at the head is written the way Claude Code writes its own compactions: a
+    ``compact_boundary`` system line, then the summary as an ``isCompactSummary`` user line.
+    System prompts are not part of a session file and are not written.
+    """
+    del system  # Claude Code rebuilds its system prompt itself
+    session = session_id or str(uuid.uuid4())
+    parent: str | None = None
+    for i, msg in enumerate(messages):
+        base: dict[str, Any] = {"parentUuid": parent, "isSidechain": False,
+                                "sessionId": session,
+                                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}"))}
+        if isinstance(msg, AssistantMessage):
+            body: dict[str, Any] = {"id": f"msg_wb_{i}", "type": "message",
+                                    "role": "assistant", "model": msg.model or "unknown",
+                                    "content": content_to_anthropic(msg.content)
+                                    if not isinstance(msg.content, str)
+                                    else [{"type": "text", "text": msg.content}],
+                                    "stop_reason": msg.stop_reason}
+            if msg.usage is not None:
+                u = msg.usage
+                body["usage"] = {"input_tokens": u.input_tokens,
+                                 "cache_creation_input_tokens": u.cache_creation_tokens,
+                                 "cache_read_input_tokens": u.cache_read_tokens,
+                                 "output_tokens": u.output_tokens}
+            line = {**base, "type": "assistant", "message": body}
+        elif isinstance(msg, ToolResultMessage):
+            line = {**base, "type": "user",
+                    "message": {"role": "user", "content": [tool_result_to_anthropic(msg)]}}
+        elif is_digest(msg):
+            boundary = {**base, "type": "system", "subtype": "compact_boundary",
+                        "content": "Conversation compacted",
+                        "compactMetadata": {"trigger": "manual", "preTokens":
+                                            getattr(msg, "tokens_before", 0)}}
+            boundary["uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}/boundary"))
+            stream.write(json.dumps(boundary, ensure_ascii=False) + "\n")
+            text = plain_text(msg.content) if isinstance(msg, UserMessage) \
+                else render_as_text(msg)
+            line = {**base, "parentUuid": boundary["uuid"], "type": "user",
+                    "isCompactSummary": True, "message": {"role": "user", "content": text}}
+        elif isinstance(msg, UserMessage):
+            line = {**base, "type": "user",
+                    "message": {"role": "user", "content": content_to_anthropic(msg.content)}}
+        else:
+            line = {**base, "type": "user",
+                    "message": {"role": "user", "content": render_as_text(msg)}}
+        stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+        parent = line["uuid"]
+

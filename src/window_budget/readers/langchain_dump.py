@@ -1,0 +1,208 @@
+"""LangChain ``messages_to_dict`` dumps: ``[{type: human|ai|tool|system|..., data: {...}}]``.
+
+Parsed from the JSON alone, without importing LangChain. ``ai`` messages bring their
+``tool_calls`` and ``usage_metadata`` (input tokens there include cache reads, which are
+split out into the core's ``Usage``); ``tool`` messages with ``status: "error"`` are
+failed results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
+
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    Block,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from window_budget.readers._base import (
+    Collector,
+    Transcript,
+    as_int,
+    image_from_url,
+    image_to_url,
+    load_json,
+    records,
+)
+from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers.anthropic import simplify
+
+__all__ = ["read_langchain", "to_langchain", "write_langchain"]
+
+
+def _content(content: Any, names: dict[str, str]) -> list[Block]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextBlock(content)] if content else []
+    if not isinstance(content, list):
+        raise TypeError(f"content must be a string or a list, not {type(content).__name__}")
+    blocks: list[Block] = []
+    for part in content:
+        if isinstance(part, str):
+            blocks.append(TextBlock(part))
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            blocks.append(TextBlock(str(part.get("text", ""))))
+        elif kind in ("thinking", "reasoning"):
+            text = part.get("thinking", part.get("reasoning", ""))
+            blocks.append(ThinkingBlock(str(text), part.get("signature")))
+        elif kind == "image_url":
+            url = part["image_url"]
+            blocks.append(image_from_url(url["url"] if isinstance(url, Mapping) else str(url)))
+        elif kind == "image":
+            if part.get("url"):
+                blocks.append(ImageBlock(str(part["url"]), str(part.get("mime_type", "image/png"))))
+            else:
+                src = part.get("source") or {}
+                blocks.append(ImageBlock(str(part.get("base64", part.get("data",
+                                                                         src.get("data", "")))),
+                                         str(part.get("mime_type", src.get("media_type",
+                                                                          "image/png")))))
+        elif kind == "tool_use":
+            # Anthropic-style calls also appear in ``tool_calls``; that list is the one kept.
+            names[str(part.get("id"))] = str(part.get("name"))
+        else:
+            blocks.append(TextBlock(json.dumps(part, ensure_ascii=False)))
+    return blocks
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, Mapping):
+        return None
+    details = raw.get("input_token_details") or {}
+    cache_read = as_int(details.get("cache_read"))
+    cache_creation = as_int(details.get("cache_creation"))
+    fresh = max(as_int(raw.get("input_tokens")) - cache_read - cache_creation, 0)
+    return Usage(fresh, as_int(raw.get("output_tokens")), cache_read, cache_creation)
+
+
+def message_from_langchain(raw: Mapping[str, Any], names: dict[str, str],
+                           system: list[str]) -> AgentMessage | None:
+    """One dumped LangChain message as a core message (None for a system prompt)."""
+    kind = raw["type"]
+    data = raw["data"]
+    if kind == "chat":
+        kind = {"user": "human", "assistant": "ai"}.get(str(data.get("role")), "human")
+    blocks = _content(data.get("content"), names)
+    if kind == "system":
+        system.append(plain_text(tuple(blocks)))
+        return None
+    if kind in ("human", "HumanMessageChunk"):
+        return UserMessage(simplify(blocks) if blocks else "")
+    if kind in ("ai", "AIMessageChunk"):
+        for call in data.get("tool_calls") or ():
+            names[str(call["id"])] = str(call["name"])
+            args = call.get("args")
+            blocks.append(ToolCallBlock(str(call["id"]), str(call["name"]),
+                                        dict(args) if isinstance(args, Mapping) else {}))
+        for call in data.get("invalid_tool_calls") or ():
+            blocks.append(ToolCallBlock(str(call.get("id")), str(call.get("name")),
+                                        {"_raw": call.get("args")}))
+        meta = data.get("response_metadata") or {}
+        model = meta.get("model_name") or meta.get("model")
+        return AssistantMessage(simplify(blocks) if blocks else "",
+                                usage=_usage(data.get("usage_metadata")),
+                                model=str(model) if model else None,
+                                stop_reason=meta.get("finish_reason") or meta.get("stop_reason"))
+    if kind in ("tool", "function"):
+        call_id = str(data.get("tool_call_id") or f"fc_{data.get('name', '')}")
+        name = str(data.get("name") or names.get(call_id, ""))
+        return ToolResultMessage(call_id, name, simplify(blocks) if blocks else "",
+                                 is_error=data.get("status") == "error")
+    raise ValueError(f"unknown message type {kind!r} (expected human, ai, tool, system, "
+                     "chat or function)")
+
+
+def read_langchain(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
+    """Read a ``messages_to_dict`` dump (a list, or an object with a ``messages`` list)."""
+    collector = Collector(path, skip_bad=skip_bad, unit="record")
+    out: list[AgentMessage] = []
+    system: list[str] = []
+    names: dict[str, str] = {}
+    for where, raw in enumerate(records(load_json(stream, path), path), start=1):
+        def one(raw: Any = raw) -> None:
+            if not isinstance(raw, Mapping):
+                raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
+            msg = message_from_langchain(raw, names, system)
+            if msg is not None:
+                out.append(msg)
+        collector.guard(where, one)
+    return Transcript(messages=tuple(out), system=tuple(system), format="langchain", path=path,
+                      skipped=tuple(collector.skipped))
+
+
+def _parts(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            parts.append({"type": "text", "text": b.text})
+        elif isinstance(b, ThinkingBlock):
+            part: dict[str, Any] = {"type": "thinking", "thinking": b.thinking}
+            if b.signature:
+                part["signature"] = b.signature
+            parts.append(part)
+        elif isinstance(b, ImageBlock):
+            parts.append({"type": "image_url", "image_url": {"url": image_to_url(b)}})
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def _record(kind: str, **data: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"content": "", "additional_kwargs": {}, "response_metadata": {},
+                            "type": kind, "name": None, "id": None}
+    base.update(data)
+    return {"type": kind, "data": base}
+
+
+def to_langchain(messages: Iterable[AgentMessage], system: Iterable[str] = (),
+                 ) -> list[dict[str, Any]]:
+    """Core messages in ``messages_to_dict`` shape (kinds LangChain lacks become human text)."""
+    out = [_record("system", content=s) for s in system]
+    for msg in messages:
+        if isinstance(msg, AssistantMessage):
+            extra: dict[str, Any] = {}
+            if msg.usage is not None:
+                u = msg.usage
+                extra["usage_metadata"] = {
+                    "input_tokens": u.prompt_tokens, "output_tokens": u.output_tokens,
+                    "total_tokens": u.prompt_tokens + u.output_tokens,
+                    "input_token_details": {"cache_read": u.cache_read_tokens,
+                                            "cache_creation": u.cache_creation_tokens}}
+            content = msg.content if isinstance(msg.content, str) else tuple(
+                b for b in msg.content if not isinstance(b, ToolCallBlock))
+            out.append(_record(
+                "ai", content=_parts(content),
+                response_metadata={"model_name": msg.model} if msg.model else {},
+                tool_calls=[{"name": c.name, "args": dict(c.arguments), "id": c.id,
+                             "type": "tool_call"} for c in msg.tool_calls],
+                invalid_tool_calls=[], **extra))
+        elif isinstance(msg, ToolResultMessage):
+            out.append(_record("tool", content=_parts(msg.content), name=msg.tool_name,
+                               tool_call_id=msg.tool_call_id, artifact=None,
+                               status="error" if msg.is_error else "success"))
+        elif isinstance(msg, UserMessage):
+            out.append(_record("human", content=_parts(msg.content)))
+        else:
+            out.append(_record("human", content=render_as_text(msg)))
+    return out
+
+
+def write_langchain(messages: Iterable[AgentMessage], stream: IO[str], *,
+                    system: Iterable[str] = ()) -> None:
+    """Write core messages as a ``messages_to_dict`` dump (``messages_from_dict`` reads it)."""
+    json.dump(to_langchain(messages, system), stream, ensure_ascii=False, indent=1)
+    stream.write("\n")

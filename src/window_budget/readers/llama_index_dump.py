@@ -1,0 +1,149 @@
+"""LlamaIndex ``ChatMessage.model_dump(mode="json")`` lists: ``[{role, blocks | content, ...}]``.
+
+Parsed from the JSON alone, without importing LlamaIndex. Tool calls come either as
+``tool_call`` blocks or, from OpenAI-style LLMs, under ``additional_kwargs["tool_calls"]``;
+a ``tool`` message names its call in ``additional_kwargs["tool_call_id"]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
+
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    Block,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    UserMessage,
+)
+from window_budget.readers._base import Collector, Transcript, load_json, records
+from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers.anthropic import simplify
+from window_budget.readers.openai import parse_arguments
+
+__all__ = ["read_llama_index", "to_llama_index", "write_llama_index"]
+
+
+def _blocks(raw: Mapping[str, Any]) -> list[Block]:
+    if "blocks" not in raw:
+        content = raw.get("content")
+        return [TextBlock(str(content))] if content else []
+    out: list[Block] = []
+    for block in raw["blocks"]:
+        kind = block["block_type"]
+        if kind == "text":
+            if block.get("text"):
+                out.append(TextBlock(str(block["text"])))
+        elif kind == "image":
+            data = block.get("image") or block.get("url") or block.get("path") or ""
+            out.append(ImageBlock(str(data), str(block.get("image_mimetype") or "image/png")))
+        elif kind == "thinking":
+            out.append(ThinkingBlock(str(block.get("content") or "")))
+        elif kind == "tool_call":
+            kwargs = block.get("tool_kwargs")
+            out.append(ToolCallBlock(str(block["tool_call_id"]), str(block["tool_name"]),
+                                     parse_arguments(kwargs)))
+        else:
+            out.append(TextBlock(json.dumps(block, ensure_ascii=False)))
+    return out
+
+
+def message_from_llama_index(raw: Mapping[str, Any], names: dict[str, str],
+                             system: list[str]) -> AgentMessage | None:
+    """One dumped ``ChatMessage`` as a core message (None for a system prompt)."""
+    role = raw["role"]
+    extra = raw.get("additional_kwargs") or {}
+    blocks = _blocks(raw)
+    if role in ("system", "developer"):
+        system.append(plain_text(tuple(blocks)))
+        return None
+    if role == "user":
+        return UserMessage(simplify(blocks) if blocks else "")
+    if role in ("assistant", "model", "chatbot"):
+        for call in extra.get("tool_calls") or ():
+            fn = call.get("function") or call
+            blocks.append(ToolCallBlock(str(call["id"]), str(fn["name"]),
+                                        parse_arguments(fn.get("arguments"))))
+        for block in blocks:
+            if isinstance(block, ToolCallBlock):
+                names[block.id] = block.name
+        return AssistantMessage(simplify(blocks) if blocks else "")
+    if role in ("tool", "function"):
+        call_id = str(extra.get("tool_call_id") or extra.get("id") or "")
+        name = str(extra.get("name") or names.get(call_id, ""))
+        return ToolResultMessage(call_id, name, simplify(blocks) if blocks else "",
+                                 is_error=bool(extra.get("is_error", False)))
+    raise ValueError(f"unknown role {role!r} (expected system, user, assistant or tool)")
+
+
+def read_llama_index(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
+    """Read a list of dumped ``ChatMessage`` objects (or an object with a ``messages`` list)."""
+    collector = Collector(path, skip_bad=skip_bad, unit="record")
+    out: list[AgentMessage] = []
+    system: list[str] = []
+    names: dict[str, str] = {}
+    for where, raw in enumerate(records(load_json(stream, path), path), start=1):
+        def one(raw: Any = raw) -> None:
+            if not isinstance(raw, Mapping):
+                raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
+            msg = message_from_llama_index(raw, names, system)
+            if msg is not None:
+                out.append(msg)
+        collector.guard(where, one)
+    return Transcript(messages=tuple(out), system=tuple(system), format="llama-index",
+                      path=path, skipped=tuple(collector.skipped))
+
+
+def _blocks_out(content: str | tuple[Block, ...]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"block_type": "text", "text": content}]
+    out: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            out.append({"block_type": "text", "text": b.text})
+        elif isinstance(b, ThinkingBlock):
+            out.append({"block_type": "thinking", "content": b.thinking})
+        elif isinstance(b, ToolCallBlock):
+            out.append({"block_type": "tool_call", "tool_call_id": b.id, "tool_name": b.name,
+                        "tool_kwargs": dict(b.arguments)})
+        else:
+            is_url = b.data.startswith(("http://", "https://"))
+            out.append({"block_type": "image", "image": None if is_url else b.data,
+                        "url": b.data if is_url else None, "image_mimetype": b.mime_type})
+    return out
+
+
+def to_llama_index(messages: Iterable[AgentMessage], system: Iterable[str] = (),
+                   ) -> list[dict[str, Any]]:
+    """Core messages as dumped ``ChatMessage`` dicts (``ChatMessage.model_validate`` reads them)."""
+    out = [{"role": "system", "additional_kwargs": {}, "blocks": _blocks_out(s)}
+           for s in system]
+    for msg in messages:
+        if isinstance(msg, AssistantMessage):
+            out.append({"role": "assistant", "additional_kwargs": {},
+                        "blocks": _blocks_out(msg.content)})
+        elif isinstance(msg, ToolResultMessage):
+            out.append({"role": "tool", "additional_kwargs": {
+                "tool_call_id": msg.tool_call_id, "name": msg.tool_name,
+                **({"is_error": True} if msg.is_error else {})},
+                "blocks": _blocks_out(msg.content)})
+        elif isinstance(msg, UserMessage):
+            out.append({"role": "user", "additional_kwargs": {},
+                        "blocks": _blocks_out(msg.content)})
+        else:
+            out.append({"role": "user", "additional_kwargs": {},
+                        "blocks": _blocks_out(render_as_text(msg))})
+    return out
+
+
+def write_llama_index(messages: Iterable[AgentMessage], stream: IO[str], *,
+                      system: Iterable[str] = ()) -> None:
+    """Write core messages as a list of dumped ``ChatMessage`` dicts."""
+    json.dump(to_llama_index(messages, system), stream, ensure_ascii=False, indent=1)
+    stream.write("\n")

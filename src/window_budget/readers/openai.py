@@ -1,0 +1,213 @@
+"""OpenAI Chat Completions message lists.
+
+``[{role: system|developer|user|assistant|tool, content, tool_calls, tool_call_id, name}]``,
+as a JSON list, an object with a ``messages`` or ``traj`` list (one run), or JSONL with
+one message a line (streamed). ``content`` may be null, a string or a list of parts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
+
+from window_budget.messages import (
+    AgentMessage,
+    AssistantMessage,
+    Block,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from window_budget.readers._base import (
+    Collector,
+    Transcript,
+    as_int,
+    image_from_url,
+    image_to_url,
+    iter_json_lines,
+    load_json,
+    records,
+)
+from window_budget.readers._render import plain_text, render_as_text
+
+__all__ = ["message_from_openai", "parse_arguments", "read_openai", "to_openai", "write_openai"]
+
+
+def _parts(content: Any) -> str | tuple[Block, ...]:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise TypeError(f"content must be a string, null or a list of parts, not "
+                        f"{type(content).__name__}")
+    blocks: list[Block] = []
+    for part in content:
+        if isinstance(part, str):
+            blocks.append(TextBlock(part))
+            continue
+        kind = part.get("type")
+        if kind in ("text", "input_text", "output_text", "refusal"):
+            blocks.append(TextBlock(str(part.get("text", part.get("refusal", "")))))
+        elif kind in ("image_url", "input_image"):
+            url = part["image_url"]
+            blocks.append(image_from_url(url["url"] if isinstance(url, Mapping) else str(url)))
+        else:
+            # Audio, files, ...: counted from their JSON rather than dropped.
+            blocks.append(TextBlock(json.dumps(part, ensure_ascii=False)))
+    return tuple(blocks)
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments from a JSON string or object; unparsable text is kept under ``_raw``."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return {"_raw": raw}
+    return value if isinstance(value, dict) else {"_raw": raw}
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, Mapping):
+        return None
+    details = raw.get("prompt_tokens_details") or {}
+    cached = as_int(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+    prompt = as_int(raw.get("prompt_tokens", raw.get("input_tokens")))
+    return Usage(max(prompt - cached, 0), as_int(raw.get("completion_tokens",
+                                                         raw.get("output_tokens"))), cached)
+
+
+def message_from_openai(raw: Mapping[str, Any], names: dict[str, str],
+                        system: list[str]) -> AgentMessage | None:
+    """One Chat Completions message as a core message (None for a system prompt, kept apart).
+
+    ``names`` maps tool-call ids to tool names, so a result without ``name`` gets one.
+    """
+    role = raw["role"]
+    if role in ("system", "developer"):
+        system.append(plain_text(_parts(raw.get("content"))))
+        return None
+    if role == "user":
+        return UserMessage(_parts(raw.get("content")))
+    if role == "assistant":
+        content = _parts(raw.get("content"))
+        before: list[Block] = []
+        reasoning = raw.get("reasoning_content") or raw.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            before.append(ThinkingBlock(reasoning))
+        calls: list[Block] = []
+        for call in raw.get("tool_calls") or ():
+            fn = call["function"]
+            names[str(call["id"])] = str(fn["name"])
+            calls.append(ToolCallBlock(str(call["id"]), str(fn["name"]),
+                                       parse_arguments(fn.get("arguments"))))
+        legacy = raw.get("function_call")
+        if isinstance(legacy, Mapping):
+            calls.append(ToolCallBlock(f"fc_{legacy['name']}", str(legacy["name"]),
+                                       parse_arguments(legacy.get("arguments"))))
+        final: str | tuple[Block, ...] = content
+        if before or calls:
+            body: tuple[Block, ...] = ((TextBlock(content),) if content else ()) \
+                if isinstance(content, str) else content
+            final = (*before, *body, *calls)
+        return AssistantMessage(final, usage=_usage(raw.get("usage")), model=raw.get("model"))
+    if role in ("tool", "function"):
+        call_id = str(raw.get("tool_call_id") or f"fc_{raw.get('name', '')}")
+        name = str(raw.get("name") or names.get(call_id, ""))
+        return ToolResultMessage(call_id, name, _parts(raw.get("content")))
+    raise ValueError(f"unknown role {role!r} (expected system, developer, user, assistant "
+                     "or tool)")
+
+
+def read_openai(stream: IO[str], *, path: str = "", skip_bad: bool = False,
+                jsonl: bool = False) -> Transcript:
+    """Read a Chat Completions message list (JSON, a run object, or JSONL)."""
+    collector = Collector(path, skip_bad=skip_bad, unit="line" if jsonl else "record")
+    out: list[AgentMessage] = []
+    system: list[str] = []
+    names: dict[str, str] = {}
+    items: Iterable[tuple[int, Any]]
+    if jsonl:
+        items = iter_json_lines(stream, collector)
+    else:
+        items = enumerate(records(load_json(stream, path), path, ("messages", "traj")), start=1)
+    for where, raw in items:
+        def one(raw: Any = raw) -> None:
+            if not isinstance(raw, Mapping):
+                raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
+            msg = message_from_openai(raw, names, system)
+            if msg is not None:
+                out.append(msg)
+        collector.guard(where, one)
+    return Transcript(messages=tuple(out), system=tuple(system),
+                      format="openai-jsonl" if jsonl else "openai", path=path,
+                      skipped=tuple(collector.skipped))
+
+
+def _content_out(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    if all(isinstance(b, TextBlock) for b in content):
+        return "\n".join(b.text for b in content if isinstance(b, TextBlock))
+    parts: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            parts.append({"type": "text", "text": b.text})
+        elif isinstance(b, ImageBlock):
+            parts.append({"type": "image_url", "image_url": {"url": image_to_url(b)}})
+    return parts
+
+
+def to_openai(messages: Iterable[AgentMessage], system: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Core messages as Chat Completions dicts (kinds OpenAI lacks become user text)."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": s} for s in system]
+    for msg in messages:
+        if isinstance(msg, AssistantMessage):
+            rec: dict[str, Any] = {"role": "assistant"}
+            if isinstance(msg.content, str):
+                rec["content"] = msg.content
+            else:
+                text = [b for b in msg.content if isinstance(b, TextBlock | ImageBlock)]
+                rec["content"] = _content_out(tuple(text)) if text else None
+                thinking = [b.thinking for b in msg.content if isinstance(b, ThinkingBlock)]
+                if thinking:
+                    rec["reasoning_content"] = "\n".join(thinking)
+                if msg.tool_calls:
+                    rec["tool_calls"] = [
+                        {"id": c.id, "type": "function",
+                         "function": {"name": c.name, "arguments": c.arguments.get("_raw")
+                                      if set(c.arguments) == {"_raw"}
+                                      else json.dumps(dict(c.arguments), ensure_ascii=False)}}
+                        for c in msg.tool_calls]
+            if msg.model:
+                rec["model"] = msg.model
+            out.append(rec)
+        elif isinstance(msg, ToolResultMessage):
+            out.append({"role": "tool", "tool_call_id": msg.tool_call_id, "name": msg.tool_name,
+                        "content": _content_out(msg.content)})
+        elif isinstance(msg, UserMessage):
+            out.append({"role": "user", "content": _content_out(msg.content)})
+        else:
+            out.append({"role": "user", "content": render_as_text(msg)})
+    return out
+
+
+def write_openai(messages: Iterable[AgentMessage], stream: IO[str], *,
+                 system: Iterable[str] = (), jsonl: bool = False) -> None:
+    """Write core messages as a Chat Completions list (or JSONL, one message a line)."""
+    records_out = to_openai(messages, system)
+    if jsonl:
+        for rec in records_out:
+            stream.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    else:
+        json.dump(records_out, stream, ensure_ascii=False, indent=1)
+        stream.write("\n")

@@ -1,0 +1,102 @@
+"""pi coding agent session files (``.jsonl``), streamed.
+
+Entries: ``session`` (header), ``message`` (``message.role`` is one of the core's own
+roles, so each maps 1:1 through :func:`~window_budget.messages.message_from_dict`),
+``compaction`` (a summary that replaced older entries), ``model_change`` and
+``thinking_level_change`` (settings, no conversation). Compactions name the first entry
+they kept by ``firstKeptEntryIndex`` (older files) or ``firstKeptEntryId`` (newer ones);
+both are accepted and recorded in ``meta["compactions"]``. Tool calls an aborted turn
+left without results are kept as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from functools import partial
+from typing import IO, Any
+
+from window_budget.messages import (
+    AgentMessage,
+    CompactionSummaryMessage,
+    message_from_dict,
+    message_to_dict,
+)
+from window_budget.readers._base import Collector, Transcript, as_int, iter_json_lines
+
+__all__ = ["read_pi", "write_pi"]
+
+_SETTINGS = frozenset({"model_change", "thinking_level_change"})
+
+
+def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
+    """Read a pi session file."""
+    collector = Collector(path, skip_bad=skip_bad)
+    out: list[AgentMessage] = []
+    ids: dict[str, int] = {}  # entry id -> index of its message in ``out``
+    entry_index: dict[int, int] = {}  # entry position (header = 0) -> index in ``out``
+    compactions: list[dict[str, Any]] = []
+    meta: dict[str, Any] = {}
+    ignored = 0
+    position = 0
+
+    def handle(obj: Any) -> None:
+        nonlocal ignored, position
+        if not isinstance(obj, Mapping):
+            raise TypeError(f"a line must hold a JSON object, not {type(obj).__name__}")
+        kind = obj.get("type")
+        position += 1  # older files index entries from the header, which is entry 0
+        if kind == "session":
+            meta.update({k: obj[k] for k in ("id", "cwd", "version", "timestamp") if k in obj})
+            return
+        if kind in _SETTINGS:
+            if kind == "model_change":
+                meta["model"] = obj.get("modelId") or obj.get("model")
+            ignored += 1
+            return
+        if kind == "message":
+            msg = message_from_dict(obj["message"])
+        elif kind == "compaction":
+            if not isinstance(obj["summary"], str):
+                raise TypeError("compaction 'summary' must be a string")
+            msg = CompactionSummaryMessage(obj["summary"], as_int(obj.get("tokensBefore")))
+            first = obj.get("firstKeptEntryId", obj.get("firstKeptEntryIndex"))
+            kept_at = ids.get(first) if isinstance(first, str) else \
+                entry_index.get(first) if isinstance(first, int) else None
+            compactions.append({"index": len(out), "first_kept": kept_at,
+                                "tokens_before": msg.tokens_before})
+        else:
+            raise ValueError(f"unknown entry type {kind!r} (expected session, message, "
+                             "compaction, model_change or thinking_level_change)")
+        entry_index[position - 1] = len(out)
+        if isinstance(obj.get("id"), str):
+            ids[obj["id"]] = len(out)
+        out.append(msg)
+
+    for number, obj in iter_json_lines(stream, collector):
+        collector.guard(number, partial(handle, obj))
+    meta["compactions"] = compactions
+    return Transcript(messages=tuple(out), format="pi", path=path,
+                      skipped=tuple(collector.skipped), ignored=ignored, meta=meta)
+
+
+def write_pi(messages: Iterable[AgentMessage], stream: IO[str], *,
+             system: Iterable[str] = (), session_id: str | None = None) -> None:
+    """Write core messages as a pi session: a header line, then one entry per message.
+
+    System prompts are not part of a pi session file and are not written.
+    """
+    del system  # pi rebuilds its system prompt itself
+    header = {"type": "session", "id": session_id or str(uuid.uuid4()),
+              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    stream.write(json.dumps(header) + "\n")
+    for i, msg in enumerate(messages):
+        if isinstance(msg, CompactionSummaryMessage):
+            entry: dict[str, Any] = {"type": "compaction", "summary": msg.summary,
+                                     "tokensBefore": msg.tokens_before,
+                                     "firstKeptEntryIndex": i + 1}
+        else:
+            entry = {"type": "message", "message": message_to_dict(msg)}
+        stream.write(json.dumps(entry, ensure_ascii=False) + "\n")

@@ -1,0 +1,217 @@
+"""The command line through click's CliRunner: exit codes, --json shape, messages, the PNG."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from window_budget import is_digest
+from window_budget.cli import main
+from window_budget.readers import read_transcript
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
+BAD = Path(__file__).parents[1] / "fixtures" / "bad"
+LONG = Path(__file__).parents[2] / "examples" / "long_session.jsonl"
+GOOD = sorted(p for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl"))
+SMALL = ["--window", "4000", "--keep-recent", "300"]
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("command", ["inspect", "compact", "plot", "demo", None])
+def test_help_on_every_command(command: str | None) -> None:
+    result = run(*([command] if command else []), "--help")
+    assert result.exit_code == 0
+    assert "Usage:" in result.output
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
+def test_inspect_every_format(path: Path) -> None:
+    result = run("inspect", path, *SMALL)
+    assert result.exit_code == 0, result.output
+    assert "by role" in result.output
+    assert "gate" in result.output
+
+
+def test_inspect_json_shape() -> None:
+    result = run("inspect", FIXTURES / "claude_code_session.jsonl", LONG, "--json",
+                 "--window", "32768")
+    assert result.exit_code == 0
+    reports = json.loads(result.output)
+    assert isinstance(reports, list)
+    assert len(reports) == 2
+    small, long = reports
+    assert set(small) >= {"file", "format", "messages", "estimated_tokens", "by_role",
+                          "by_category", "reported_usage", "context_tokens", "anchored",
+                          "gate", "cut", "system_tokens", "skipped"}
+    assert small["format"] == "claude-code"
+    assert small["reported_usage"]["context_tokens"] == 4 + 5200 + 900 + 12
+    assert small["gate"]["over_budget"] is False
+    assert small["cut"]["index"] is None
+    assert long["gate"]["over_budget"] is True
+    assert long["gate"]["fires_at"] is not None
+    cut = long["cut"]
+    assert 0 < cut["index"] < long["messages"]
+    assert cut["dropped_messages"] + cut["kept_messages"] == long["messages"]
+    assert sum(e["tokens"] for e in long["by_role"].values()) == long["estimated_tokens"]
+
+
+def test_bad_file_one_line_and_exit_1() -> None:
+    result = run("inspect", BAD / "openai_bad_record.json")
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert "openai_bad_record.json, record 2: missing field 'role'" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_skip_bad_reports_what_was_skipped() -> None:
+    result = run("inspect", BAD / "claude_code_truncated.jsonl", "--skip-bad", "--json")
+    assert result.exit_code == 0
+    (report,) = json.loads(result.output)
+    assert report["skipped"][0]["line"] == 4
+
+
+def test_usage_error_exits_1() -> None:
+    result = run("inspect", FIXTURES / "openai_chat.json", "--window", "nope")
+    assert result.exit_code == 1
+    missing = run("inspect", "no/such/file.json")
+    assert missing.exit_code == 1
+    assert run("compact").exit_code == 1
+
+
+def test_bad_policy_is_one_line() -> None:
+    result = run("inspect", FIXTURES / "openai_chat.json", "--trigger-ratio", "1.5")
+    assert result.exit_code == 1
+
+
+def test_wrong_format_override() -> None:
+    result = run("inspect", FIXTURES / "claude_code_session.jsonl", "--from", "openai")
+    assert result.exit_code == 1
+    assert "not valid JSON" in result.output
+
+
+def test_directory_with_progress(tmp_path: Path) -> None:
+    for p in GOOD[:3]:
+        shutil.copy(p, tmp_path / p.name)
+    result = CliRunner().invoke(main, ["inspect", str(tmp_path), "--json"])
+    assert result.exit_code == 0
+    assert len(json.loads(result.stdout)) == 3
+
+
+def test_compact_writes_the_input_format(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    result = run("compact", LONG, "--window", "32768", "-o", out)
+    assert result.exit_code == 0, result.output
+    back = read_transcript(out)
+    assert back.format == "claude-code"
+    original = read_transcript(LONG)
+    assert is_digest(back.messages[0])
+    assert len(back.messages) < len(original.messages)
+    # the kept tail is verbatim: same texts as the end of the original
+    assert back.messages[-1] == original.messages[-1]
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
+def test_compact_every_format_as_json(path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = run("compact", path, *SMALL, "--force", "--format", "json", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert read_transcript(out).format == "json"
+
+
+def test_compact_to_stdout_and_under_budget_is_unchanged() -> None:
+    result = CliRunner().invoke(main, ["compact", str(FIXTURES / "openai_chat.jsonl")])
+    assert result.exit_code == 0
+    lines = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [x["role"] for x in lines] == ["user", "assistant", "tool", "assistant"]
+    assert "under-budget" in result.stderr
+
+
+def test_compact_dry_run_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "never.jsonl"
+    result = run("compact", LONG, "--window", "32768", "--dry-run", "-o", out)
+    assert result.exit_code == 0
+    assert "would condense; cut before message #" in result.output
+    assert not out.exists()
+
+
+def test_compact_with_a_langchain_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                        ) -> None:
+    pytest.importorskip("langchain_window_budget")
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    import window_budget.cli as cli
+
+    fake = GenericFakeChatModel(messages=iter([AIMessage("# Objective\nport the loader")]))
+    monkeypatch.setattr(cli, "_load_chat_model", lambda spec: fake)
+    out = tmp_path / "out.json"
+    result = run("compact", LONG, "--window", "32768", "--model", "fake:model", "--to",
+                 "json", "-o", out)
+    assert result.exit_code == 0, result.output
+    digest = read_transcript(out).messages[0]
+    assert "port the loader" in digest.content  # type: ignore[union-attr,operator]
+
+
+def test_compact_unknown_provider_is_one_line() -> None:
+    pytest.importorskip("langchain")
+    result = run("compact", LONG, "--model", "no-such-provider:x")
+    assert result.exit_code == 1
+    assert "--model no-such-provider:x" in result.output
+
+
+def test_compact_directory_needs_output_dir(tmp_path: Path) -> None:
+    for p in GOOD[:2]:
+        shutil.copy(p, tmp_path / p.name)
+    assert run("compact", tmp_path).exit_code == 1
+    out = tmp_path / "out"
+    result = run("compact", tmp_path, "-o", out, "--force")
+    assert result.exit_code == 0
+    assert len(list(out.iterdir())) == 2
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "growth.png"
+    result = run("plot", LONG, "--window", "16000", "-o", out)
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 10_000
+    assert "4 condensations over 193 messages" in result.output
+
+
+def test_plot_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = run("plot", LONG, "-o", tmp_path / "x.png")
+    assert result.exit_code == 1
+    assert 'window-budget[plot]' in result.output
+
+
+def test_demo_still_works() -> None:
+    result = run("demo", "--width", "60")
+    assert result.exit_code == 0
+    assert "digest" in result.output.lower()
+
+
+def test_bare_command_prints_help() -> None:
+    result = run()
+    assert result.exit_code == 0
+    assert "inspect" in result.output
+
+
+def test_to_is_an_alias_of_format(tmp_path: Path) -> None:
+    out = tmp_path / "o.json"
+    result = run("compact", FIXTURES / "openai_run.json", "--to", "anthropic", "-o", out)
+    assert result.exit_code == 0
+    assert read_transcript(out).format == "anthropic"

@@ -1,0 +1,144 @@
+"""Conversion from LangChain messages to the core's contract, and the digest record."""
+
+from __future__ import annotations
+
+from langchain_core.messages import (
+    AIMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_window_budget import LangChainCondenser, digest_record, is_window_budget_digest
+from langchain_window_budget._convert import (
+    Converter,
+    OpaqueMessage,
+    build_digest,
+    chat_model_id,
+    to_core,
+)
+from window_budget import (
+    SESSION_HEADER,
+    AssistantMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultMessage,
+    UserMessage,
+    is_digest,
+)
+
+from .conftest import RecordingChatModel
+
+
+def test_human_text_and_blocks() -> None:
+    assert to_core(HumanMessage("hi")) == UserMessage("hi")
+    core = to_core(HumanMessage(content=[
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]))
+    assert isinstance(core, UserMessage)
+    assert isinstance(core.content[0], TextBlock)
+    assert isinstance(core.content[1], ImageBlock)
+
+
+def test_ai_text_reasoning_tool_calls_and_usage() -> None:
+    msg = AIMessage(
+        content=[{"type": "thinking", "thinking": "plan", "signature": "sig"},
+                 {"type": "reasoning", "reasoning": "more plan"},
+                 {"type": "text", "text": "done"},
+                 {"type": "tool_use", "id": "c1", "name": "bash", "input": {}}],
+        tool_calls=[{"name": "bash", "args": {"cmd": "ls"}, "id": "c1", "type": "tool_call"}],
+        invalid_tool_calls=[{"name": "bad", "args": "{oops", "id": "c2", "error": "json",
+                             "type": "invalid_tool_call"}],
+        usage_metadata={"input_tokens": 1000, "output_tokens": 50, "total_tokens": 1050,
+                        "input_token_details": {"cache_read": 600}},
+        response_metadata={"model_name": "gpt-x", "finish_reason": "tool_calls"},
+        additional_kwargs={"reasoning_content": "deepseek style"},
+    )
+    core = to_core(msg, model_id="gpt-x")
+    assert isinstance(core, AssistantMessage)
+    kinds = [type(b) for b in core.content]
+    assert kinds.count(ThinkingBlock) == 3
+    assert [c.id for c in core.tool_calls] == ["c1", "c2"]  # tool_use block counted once
+    assert core.tool_calls[1].arguments["_raw"] == "{oops"
+    assert core.usage is not None
+    assert (core.usage.input_tokens, core.usage.cache_read_tokens) == (400, 600)
+    assert core.usage.context_tokens == 1050
+    assert core.model == "gpt-x"
+    assert core.stop_reason == "tool_calls"
+    # Without a known guarded model id the figure is trusted, whatever model wrote it.
+    assert to_core(msg).model is None  # type: ignore[union-attr]
+    assert to_core(msg, trust_usage=False).usage is None  # type: ignore[union-attr]
+
+
+def test_tool_function_chat_system_and_unknown() -> None:
+    err = to_core(ToolMessage("boom", tool_call_id="c1", name="bash", status="error"))
+    assert err == ToolResultMessage("c1", "bash", "boom", is_error=True)
+    fn = to_core(FunctionMessage(name="calc", content="4"))
+    assert isinstance(fn, ToolResultMessage)
+    assert fn.tool_call_id == "function:calc"
+    legacy = to_core(AIMessage("", additional_kwargs={
+        "function_call": {"name": "calc", "arguments": "{}"}}))
+    assert [c.id for c in legacy.tool_calls] == ["function:calc"]  # type: ignore[union-attr]
+    assert to_core(ChatMessage(role="user", content="x")) == UserMessage("x")
+    assert to_core(ChatMessage(role="critic", content="x")) == CustomMessage("chat:critic", "x")
+    assert to_core(SystemMessage("mid")) == CustomMessage("system", "mid")
+    odd = to_core({"role": "mystery", "payload": "z" * 50})
+    assert isinstance(odd, OpaqueMessage)
+    assert "zzz" in odd.serialized
+
+
+def test_remove_message_never_counted_and_system_pinned() -> None:
+    conv = Converter().convert([SystemMessage("rules " * 50), SystemMessage("more"),
+                                HumanMessage("a"), RemoveMessage(id="x"), AIMessage("b")])
+    assert conv.pinned == 2
+    assert conv.pinned_tokens > 80
+    assert conv.origin == [2, 4]
+    assert [m.role for m in conv.core] == ["user", "assistant"]
+
+
+def test_digest_round_trip_is_recognised() -> None:
+    digest = build_digest(f"{SESSION_HEADER}\n\nbody", covered=10, kept=3, compactions=2,
+                          fallback=False)
+    assert is_window_budget_digest(digest)
+    assert digest_record(digest) == {"digest": True, "covered": 10, "kept": 3,
+                                     "compactions": 2, "fallback": False}
+    assert is_digest(to_core(digest))
+    assert not is_window_budget_digest(HumanMessage("hi"))
+    # LangChain's own SummarizationMiddleware summary is carried in like a digest.
+    theirs = HumanMessage("Here is a summary", additional_kwargs={"lc_source": "summarization"})
+    assert isinstance(to_core(theirs), CompactionSummaryMessage)
+
+
+def test_usage_before_the_digest_is_not_trusted() -> None:
+    stale = AIMessage("old", usage_metadata={"input_tokens": 90_000, "output_tokens": 1,
+                                             "total_tokens": 90_001})
+    fresh = AIMessage("new", usage_metadata={"input_tokens": 500, "output_tokens": 1,
+                                             "total_tokens": 501})
+    digest = build_digest(f"{SESSION_HEADER}\n\nbody", covered=5, kept=1, compactions=1,
+                          fallback=False)
+    conv = Converter().convert([digest, stale])
+    assert conv.core[1].usage is None  # type: ignore[union-attr]
+    conv = Converter().convert([digest, stale, HumanMessage("q"), fresh])
+    assert conv.core[3].usage is not None  # type: ignore[union-attr]
+    engine = LangChainCondenser(context_window=100_000)
+    # The stale 90k figure would put this over the 73k limit; it must be ignored.
+    assert engine.estimate([digest, stale]) < 1_000
+
+
+def test_other_model_usage_is_ignored() -> None:
+    model = RecordingChatModel(model_name="ours", sizes=[], summary_calls=[])
+    assert chat_model_id(model) == "ours"
+    engine = LangChainCondenser(model, context_window=100_000)
+    theirs = AIMessage("x", usage_metadata={"input_tokens": 95_000, "output_tokens": 1,
+                                            "total_tokens": 95_001},
+                       response_metadata={"model_name": "someone-else"})
+    assert engine.estimate([HumanMessage("q"), theirs]) < 1_000
+    ours = theirs.model_copy(update={"response_metadata": {"model_name": "ours"}})
+    assert engine.estimate([HumanMessage("q"), ours]) > 95_000

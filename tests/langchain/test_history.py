@@ -1,0 +1,119 @@
+"""CondensingChatMessageHistory: compaction on write, stable reads, the archive."""
+
+from __future__ import annotations
+
+import itertools
+
+from langchain_core.chat_history import InMemoryChatMessageHistory
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables.history import RunnableWithMessageHistory
+
+from langchain_window_budget import CondensingChatMessageHistory, condense_messages, digest_record
+from window_budget import SESSION_HEADER, BudgetPolicy
+
+from .conftest import RecordingChatModel, digest_model, request_tokens, tool_loop
+
+SMALL = BudgetPolicy(keep_recent=1500, reserve_tokens=256)
+
+
+def _history(**kw: object) -> CondensingChatMessageHistory:
+    return CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
+                                        context_window=4000, policy=SMALL, **kw)  # type: ignore[arg-type]
+
+
+def test_compacts_on_write_and_archives_everything() -> None:
+    history = _history()
+    written: list[BaseMessage] = []
+    for i in range(10):
+        batch = tool_loop(3, start=i * 3)
+        written += batch
+        history.add_messages(batch)
+    live = history.messages
+    assert live[0].text.startswith(SESSION_HEADER)
+    record = digest_record(live[0])
+    assert record is not None
+    archived = history.archive.messages
+    # Every message ever written is in the live tail or the archive, by identity.
+    everything = {id(m) for m in [*archived, *live]}
+    assert all(id(m) in everything for m in written)
+    start, end = record["archive"]["start"], record["archive"]["end"]
+    assert end == len(archived)
+    assert 0 <= start < end
+    assert record["covered"] + len(live) - 1 == len(written)
+
+
+def test_reads_are_stable_within_a_turn() -> None:
+    history = _history()
+    history.add_messages(tool_loop(2))
+    first = history.messages
+    assert history.messages is first
+    history.add_messages(tool_loop(1, start=5))
+    assert history.messages is not first
+
+
+async def test_async_methods() -> None:
+    history = _history()
+    for i in range(10):
+        await history.aadd_messages(tool_loop(3, start=i * 3))
+    live = await history.aget_messages()
+    assert live[0].text.startswith(SESSION_HEADER)
+    assert await history.aget_messages() is live
+    await history.aclear()
+    assert await history.aget_messages() == []
+    assert history.archive.messages  # clear() leaves the archive alone
+
+
+def test_summarizer_failure_keeps_every_message() -> None:
+    class Boom(GenericFakeChatModel):
+        def _generate(self, *a, **k):  # type: ignore[no-untyped-def]
+            raise RuntimeError("down")
+
+    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(),
+                                           model=Boom(messages=iter([])), context_window=4000,
+                                           policy=SMALL)
+    written: list[BaseMessage] = []
+    for i in range(10):
+        batch = tool_loop(3, start=i * 3)
+        written += batch
+        history.add_messages(batch)
+    assert digest_record(history.messages[0])["fallback"] is True  # type: ignore[index]
+    everything = {id(m) for m in [*history.archive.messages, *history.messages]}
+    assert all(id(m) in everything for m in written)
+
+
+def test_lcel_chain_with_message_history_stays_in_window() -> None:
+    window = 6000
+    chat = RecordingChatModel(window=window, tool_rounds=0, reply_chars=1500, sizes=[],
+                              summary_calls=[])
+    prompt = ChatPromptTemplate.from_messages([
+        ("system", "You are a careful assistant. " * 20), MessagesPlaceholder("history"),
+        ("human", "{input}")])
+    system_tokens = request_tokens(prompt.invoke({"history": [], "input": ""}).to_messages())
+    store = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=chat, context_window=window,
+        policy=BudgetPolicy(keep_recent=2000, reserve_tokens=512),
+        system_prompt_tokens=system_tokens)
+    # The transformer is the safety net for an oversized new input; the history persists.
+    guard = condense_messages(model=chat, context_window=window,
+                              policy=BudgetPolicy(keep_recent=2000, reserve_tokens=512))
+    chain = RunnableWithMessageHistory(prompt | guard | chat, lambda _sid: store,
+                                       input_messages_key="input",
+                                       history_messages_key="history")
+    config = {"configurable": {"session_id": "s"}}
+    for i in range(210):
+        chain.invoke({"input": f"turn {i}: " + "u" * 600}, config=config)
+    assert chat.calls == 210
+    assert max(chat.sizes) <= window
+    assert chat.summary_calls  # compaction happened
+    assert len(store.archive.messages) + len(store.messages) - 1 >= 420
+
+
+def test_fake_list_model_reply_is_reused_safely() -> None:
+    model = GenericFakeChatModel(messages=itertools.cycle([AIMessage("# Objective\nx")]))
+    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=model,
+                                           context_window=4000, policy=SMALL)
+    for i in range(12):
+        history.add_messages(tool_loop(3, start=i * 3))
+    assert sum(1 for m in history.messages if digest_record(m)) == 1

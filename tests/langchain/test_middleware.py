@@ -1,0 +1,172 @@
+"""WindowBudgetMiddleware inside a real create_agent graph with a checkpointer."""
+
+from __future__ import annotations
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_window_budget import WindowBudgetMiddleware, digest_record
+from window_budget import SESSION_HEADER, BudgetPolicy
+from window_budget.errors import ConfigError
+
+from .conftest import RecordingChatModel, provider_valid
+
+WINDOW = 8000
+POLICY = BudgetPolicy(keep_recent=2500, reserve_tokens=512)
+SYSTEM = "You are a meticulous research agent. " * 40
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"findings for {q}: " + "f" * 1800
+
+
+def _agent(model: RecordingChatModel, **kw: object):  # type: ignore[no-untyped-def]
+    middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW, policy=POLICY, **kw)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[lookup], system_prompt=SYSTEM,
+                         middleware=[middleware], checkpointer=InMemorySaver())
+    return agent, middleware
+
+
+def test_two_hundred_model_calls_never_exceed_the_window(
+        recording_model: RecordingChatModel) -> None:
+    recording_model.window = WINDOW
+    agent, middleware = _agent(recording_model)
+    config = {"configurable": {"thread_id": "t1"}}
+    turns = 0
+    while recording_model.calls < 220:
+        turns += 1
+        state = agent.invoke({"messages": [HumanMessage(f"task {turns}: " + "x" * 500)]},
+                             config)
+        assert provider_valid(state["messages"])
+    assert max(recording_model.sizes) <= WINDOW
+    assert middleware.compactions >= 5
+    assert recording_model.summary_calls
+    # The state was rewritten persistently: one digest at the head, carried forward.
+    saved = agent.get_state(config).values["messages"]
+    assert digest_record(saved[0]) is not None
+    assert digest_record(saved[0])["compactions"] == middleware.compactions  # type: ignore[index]
+    assert sum(1 for m in saved if digest_record(m)) == 1
+
+
+async def test_async_agent(recording_model: RecordingChatModel) -> None:
+    recording_model.window = WINDOW
+    agent, middleware = _agent(recording_model)
+    config = {"configurable": {"thread_id": "t2"}}
+    for i in range(25):
+        await agent.ainvoke({"messages": [HumanMessage(f"task {i}: " + "x" * 500)]}, config)
+    assert max(recording_model.sizes) <= WINDOW
+    assert middleware.compactions >= 1
+
+
+def test_summary_call_stays_out_of_the_message_stream(
+        recording_model: RecordingChatModel) -> None:
+    recording_model.window = WINDOW
+    agent, middleware = _agent(recording_model)
+    config = {"configurable": {"thread_id": "t3"}}
+    streamed: list[str] = []
+    for i in range(12):
+        for chunk, _meta in agent.stream({"messages": [HumanMessage(f"t{i} " + "x" * 500)]},
+                                         config, stream_mode="messages"):
+            if isinstance(chunk, AIMessage):  # AIMessageChunk too
+                streamed.append(chunk.text)
+    assert middleware.compactions >= 1
+    assert streamed
+    # The summary model's reply never reaches the stream (the digest itself, a state
+    # update, may: it is a HumanMessage).
+    assert not any("keep going" in s for s in streamed)
+
+
+def test_system_prompt_is_counted(recording_model: RecordingChatModel) -> None:
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW,
+                                        policy=POLICY, system_prompt=SYSTEM)
+    history = [HumanMessage("q " * 10)]
+    bare = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW, policy=POLICY)
+    assert middleware.engine.estimate(history, extra_pinned_tokens=middleware._system_tokens) \
+        > bare.engine.estimate(history) + 300
+
+
+def test_window_from_profile_or_clear_error() -> None:
+    with_profile = GenericFakeChatModel(messages=iter([]), profile={"max_input_tokens": 50_000})
+    assert WindowBudgetMiddleware(model=with_profile).engine.context_window == 50_000
+    with pytest.raises(ConfigError, match="context_window="):
+        WindowBudgetMiddleware(model=GenericFakeChatModel(messages=iter([])))
+
+
+def test_tool_loop_without_human_in_tail(recording_model: RecordingChatModel) -> None:
+    recording_model.window = WINDOW
+    recording_model.stop_after_calls = 40  # one long tool loop inside a single turn
+    agent, middleware = _agent(recording_model)
+    state = agent.invoke({"messages": [HumanMessage("go")]},
+                         {"configurable": {"thread_id": "t4"}, "recursion_limit": 500})
+    assert middleware.compactions >= 1
+    assert max(recording_model.sizes) <= WINDOW
+    messages = state["messages"]
+    assert messages[0].text.startswith(SESSION_HEADER)
+    assert provider_valid(messages)
+    assert any(isinstance(m, ToolMessage) for m in messages)
+    assert isinstance(messages[-1], AIMessage)
+
+
+def test_first_call_with_unknown_system_prompt_is_condensed_for_that_call(
+        recording_model: RecordingChatModel) -> None:
+    big_system = "Follow the house rules carefully. " * 400  # ~3,800 tokens
+    recording_model.window = WINDOW
+    recording_model.tool_rounds = 0
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW,
+                                        policy=BudgetPolicy(keep_recent=800, reserve_tokens=512))
+    agent = create_agent(recording_model, tools=[lookup], system_prompt=big_system,
+                         middleware=[middleware], checkpointer=InMemorySaver())
+    history = [HumanMessage(f"old note {i}: " + "n" * 700) for i in range(14)]  # ~2,900
+    agent.invoke({"messages": history}, {"configurable": {"thread_id": "t5"}})
+    # before_model could not know the system prompt yet; wrap_model_call condensed the
+    # request itself, so the model never saw more than the limit.
+    assert recording_model.sizes[0] <= (WINDOW - 512) * 0.75 + 50
+    assert middleware._system_tokens > 3000
+
+
+def test_failing_summarizer_in_an_agent(recording_model: RecordingChatModel) -> None:
+    recording_model.window = WINDOW
+    recording_model.fail_summary = True
+    agent, middleware = _agent(recording_model)
+    config = {"configurable": {"thread_id": "t6"}}
+    for i in range(20):
+        state = agent.invoke({"messages": [HumanMessage(f"task {i}: " + "x" * 500)]}, config)
+    assert middleware.compactions >= 1
+    record = digest_record(state["messages"][0])
+    assert record is not None
+    assert record["fallback"] is True
+    assert max(recording_model.sizes) <= WINDOW
+
+
+def test_failing_summarizer_raises_when_asked_and_keeps_the_thread(
+        recording_model: RecordingChatModel) -> None:
+    from window_budget import SummarizerError
+
+    recording_model.window = WINDOW
+    recording_model.fail_summary = True
+    policy = BudgetPolicy(keep_recent=2500, reserve_tokens=512, on_summarizer_error="raise")
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW,
+                                        policy=policy)
+    agent = create_agent(recording_model, tools=[lookup], system_prompt=SYSTEM,
+                         middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t7"}}
+    sent = 0
+
+    def run_until_failure() -> None:
+        nonlocal sent
+        for i in range(20):
+            agent.invoke({"messages": [HumanMessage(f"task {i}: " + "x" * 500)]}, config)
+            sent += 1
+
+    with pytest.raises(SummarizerError):
+        run_until_failure()
+    saved = agent.get_state(config).values["messages"]
+    humans = [m for m in saved if isinstance(m, HumanMessage)]
+    assert len(humans) == sent + 1  # every turn, including the one that failed, is kept
+    assert not any(digest_record(m) for m in saved)

@@ -1,0 +1,125 @@
+"""Fixtures for the LlamaIndex adapter: a scripted function-calling LLM that records every
+request's size and fails when one exceeds its window."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    LLMMetadata,
+    MessageRole,
+    ToolCallBlock,
+)
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.llms.mock import MockFunctionCallingLLM
+
+from window_budget.budget.estimate import estimate_tokens
+from window_budget.summarize.prompt import CONDENSER_BRIEF
+
+
+class WindowExceeded(AssertionError):
+    """A request to the scripted LLM was larger than its window."""
+
+
+def request_tokens(messages: Sequence[ChatMessage]) -> int:
+    from llama_index.memory.window_budget import to_core
+
+    return estimate_tokens([to_core(m) for m in messages])
+
+
+class ScriptedLLM(MockFunctionCallingLLM):
+    """Answers chat turns, calls a tool when tools are offered, writes short digests.
+
+    Every request is measured with the heuristic; one above ``window`` raises.
+    ``fail_summaries`` makes every summary request raise (a failing summarizer).
+    ``react`` switches the answers to ReAct's text protocol.
+    """
+
+    window: int = 4096
+    output: int = 256
+    reply_words: int = 20
+    react: bool = False
+    fail_summaries: bool = False
+
+    _sizes: list[int] = PrivateAttr(default_factory=list)
+    _summary_prompts: list[str] = PrivateAttr(default_factory=list)
+    _ids: Any = PrivateAttr(default_factory=lambda: itertools.count())
+    _calls: list[str] = PrivateAttr(default_factory=list)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(is_chat_model=True, **{k: v for k, v in kwargs.items()
+                                                  if k in ("callback_manager",)})
+        for k, v in kwargs.items():
+            if k != "callback_manager":
+                setattr(self, k, v)
+        self.response_generator = self._respond
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=self.window, num_output=self.output,
+                           is_chat_model=True, is_function_calling_model=True,
+                           model_name="scripted")
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        self._calls.append("chat")
+        return ChatResponse(message=self._respond(messages, **kwargs))
+
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        self._calls.append("achat")
+        return ChatResponse(message=self._respond(messages, **kwargs))
+
+    @property
+    def calls(self) -> list[str]:
+        """Which entry point each chat request came through."""
+        return self._calls
+
+    @property
+    def sizes(self) -> list[int]:
+        return self._sizes
+
+    @property
+    def summary_prompts(self) -> list[str]:
+        return self._summary_prompts
+
+    def _respond(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        size = request_tokens(messages)
+        if messages and messages[0].role == MessageRole.SYSTEM and \
+                (messages[0].content or "").startswith(CONDENSER_BRIEF[:40]):
+            self._summary_prompts.append(messages[-1].content or "")
+            if self.fail_summaries:
+                raise RuntimeError("summarizer is down")
+            n = len(self._summary_prompts)
+            return ChatMessage(role="assistant",
+                               content=f"# Objective\nkeep chatting (digest {n})\n# Status\nok")
+        self._sizes.append(size)
+        if size > self.window:
+            raise WindowExceeded(f"request of {size} tokens exceeds the {self.window} window")
+        n = next(self._ids)
+        words = " ".join(f"w{n}x{i}" for i in range(self.reply_words))
+        last = messages[-1] if messages else None
+        if self.react:
+            if last is not None and "Observation:" in (last.content or ""):
+                return ChatMessage(role="assistant",
+                                   content=f"Thought: I can answer now.\nAnswer: {words}")
+            action = json.dumps({"q": f"turn {n}"})
+            return ChatMessage(role="assistant", content=(
+                f"Thought: I need the tool.\nAction: lookup\nAction Input: {action}"))
+        if kwargs.get("tools") and last is not None and last.role == MessageRole.USER:
+            name = kwargs["tools"][0].metadata.name
+            return ChatMessage(role="assistant", blocks=[ToolCallBlock(
+                tool_call_id=f"call-{n}", tool_name=name, tool_kwargs={"q": f"turn {n}"})])
+        return ChatMessage(role="assistant", content=f"answer {n}: {words}")
+
+
+@pytest.fixture
+def scripted_llm() -> ScriptedLLM:
+    return ScriptedLLM()

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from llama_index.core.base.llms.types import (
+    AudioBlock,
+    ChatMessage,
+    CitableBlock,
+    CitationBlock,
+    ImageBlock,
+    MessageRole,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+)
+from llama_index.core.tools import ToolSelection
+
+from llama_index.memory.window_budget import to_core
+from llama_index.memory.window_budget.convert import split_pinned, tool_calls_of
+from window_budget.budget.estimate import estimate_message_tokens
+from window_budget.messages import (
+    AssistantMessage,
+    CustomMessage,
+    ToolResultMessage,
+    UserMessage,
+)
+
+
+def tokens(msg: ChatMessage) -> int:
+    return estimate_message_tokens(to_core(msg))
+
+
+def test_every_role_maps() -> None:
+    expected = {
+        MessageRole.USER: UserMessage,
+        MessageRole.ASSISTANT: AssistantMessage,
+        MessageRole.CHATBOT: AssistantMessage,
+        MessageRole.MODEL: AssistantMessage,
+        MessageRole.TOOL: ToolResultMessage,
+        MessageRole.FUNCTION: ToolResultMessage,
+        MessageRole.SYSTEM: CustomMessage,
+        MessageRole.DEVELOPER: CustomMessage,
+    }
+    assert set(expected) == set(MessageRole)
+    for role, kind in expected.items():
+        core = to_core(ChatMessage(role=role, content="hello there"))
+        assert isinstance(core, kind), role
+        assert estimate_message_tokens(core) > 4
+
+
+def test_tool_call_counted_once_with_block_and_kwargs() -> None:
+    block = ToolCallBlock(tool_call_id="c1", tool_name="search", tool_kwargs={"q": "x" * 400})
+    raw = {"id": "c1", "type": "function",
+           "function": {"name": "search", "arguments": '{"q": "' + "x" * 400 + '"}'}}
+    only_block = ChatMessage(role="assistant", blocks=[block])
+    both = ChatMessage(role="assistant", blocks=[block], additional_kwargs={"tool_calls": [raw]})
+    only_kwargs = ChatMessage(role="assistant", content="",
+                              additional_kwargs={"tool_calls": [raw]})
+    assert len(tool_calls_of(both)) == 1
+    assert tokens(both) == tokens(only_block)
+    # Arguments cost tokens even with no text content at all.
+    assert tokens(only_kwargs) > 100
+    assert len(tool_calls_of(only_kwargs)) == 1
+
+
+def test_tool_selection_in_kwargs_is_counted() -> None:
+    sel = ToolSelection(tool_id="t9", tool_name="calc", tool_kwargs={"expr": "1+1" * 100})
+    msg = ChatMessage(role="assistant", content="", additional_kwargs={"tool_calls": [sel]})
+    (call,) = tool_calls_of(msg)
+    assert (call.id, call.name) == ("t9", "calc")
+    assert tokens(msg) > 80
+
+
+def test_tool_result_keeps_call_id() -> None:
+    msg = ChatMessage(role="tool", content="42",
+                      additional_kwargs={"tool_call_id": "c1", "name": "calc"})
+    core = to_core(msg)
+    assert isinstance(core, ToolResultMessage)
+    assert (core.tool_call_id, core.tool_name) == ("c1", "calc")
+
+
+def test_thinking_image_citation_and_unknown_content_counted() -> None:
+    plain = tokens(ChatMessage(role="assistant", content="ok"))
+    thinking = ChatMessage(role="assistant", blocks=[ThinkingBlock(content="t" * 720),
+                                                     TextBlock(text="ok")])
+    assert tokens(thinking) >= plain + 200
+    image = ChatMessage(role="user", blocks=[ImageBlock(url="https://x/y.png"),
+                                             TextBlock(text="what is this")])
+    assert tokens(image) >= 1024
+    cite = ChatMessage(role="assistant", blocks=[CitationBlock(
+        cited_content="a quoted passage " * 20, source="doc.pdf", title="Doc",
+        additional_location_info={"page": 1})])
+    assert tokens(cite) > 80
+    citable = ChatMessage(role="user", blocks=[CitableBlock(
+        content="source text " * 30, source="s", title="t")])
+    assert tokens(citable) > 80
+    audio = ChatMessage(role="user", blocks=[AudioBlock(audio=b"\x00" * 64, format="wav")])
+    assert tokens(audio) >= 1024
+
+
+def test_unknown_additional_kwargs_are_counted() -> None:
+    bare = tokens(ChatMessage(role="assistant", content="ok"))
+    extra = tokens(ChatMessage(role="assistant", content="ok",
+                               additional_kwargs={"provider_state": "s" * 360}))
+    assert extra >= bare + 100
+
+
+def test_split_pinned_counts_leading_system_messages() -> None:
+    msgs = [ChatMessage(role="system", content="a"), ChatMessage(role="developer", content="b"),
+            ChatMessage(role="user", content="c"), ChatMessage(role="system", content="d")]
+    assert split_pinned(msgs) == 2

@@ -1,0 +1,358 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.llms import MockLLM
+from llama_index.core.storage.chat_store import SimpleChatStore
+
+from llama_index.memory.window_budget import (
+    DIGEST_COVERED_KEY,
+    DIGEST_KEY,
+    WindowBudgetMemory,
+    is_digest_message,
+)
+from window_budget.digest import SESSION_HEADER
+
+from .conftest import ScriptedLLM, request_tokens
+
+
+def user(i: int, words: int = 30) -> ChatMessage:
+    return ChatMessage(role="user", content=f"question {i} " + "please " * words)
+
+
+def bot(i: int, words: int = 30) -> ChatMessage:
+    return ChatMessage(role="assistant", content=f"answer {i} " + "sure " * words)
+
+
+def small_memory(llm: ScriptedLLM | None = None, **kw: object) -> WindowBudgetMemory:
+    return WindowBudgetMemory.from_defaults(llm=llm or ScriptedLLM(), context_window=2000, **kw)
+
+
+def fill(memory: WindowBudgetMemory, turns: int) -> None:
+    for i in range(turns):
+        memory.put(user(i))
+        memory.put(bot(i))
+
+
+# -------------------------------------------------------- LlamaIndex's own behaviours
+
+
+def test_put_get_get_all() -> None:
+    memory = small_memory()
+    memory.put(ChatMessage(role="user", content="hi"))
+    memory.put(ChatMessage(role="assistant", content="hello"))
+    assert [m.content for m in memory.get()] == ["hi", "hello"]
+    assert [m.content for m in memory.get_all()] == ["hi", "hello"]
+
+
+def test_set_and_reset() -> None:
+    memory = small_memory()
+    memory.put(user(0))
+    memory.set([ChatMessage(role="user", content="a"), ChatMessage(role="assistant", content="b")])
+    assert [m.content for m in memory.get_all()] == ["a", "b"]
+    memory.reset()
+    assert memory.get() == []
+    assert memory.get_all() == []
+    assert memory.get_all(include_archived=True) == []
+
+
+def test_chat_store_key_and_shared_store() -> None:
+    store = SimpleChatStore()
+    a = WindowBudgetMemory.from_defaults(context_window=2000, chat_store=store, chat_store_key="a")
+    b = WindowBudgetMemory.from_defaults(context_window=2000, chat_store=store, chat_store_key="b")
+    a.put(ChatMessage(role="user", content="for a"))
+    b.put(ChatMessage(role="user", content="for b"))
+    assert [m.content for m in a.get()] == ["for a"]
+    assert [m.content for m in b.get()] == ["for b"]
+    assert store.get_messages("a")[0].content == "for a"
+
+
+def test_chat_history_in_from_defaults() -> None:
+    memory = WindowBudgetMemory.from_defaults(context_window=2000,
+                                              chat_history=[user(1), bot(1)])
+    assert len(memory.get_all()) == 2
+
+
+async def test_async_surface() -> None:
+    memory = small_memory()
+    await memory.aput(ChatMessage(role="user", content="hi"))
+    await memory.aput_messages([ChatMessage(role="assistant", content="hello"),
+                                ChatMessage(role="user", content="again")])
+    assert [m.content for m in await memory.aget()] == ["hi", "hello", "again"]
+    assert len(await memory.aget_all()) == 3
+    await memory.aset([ChatMessage(role="user", content="x")])
+    assert [m.content for m in await memory.aget_all()] == ["x"]
+    await memory.areset()
+    assert await memory.aget() == []
+
+
+def test_window_from_llm_metadata_minus_output() -> None:
+    llm = ScriptedLLM(window=8000, output=1000)
+    memory = WindowBudgetMemory.from_defaults(llm=llm)
+    assert memory.context_window == 7000
+    assert WindowBudgetMemory.from_defaults(llm=MockLLM()).context_window == 3900
+
+
+def test_missing_window_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="context_window"):
+        WindowBudgetMemory.from_defaults()
+
+
+# ------------------------------------------------------------------- the budget
+
+
+def test_returned_messages_are_copies() -> None:
+    memory = small_memory()
+    memory.put(ChatMessage(role="user", content="original"))
+    view = memory.get()
+    view[0].blocks[0].text = "edited"
+    view[0].additional_kwargs["x"] = 1
+    view.append(ChatMessage(role="user", content="extra"))
+    assert [m.content for m in memory.get_all()] == ["original"]
+    assert memory.get_all()[0].additional_kwargs == {}
+
+
+def test_put_stores_a_copy() -> None:
+    memory = small_memory()
+    msg = ChatMessage(role="user", content="original")
+    memory.put(msg)
+    msg.blocks[0].text = "changed later"
+    assert memory.get_all()[0].content == "original"
+
+
+def test_stays_within_limit_and_keeps_everything() -> None:
+    llm = ScriptedLLM()
+    memory = small_memory(llm)
+    for i in range(150):
+        memory.put(user(i))
+        memory.put(bot(i))
+        assert memory.count_tokens(memory.get()) <= memory.token_limit
+    archived = memory.get_all(include_archived=True)
+    assert [m.content for m in archived] == [
+        m.content for i in range(150) for m in (user(i), bot(i))]
+    head = memory.get_all()[0]
+    assert is_digest_message(head)
+    assert head.role == MessageRole.USER
+    assert head.content.startswith(SESSION_HEADER)
+    assert head.additional_kwargs[DIGEST_KEY] is True
+    assert head.additional_kwargs[DIGEST_COVERED_KEY] == 300 - (len(memory.get_all()) - 1)
+    # Hysteresis: far fewer summaries than turns.
+    assert 2 <= len(llm.summary_prompts) <= 40
+
+
+def test_digest_carried_across_compactions() -> None:
+    llm = ScriptedLLM()
+    memory = small_memory(llm)
+    fill(memory, 80)
+    prompts = llm.summary_prompts
+    assert len(prompts) >= 3
+    for k in range(1, len(prompts)):
+        assert "<carried-digest>" in prompts[k]
+        assert f"digest {k})" in prompts[k]
+    assert f"digest {len(prompts)})" in memory.get()[0].content
+
+
+def test_leading_system_messages_pinned_and_first_is_user() -> None:
+    memory = small_memory()
+    memory.set([ChatMessage(role="system", content="be terse " * 20),
+                ChatMessage(role="assistant", content="leftover reply")])
+    view = memory.get()
+    assert view[0].role == MessageRole.SYSTEM
+    assert view[1].role == MessageRole.USER
+    fill(memory, 60)
+    view = memory.get()
+    assert view[0].role == MessageRole.SYSTEM
+    assert view[0].content.startswith("be terse")
+    assert view[1].role == MessageRole.USER
+    assert memory.get_all(include_archived=True)[0].role == MessageRole.SYSTEM
+
+
+def test_initial_token_count_shrinks_tail_and_never_raises() -> None:
+    memory = small_memory()
+    fill(memory, 12)
+    plain = memory.get()
+    extra = memory.token_limit - memory.count_tokens(plain) + 50
+    squeezed = memory.get(initial_token_count=extra)
+    assert memory.count_tokens(squeezed) + extra <= memory.token_limit
+    assert memory.count_tokens(squeezed) < memory.count_tokens(plain)
+    huge = memory.get(initial_token_count=10**9)
+    assert huge  # the newest turn is still handed over
+    assert memory.get(initial_token_count=-5)
+
+
+def test_set_history_is_condensed_on_get() -> None:
+    memory = small_memory()
+    memory.set([m for i in range(200) for m in (user(i), bot(i))])
+    view = memory.get()
+    assert is_digest_message(view[0])
+    assert memory.count_tokens(view) <= memory.token_limit
+    assert len(memory.get_all(include_archived=True)) == 400
+
+
+def test_failing_llm_leaves_store_intact_and_uses_local_digest() -> None:
+    llm = ScriptedLLM(fail_summaries=True)
+    memory = small_memory(llm)
+    history = [m for i in range(60) for m in (user(i), bot(i))]
+    memory.set(history)
+    before = [m.model_dump() for m in memory.get_all()]
+    view = memory.get()
+    assert [m.model_dump() for m in memory.get_all()] == before
+    assert len(before) == 120
+    assert memory.get_all(include_archived=True) == memory.get_all()
+    assert view[0].content.startswith(SESSION_HEADER)
+    assert memory.count_tokens(view) <= memory.token_limit
+    assert llm.summary_prompts  # the LLM was tried
+    # Once the LLM is back, the next get commits a real digest.
+    llm.fail_summaries = False
+    memory.get()
+    assert len(memory.get_all()) < 120
+    assert len(memory.get_all(include_archived=True)) == 120
+
+
+def test_no_llm_uses_network_free_digest() -> None:
+    memory = WindowBudgetMemory.from_defaults(context_window=2000)
+    fill(memory, 60)
+    view = memory.get()
+    assert is_digest_message(view[0])
+    assert memory.count_tokens(view) <= memory.token_limit
+
+
+def test_manual_compact_folds_all_but_last_turn() -> None:
+    memory = small_memory()
+    fill(memory, 3)
+    memory.put(user(99))
+    view = memory.compact()
+    assert is_digest_message(view[0])
+    assert view[-1].content.startswith("question 99")
+    assert len(memory.get_all(include_archived=True)) == 7
+
+
+# ------------------------------------------------------------------ tool pairs
+
+
+def tool_turn(i: int, calls: int, words: int) -> list[ChatMessage]:
+    ids = [f"c{i}-{k}" for k in range(calls)]
+    out = [user(i, words), ChatMessage(role="assistant", blocks=[
+        ToolCallBlock(tool_call_id=c, tool_name="lookup", tool_kwargs={"q": c}) for c in ids])]
+    out += [ChatMessage(role="tool", content="r " * words, additional_kwargs={"tool_call_id": c})
+            for c in ids]
+    out.append(bot(i, words))
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 120)), min_size=1, max_size=40))
+def test_tool_calls_never_split_from_results(turns: list[tuple[int, int]]) -> None:
+    memory = WindowBudgetMemory.from_defaults(context_window=2000)
+    for i, (calls, words) in enumerate(turns):
+        memory.put_messages(tool_turn(i, calls, words))
+        view = memory.get()
+        assert memory.count_tokens(view) <= memory.token_limit
+        calls_seen: set[str] = set()
+        for m in view:
+            for b in m.blocks:
+                if isinstance(b, ToolCallBlock):
+                    calls_seen.add(b.tool_call_id or "")
+            if m.role == MessageRole.TOOL:
+                assert m.additional_kwargs["tool_call_id"] in calls_seen
+        assert view[0].role == MessageRole.USER
+
+
+# ----------------------------------------------------------------- concurrency
+
+
+async def test_concurrent_agets_compact_once() -> None:
+    history = [m for i in range(100) for m in (user(i), bot(i))]
+    single = ScriptedLLM()
+    alone = small_memory(single)
+    alone.chat_store.set_messages(alone.chat_store_key, list(history))
+    await alone.aget()
+    llm = ScriptedLLM()
+    memory = small_memory(llm)
+    memory.chat_store.set_messages(memory.chat_store_key, list(history))
+    views = await asyncio.gather(*[memory.aget() for _ in range(6)])
+    assert len(llm.summary_prompts) == len(single.summary_prompts) >= 1
+    assert all(v[0].content == views[0][0].content for v in views)
+    assert sum(is_digest_message(m) for m in memory.get_all()) == 1
+
+
+async def test_async_path_uses_achat_not_chat() -> None:
+    llm = ScriptedLLM()
+    memory = small_memory(llm)
+    for i in range(60):
+        await memory.aput(user(i))
+        await memory.aput(bot(i))
+    assert is_digest_message((await memory.aget())[0])
+    assert llm.summary_prompts
+    assert set(llm.calls) == {"achat"}
+
+
+def test_sync_path_uses_chat() -> None:
+    llm = ScriptedLLM()
+    fill(small_memory(llm), 60)
+    assert llm.summary_prompts
+    assert set(llm.calls) == {"chat"}
+
+
+def test_put_from_threads_loses_nothing() -> None:
+    memory = small_memory()
+
+    def writer(t: int) -> None:
+        for i in range(40):
+            memory.put(ChatMessage(role="user", content=f"t{t} m{i} " + "x " * 30))
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    everything = memory.get_all(include_archived=True)
+    assert sorted(m.content.split()[0] + m.content.split()[1] for m in everything) == sorted(
+        f"t{t}m{i}" for t in range(4) for i in range(40))
+    assert memory.count_tokens(memory.get()) <= memory.token_limit
+
+
+# --------------------------------------------------------------- serialization
+
+
+def test_serialization_round_trip() -> None:
+    llm = ScriptedLLM()
+    memory = small_memory(llm, counter="heuristic")
+    memory.put(ChatMessage(role="system", content="rules"))
+    fill(memory, 50)
+    memory.put(ChatMessage(role="assistant", blocks=[
+        ToolCallBlock(tool_call_id="z", tool_name="f", tool_kwargs={"a": 1})]))
+    data = json.loads(memory.to_json())
+    again = WindowBudgetMemory.from_json(json.dumps(data), llm=llm)
+    assert again.context_window == memory.context_window
+    assert again.policy == memory.policy
+    assert again.chat_store_key == memory.chat_store_key
+    assert [m.model_dump() for m in again.get_all()] == [m.model_dump() for m in memory.get_all()]
+    assert len(again.get_all(include_archived=True)) == len(
+        memory.get_all(include_archived=True))
+    assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
+    assert is_digest_message(again.get_all()[1])
+    assert WindowBudgetMemory.from_dict(memory.to_dict()).llm is None
+
+
+# --------------------------------------------------------------------- counting
+
+
+@pytest.mark.parametrize("counter", ["tiktoken", "llama_index"])
+def test_exact_counters(counter: str) -> None:
+    memory = small_memory(counter=counter)
+    fill(memory, 40)
+    view = memory.get()
+    assert memory.count_tokens(view) <= memory.token_limit
+    assert len(memory.tokenizer_fn("hello world")) == 2
+
+
+def test_request_sizes_measured(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.chat([user(1)])
+    assert scripted_llm.sizes == [request_tokens([user(1)])]
