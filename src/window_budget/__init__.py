@@ -39,6 +39,7 @@ from window_budget.categories import (
 )
 from window_budget.condenser import (
     DEFAULT_POLICY,
+    CondenseDecision,
     WindowCondenser,
     condense,
     condense_sync,
@@ -68,7 +69,9 @@ from window_budget.errors import (
     BudgetError,
     ConfigError,
     MessageError,
+    ReadError,
     SummarizerError,
+    UsageError,
     WindowBudgetError,
 )
 from window_budget.messages import (
@@ -90,13 +93,7 @@ from window_budget.messages import (
     message_text,
     message_to_dict,
 )
-from window_budget.meter import (
-    ContextBudget,
-    MalformedUsageWarning,
-    UsageError,
-    UsageReading,
-    parse_usage,
-)
+from window_budget.meter import ContextBudget, MalformedUsageWarning, UsageReading, parse_usage
 from window_budget.report import UsageReport, analyze, format_report, format_report_rich
 from window_budget.scratch import ScratchModel, ScratchWriter, StateChange
 from window_budget.subagent import clamp_subagent
@@ -134,6 +131,7 @@ __all__ = [
     "CompactionSummaryMessage",
     "CompleteFn",
     "CompleteOptions",
+    "CondenseDecision",
     "CondensePlan",
     "CondenseResult",
     "CondenseScope",
@@ -151,6 +149,7 @@ __all__ = [
     "MessageCategory",
     "MessageError",
     "Model",
+    "ReadError",
     "ScratchModel",
     "ScratchWriter",
     "Section",

@@ -44,6 +44,7 @@ from window_budget.summarize.condense import summarize, summarize_sync
 __all__ = [
     "DEFAULT_POLICY",
     "MIN_DIGEST_TOKENS",
+    "CondenseDecision",
     "WindowCondenser",
     "condense",
     "condense_sync",
@@ -168,16 +169,23 @@ def _fit_tail(kept: list[AgentMessage], room: int, counter: TokenCounter | None,
 
 
 @dataclass(frozen=True, slots=True)
-class _Decision:
-    """What the gate and the slice decided, before any model call."""
+class CondenseDecision:
+    """What the gate and the slice decided, before any model call (see ``decide``)."""
 
-    result: CondenseResult | None  # set when there is nothing to do
+    result: CondenseResult | None
+    """The final result when there is nothing to do (a no-op), else None."""
     plan: CondensePlan
+    """Where the cut falls."""
     limit: float
+    """The gate's limit."""
     tokens_before: int
+    """Estimate of the input, pinned tokens included (usage-anchored when possible)."""
     pinned: int
-    room: int | None  # tokens for digest + tail, None when no window is known
+    """Tokens kept outside the transcript (system prompt)."""
+    room: int | None
+    """Tokens for digest plus tail; None when no window is known."""
     digest_budget: int
+    """The digest's token budget."""
 
 
 class WindowCondenser:
@@ -202,13 +210,13 @@ class WindowCondenser:
     # -- the sans-I/O halves -------------------------------------------------
 
     def decide(self, messages: Sequence[AgentMessage], *, force: bool = False,
-               pinned_tokens: int = 0) -> _Decision:
+               pinned_tokens: int = 0) -> CondenseDecision:
         """Run the gate and the slice; no model call."""
         with self._lock:
             return self._decide(messages, force=force, pinned_tokens=pinned_tokens)
 
     def _decide(self, messages: Sequence[AgentMessage], *, force: bool,
-                pinned_tokens: int) -> _Decision:
+                pinned_tokens: int) -> CondenseDecision:
         deps, policy = self.deps, self.deps.policy
         model = deps.model
         if force:
@@ -220,7 +228,7 @@ class WindowCondenser:
             room = int(limit) - pinned_tokens if model else None
             digest_budget = policy.digest_max_tokens if room is None else min(
                 policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
-            return _Decision(None, plan, limit, before, pinned_tokens, room, digest_budget)
+            return CondenseDecision(None, plan, limit, before, pinned_tokens, room, digest_budget)
         if model is None:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
         limit = budget_limit(model, policy)
@@ -254,7 +262,7 @@ class WindowCondenser:
             trim_room = room
             if before > heuristic > 0:
                 trim_room = int(room * heuristic / before)
-            return _Decision(None, plan_at(messages, 0), limit, before, pinned_tokens,
+            return CondenseDecision(None, plan_at(messages, 0), limit, before, pinned_tokens,
                              trim_room, 0)
         blocked = self._ledger.blocked(messages)
         if policy.keep_unit == "turns":
@@ -267,14 +275,14 @@ class WindowCondenser:
                               tail_budget=min(policy.keep_recent, token_budget))
         if plan.cut == 0:
             return self._noop(messages, plan, before, limit, "nothing-condensable")
-        return _Decision(None, plan, limit, before, pinned_tokens, room, digest_budget)
+        return CondenseDecision(None, plan, limit, before, pinned_tokens, room, digest_budget)
 
     def _noop(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
-              limit: float, reason: str) -> _Decision:
+              limit: float, reason: str) -> CondenseDecision:
         result = CondenseResult(messages, plan, None, before, before, limit, reason)
-        return _Decision(result, plan, limit, before, 0, None, 0)
+        return CondenseDecision(result, plan, limit, before, 0, None, 0)
 
-    def summarize_deps(self, decision: _Decision) -> SummarizeDeps:
+    def summarize_deps(self, decision: CondenseDecision) -> SummarizeDeps:
         """The deps for the digest call of ``decision``."""
         deps = self.deps
         return SummarizeDeps(complete=deps.complete, complete_sync=deps.complete_sync,
@@ -282,7 +290,7 @@ class WindowCondenser:
                              signal=deps.signal, max_tokens=decision.digest_budget,
                              policy=deps.policy, counter=deps.counter)
 
-    def finish(self, messages: Sequence[AgentMessage], decision: _Decision,
+    def finish(self, messages: Sequence[AgentMessage], decision: CondenseDecision,
                summary: Summary | None, *, force: bool = False) -> CondenseResult:
         """Assemble ``[digest, *kept]`` and make it fit, shortening the tail if needed."""
         counter = self.deps.counter
@@ -304,7 +312,7 @@ class WindowCondenser:
                               "forced" if force else "condensed",
                               tuple(i + 1 for i in shortened))
 
-    def _trim(self, messages: Sequence[AgentMessage], decision: _Decision) -> CondenseResult:
+    def _trim(self, messages: Sequence[AgentMessage], decision: CondenseDecision) -> CondenseResult:
         from window_budget.categories import trim_messages_by_category
 
         counter = self.deps.counter

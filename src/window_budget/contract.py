@@ -96,6 +96,9 @@ class BudgetPolicy:
     """Upper bound for a digest, model-written or network-free; passed as ``max_tokens``."""
     tool_output_chars: int = 2000
     """Each tool output in the summarizer's scrollback is clamped to this many characters."""
+    max_summary_calls: int = 4
+    """A head too long for one summary call is split across at most this many calls (each
+    carrying the previous digest); beyond that, the longest entries are clamped first."""
     on_summarizer_error: Literal["fallback", "raise"] = "fallback"
     """On a failing model: write the network-free digest (default) or raise ``SummarizerError``."""
 
@@ -107,6 +110,10 @@ class BudgetPolicy:
         _check_int("reserve_tokens", self.reserve_tokens, allow_none=True)
         _check_int("digest_max_tokens", self.digest_max_tokens)
         _check_int("tool_output_chars", self.tool_output_chars)
+        if isinstance(self.max_summary_calls, bool) or not isinstance(
+                self.max_summary_calls, int) or self.max_summary_calls < 1:
+            raise ValueError("BudgetPolicy.max_summary_calls must be an int of at least 1, "
+                             f"got {self.max_summary_calls!r}")
         if self.keep_unit not in ("tokens", "turns"):
             raise ValueError(
                 f"BudgetPolicy.keep_unit must be 'tokens' or 'turns', got {self.keep_unit!r}"

@@ -4,6 +4,8 @@ The tree::
 
     WindowBudgetError
     ├── MessageError        (also a ValueError) a message or transcript is malformed
+    │   ├── ReadError       a transcript file, line or record cannot be read
+    │   └── UsageError      a provider usage report holds an invalid count
     ├── BudgetError         the result cannot fit the window; says what does not fit
     ├── SummarizerError     the model call failed and the policy asked to propagate it
     ├── ConfigError         (also a ValueError) a WINDOW_BUDGET_* variable is invalid
@@ -18,7 +20,9 @@ __all__ = [
     "BudgetError",
     "ConfigError",
     "MessageError",
+    "ReadError",
     "SummarizerError",
+    "UsageError",
     "WindowBudgetError",
 ]
 
@@ -29,6 +33,24 @@ class WindowBudgetError(Exception):
 
 class MessageError(WindowBudgetError, ValueError):
     """A message, block or transcript is malformed; nothing was changed."""
+
+
+class ReadError(MessageError):
+    """A transcript file (or one line or record of it) cannot be read.
+
+    The message names the file, the line or record and what is wrong, and how to go on.
+    """
+
+    def __init__(self, message: str, *, path: str = "", line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        """The file being read."""
+        self.line = line
+        """1-based line (JSONL) or record (JSON list) number, when known."""
+
+
+class UsageError(MessageError):
+    """A usage report holds a count that is not a non-negative integer."""
 
 
 class BudgetError(WindowBudgetError):

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from window_budget.errors import ConfigError, MessageError
+from window_budget.errors import ConfigError, UsageError
 from window_budget.messages import AssistantMessage, Usage
 
 __all__ = [
@@ -49,10 +49,6 @@ DEFAULT_COMPACT_RATIO: Final = 0.78
 
 _ANTHROPIC_KEYS: Final = ("input_tokens", "cache_creation_input_tokens",
                           "cache_read_input_tokens")
-
-
-class UsageError(MessageError):
-    """A usage report holds a count that is not a non-negative integer."""
 
 
 class MalformedUsageWarning(UserWarning):

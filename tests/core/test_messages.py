@@ -99,3 +99,15 @@ def test_unknown_role_round_trips_as_opaque() -> None:
 def test_from_dict_errors_say_what_is_wrong(raw: object, match: str) -> None:
     with pytest.raises(MessageError, match=match):
         message_from_dict(raw)  # type: ignore[arg-type]
+
+
+def test_digest_message_is_a_user_message_that_round_trips() -> None:
+    from window_budget import SESSION_HEADER, DigestMessage, is_digest
+
+    d = DigestMessage(f"{SESSION_HEADER}\n\nbody", covered_count=12, kept_count=5, fallback=True)
+    assert isinstance(d, UserMessage)
+    assert d.role == "user"
+    assert is_digest(d)
+    raw = message_to_dict(d)
+    assert raw["digest"] == {"covered": 12, "kept": 5, "fallback": True}
+    assert message_from_dict(raw) == d

@@ -269,3 +269,34 @@ def test_scripted_completer_fails_loudly_when_exhausted() -> None:
     fake = ScriptedCompleter()
     with pytest.raises(ScriptExhausted, match="no reply left"):
         fake.sync(MODEL, Context("s", (UserMessage("x"),)))
+
+
+async def test_the_number_of_summary_calls_is_bounded() -> None:
+    tiny = Model("tiny", 12_000)
+    msgs = [UserMessage("the very first ask")]
+    msgs += [ToolResultMessage(f"c{i}", "read", f"file {i} " + "z" * 3000) for i in range(400)]
+    msgs += [UserMessage("the latest ask")]
+    fake = ScriptedCompleter([lambda ctx, i=i: f"part {i}" for i in range(10)])
+    policy = BudgetPolicy(max_summary_calls=3)
+    s = await summarize(msgs, SummarizeDeps(complete=fake, model=tiny, max_tokens=1000,
+                                            policy=policy))
+    assert len(fake.calls) <= 3
+    assert not s.fallback
+    prompts = "".join(c.prompt for c in fake.calls)
+    assert "the very first ask" in prompts
+    assert "the latest ask" in prompts
+    for call in fake.calls:
+        assert len(call.prompt) / 3.6 < tiny.context_window - 1000
+
+
+async def test_many_small_entries_keep_the_first_and_latest() -> None:
+    tiny = Model("tiny", 12_000)
+    msgs = [UserMessage("first ask")] + [UserMessage(f"note {i}") for i in range(20_000)]
+    fake = ScriptedCompleter(["d1", "d2"])
+    s = await summarize(msgs, SummarizeDeps(complete=fake, model=tiny, max_tokens=1000,
+                                            policy=BudgetPolicy(max_summary_calls=2)))
+    assert len(fake.calls) == 2
+    assert "first ask" in fake.calls[0].prompt
+    assert "older entries omitted" in fake.calls[0].prompt
+    assert "note 19999" in fake.calls[-1].prompt
+    assert s.text.endswith("d2")

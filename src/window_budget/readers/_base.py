@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from window_budget.errors import MessageError
+from window_budget.errors import MessageError, ReadError
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
@@ -28,20 +28,6 @@ __all__ = [
     "iter_json_lines",
     "load_json",
 ]
-
-
-class ReadError(MessageError):
-    """A transcript file (or one line or record of it) cannot be read.
-
-    The message names the file, the line or record and what is wrong, and how to go on.
-    """
-
-    def __init__(self, message: str, *, path: str = "", line: int | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-        """The file being read."""
-        self.line = line
-        """1-based line (JSONL) or record (JSON list) number, when known."""
 
 
 @dataclass(frozen=True, slots=True)

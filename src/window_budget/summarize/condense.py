@@ -109,6 +109,37 @@ class _Request:
     options: CompleteOptions
 
 
+def _fit_calls(entries: list[str], allowed: int) -> list[str]:
+    """Shrink ``entries`` to about ``allowed`` characters: clamp the longest first.
+
+    Water-filling: find the largest per-entry cap under which everything fits, so short
+    entries (asks, decisions) stay whole and long outputs give way. When even a small cap
+    is too much, the oldest middle entries are left out with a marker (the first ask stays).
+    """
+    if sum(len(e) + 1 for e in entries) <= allowed:
+        return entries
+    lo, hi = 200, max(len(e) for e in entries)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(min(len(e), mid) + 31 for e in entries) <= allowed:
+            lo = mid
+        else:
+            hi = mid - 1
+    clamped = [clamp_text(e, lo) for e in entries]
+    if sum(len(e) + 1 for e in clamped) <= allowed:
+        return clamped
+    kept: list[str] = []
+    size = len(clamped[0]) + 80
+    for entry in reversed(clamped[1:]):
+        if size + len(entry) + 1 > allowed:
+            break
+        kept.append(entry)
+        size += len(entry) + 1
+    omitted = len(clamped) - 1 - len(kept)
+    return [clamped[0], f"» note: [… {omitted} older entries omitted to bound the summary …]",
+            *reversed(kept)]
+
+
 def _chunks(entries: list[str], budget_chars: int) -> list[str]:
     chunks: list[str] = []
     current: list[str] = []
@@ -161,6 +192,11 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
     room = model.context_window - max_tokens - _PROMPT_OVERHEAD_TOKENS - 2 * max_tokens
     budget_chars = max(4000, int(room * 3.0))
     chunks = _chunks(entries, budget_chars) or [""]
+    allowed = budget_chars * policy.max_summary_calls
+    while len(chunks) > policy.max_summary_calls:
+        # Greedy packing leaves gaps at chunk ends: tighten until the calls fit the cap.
+        allowed = int(allowed * 0.9)
+        chunks = _chunks(_fit_calls(entries, allowed), budget_chars) or [""]
     options = CompleteOptions(max_tokens=max_tokens, reasoning="high", signal=deps.signal,
                               tags=SUMMARY_TAGS)
     digest = prior
