@@ -36,6 +36,7 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "IMAGE_TOKENS",
     "MESSAGE_FRAMING_TOKENS",
+    "count_text",
     "estimate_message_tokens",
     "estimate_tokens",
     "message_parts",
@@ -102,6 +103,11 @@ def message_parts(message: AgentMessage) -> tuple[list[str], int, int]:
     else:
         parts.append(serialize_unknown(message))
     return parts, blocks, images
+
+
+def count_text(text: str, counter: TokenCounter | None = None) -> int:
+    """Tokens of a piece of text: ``counter``'s count, or the heuristic's."""
+    return counter.count(text) if counter is not None else math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def estimate_message_tokens(message: AgentMessage, counter: TokenCounter | None = None) -> int:

@@ -203,3 +203,30 @@ def as_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return max(int(value), 0)
+
+
+RecordConverter = Callable[[Mapping[str, Any], dict[str, str], list[str]], "AgentMessage | None"]
+"""Turns one dumped message into a core message (None for a system prompt it collected)."""
+
+
+def read_message_records(stream: IO[str], *, path: str, skip_bad: bool, fmt: str,
+                         convert: RecordConverter) -> Transcript:
+    """Read a JSON list of dumped framework messages with ``convert``, one record at a time.
+
+    ``convert`` gets the record, a map of tool-call ids to tool names seen so far, and the
+    list collecting system prompts.
+    """
+    collector = Collector(path, skip_bad=skip_bad, unit="record")
+    out: list[AgentMessage] = []
+    system: list[str] = []
+    names: dict[str, str] = {}
+    for where, raw in enumerate(records(load_json(stream, path), path), start=1):
+        def one(raw: Any = raw) -> None:
+            if not isinstance(raw, Mapping):
+                raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
+            msg = convert(raw, names, system)
+            if msg is not None:
+                out.append(msg)
+        collector.guard(where, one)
+    return Transcript(messages=tuple(out), system=tuple(system), format=fmt, path=path,
+                      skipped=tuple(collector.skipped))

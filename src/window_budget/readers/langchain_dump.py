@@ -25,13 +25,11 @@ from window_budget.messages import (
     UserMessage,
 )
 from window_budget.readers._base import (
-    Collector,
     Transcript,
     as_int,
     image_from_url,
     image_to_url,
-    load_json,
-    records,
+    read_message_records,
 )
 from window_budget.readers._render import plain_text, render_as_text
 from window_budget.readers.anthropic import simplify
@@ -126,20 +124,8 @@ def message_from_langchain(raw: Mapping[str, Any], names: dict[str, str],
 
 def read_langchain(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
     """Read a ``messages_to_dict`` dump (a list, or an object with a ``messages`` list)."""
-    collector = Collector(path, skip_bad=skip_bad, unit="record")
-    out: list[AgentMessage] = []
-    system: list[str] = []
-    names: dict[str, str] = {}
-    for where, raw in enumerate(records(load_json(stream, path), path), start=1):
-        def one(raw: Any = raw) -> None:
-            if not isinstance(raw, Mapping):
-                raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
-            msg = message_from_langchain(raw, names, system)
-            if msg is not None:
-                out.append(msg)
-        collector.guard(where, one)
-    return Transcript(messages=tuple(out), system=tuple(system), format="langchain", path=path,
-                      skipped=tuple(collector.skipped))
+    return read_message_records(stream, path=path, skip_bad=skip_bad, fmt="langchain",
+                                convert=message_from_langchain)
 
 
 def _parts(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from window_budget.readers._base import Collector, Transcript, load_json, records
+from window_budget.readers._base import Transcript, read_message_records
 from window_budget.readers._render import plain_text, render_as_text
 from window_budget.readers.anthropic import simplify
 from window_budget.readers.openai import parse_arguments
@@ -84,20 +84,8 @@ def message_from_llama_index(raw: Mapping[str, Any], names: dict[str, str],
 
 def read_llama_index(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
     """Read a list of dumped ``ChatMessage`` objects (or an object with a ``messages`` list)."""
-    collector = Collector(path, skip_bad=skip_bad, unit="record")
-    out: list[AgentMessage] = []
-    system: list[str] = []
-    names: dict[str, str] = {}
-    for where, raw in enumerate(records(load_json(stream, path), path), start=1):
-        def one(raw: Any = raw) -> None:
-            if not isinstance(raw, Mapping):
-                raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
-            msg = message_from_llama_index(raw, names, system)
-            if msg is not None:
-                out.append(msg)
-        collector.guard(where, one)
-    return Transcript(messages=tuple(out), system=tuple(system), format="llama-index",
-                      path=path, skipped=tuple(collector.skipped))
+    return read_message_records(stream, path=path, skip_bad=skip_bad, fmt="llama-index",
+                                convert=message_from_llama_index)
 
 
 def _blocks_out(content: str | tuple[Block, ...]) -> list[dict[str, Any]]:

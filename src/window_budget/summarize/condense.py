@@ -16,12 +16,12 @@ is the exception: it raises :class:`~window_budget.cancel.CancelledByToken`.
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 from collections.abc import Awaitable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from window_budget.budget.estimate import count_text
 from window_budget.cancel import CancelledByToken
 from window_budget.contract import (
     CompleteOptions,
@@ -30,7 +30,6 @@ from window_budget.contract import (
     Model,
     SummarizeDeps,
     Summary,
-    TokenCounter,
 )
 from window_budget.digest import DIGEST_HEADERS, digest_body, is_digest
 from window_budget.errors import SummarizerError
@@ -46,6 +45,7 @@ from window_budget.summarize.prompt import (
     CONDENSER_BRIEF,
     build_summary_prompt,
     clamp_text,
+    cut_to_tokens,
     flatten_message,
 )
 
@@ -64,28 +64,11 @@ SUMMARY_TAGS = ("window-budget", "window-budget:summary")
 _PROMPT_OVERHEAD_TOKENS = 900  # brief + framing + template, rounded up
 
 
-def _count(text: str, counter: TokenCounter | None) -> int:
-    return counter.count(text) if counter is not None else math.ceil(len(text) / 3.6)
-
-
 def make_digest_message(body: str, scope: CondenseScope = "session", *, covered_count: int = 0,
                         fallback: bool = False) -> DigestMessage:
     """The digest as the transcript carries it: a user message starting with the header."""
     return DigestMessage(f"{DIGEST_HEADERS[scope]}\n\n{body.strip()}",
                          covered_count=covered_count, fallback=fallback)
-
-
-def _fit_digest(text: str, max_tokens: int, counter: TokenCounter | None) -> str:
-    if _count(text, counter) <= max_tokens:
-        return text
-    marker = "\n[… digest shortened to fit its budget …]"
-    limit = len(text)
-    while limit > 80:
-        limit = int(limit * 0.85)
-        candidate = text[:limit].rstrip() + marker
-        if _count(candidate, counter) <= max_tokens:
-            return candidate
-    return text[: max(1, max_tokens)] + marker
 
 
 def _reply_text(reply: object) -> str | None:
@@ -163,7 +146,7 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
     policy = deps.policy
     max_tokens = deps.max_tokens or policy.digest_max_tokens
     # The whole digest message stays within max_tokens: header, blank line and framing too.
-    body_tokens = max(16, max_tokens - _count(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
+    body_tokens = max(16, max_tokens - count_text(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
     prior = deps.prior_digest
     body_messages = list(messages)
     # A digest at the head of the dropped part is carried in, not flattened again.
@@ -175,7 +158,7 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
     def fallback(reason: str) -> Summary:
         body = build_local_digest(body_messages, prior_digest=prior, reason=reason,
                                   max_tokens=body_tokens, counter=deps.counter)
-        body = _fit_digest(body, body_tokens, deps.counter)
+        body = cut_to_tokens(body, body_tokens, deps.counter)
         message = make_digest_message(body, scope, covered_count=covered, fallback=True)
         return Summary(message, covered, True, reason, scope)
 
@@ -223,7 +206,7 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
             return fallback(why)
         digest = text.strip()
     assert digest is not None
-    body = _fit_digest(digest, body_tokens, deps.counter)
+    body = cut_to_tokens(digest, body_tokens, deps.counter)
     return Summary(make_digest_message(body, scope, covered_count=covered), covered, False, None,
                    scope)
 

@@ -16,12 +16,12 @@ order or the environment.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from window_budget.budget.estimate import count_text
 from window_budget.contract import TokenCounter
 from window_budget.digest import DIGEST_HEADERS, digest_body, is_digest
 from window_budget.messages import (
@@ -36,7 +36,7 @@ from window_budget.messages import (
     UserMessage,
     content_text,
 )
-from window_budget.summarize.prompt import clamp_text
+from window_budget.summarize.prompt import clamp_text, cut_to_tokens
 
 __all__ = ["build_local_digest", "classify_tool_call", "key_error_line"]
 
@@ -116,10 +116,6 @@ _SECTION_PRIORITY: Final = {
 }
 _EMPTY_MARKERS: Final = {"none", "none recorded", "none.", "n/a", "-"}
 _SHORT_ITEM_CHARS = 110
-
-
-def _count(text: str, counter: TokenCounter | None) -> int:
-    return counter.count(text) if counter is not None else math.ceil(len(text) / 3.6)
 
 
 def _one_line(text: str) -> str:
@@ -504,8 +500,8 @@ def _fit(items: list[_Item], max_tokens: int, counter: TokenCounter | None) -> s
     Shortening every long item before dropping any keeps more facts: a shortened item
     keeps its head and tail, where paths and error names sit.
     """
-    cost = {id(i): _count(f"- {i.text}\n", counter) for i in items}
-    total = _count(_render([]), counter) + sum(cost.values())
+    cost = {id(i): count_text(f"- {i.text}\n", counter) for i in items}
+    total = count_text(_render([]), counter) + sum(cost.values())
     alive = list(items)
     by_priority = sorted(items, key=lambda i: (i.priority, i.seq))
     steps = [("shorten", i) for i in by_priority
@@ -519,14 +515,14 @@ def _fit(items: list[_Item], max_tokens: int, counter: TokenCounter | None) -> s
             if action == "shorten":
                 short = item.short if item.short is not None else item.text
                 item.text = min(short, clamp_text(short, _SHORT_ITEM_CHARS), key=len)
-                new_cost = _count(f"- {item.text}\n", counter)
+                new_cost = count_text(f"- {item.text}\n", counter)
                 total += new_cost - cost[id(item)]
                 cost[id(item)] = new_cost
             else:
                 alive.remove(item)
                 total -= cost[id(item)]
         text = _render(alive)
-        actual = _count(text, counter)
+        actual = count_text(text, counter)
         if actual <= max_tokens:
             return text
         if pos >= len(steps):
@@ -538,16 +534,7 @@ def _fit(items: list[_Item], max_tokens: int, counter: TokenCounter | None) -> s
         if item.section == "objective":
             item.text = clamp_text(item.text, 40)
     text = _render(alive)
-    if _count(text, counter) <= max_tokens:
-        return text
-    marker = "\n[… digest shortened to fit its budget …]"
-    limit = len(text)
-    while limit > 1:
-        limit = int(limit * 0.85)
-        candidate = text[:limit].rstrip() + marker
-        if _count(candidate, counter) <= max_tokens:
-            return candidate
-    return ""
+    return cut_to_tokens(text, max_tokens, counter)
 
 
 def build_local_digest(messages: Sequence[AgentMessage], *, prior_digest: str | None = None,

@@ -12,7 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from window_budget.contract import CondenseScope
+from window_budget.budget.estimate import count_text
+from window_budget.contract import CondenseScope, TokenCounter
 from window_budget.digest import digest_body, is_digest
 from window_budget.messages import (
     AgentMessage,
@@ -37,6 +38,7 @@ __all__ = [
     "FRAMING_LINES",
     "build_summary_prompt",
     "clamp_text",
+    "cut_to_tokens",
     "escape_block_tags",
     "flatten_message",
     "flatten_transcript",
@@ -119,6 +121,20 @@ def clamp_text(text: str, limit: int) -> str:
     tail = max(1, room - head)
     elided = len(text) - head - tail
     return f"{text[:head]}[… {elided} chars elided …]{text[-tail:]}"
+
+
+def cut_to_tokens(text: str, max_tokens: int, counter: TokenCounter | None = None, *,
+                  marker: str = "\n[… digest shortened to fit its budget …]") -> str:
+    """``text`` itself when it fits ``max_tokens``, else its head with ``marker``, fitting."""
+    if count_text(text, counter) <= max_tokens:
+        return text
+    limit = len(text)
+    while limit > 1:
+        limit = int(limit * 0.85)
+        candidate = text[:limit].rstrip() + marker
+        if count_text(candidate, counter) <= max_tokens:
+            return candidate
+    return ""
 
 
 def _content_lines(content: Content, *, images: list[str]) -> str:
