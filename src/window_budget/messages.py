@@ -108,10 +108,12 @@ _BLOCK_TYPES = (TextBlock, ThinkingBlock, ToolCallBlock, ImageBlock)
 def _normalize_content(owner: str, content: object) -> Content:
     if isinstance(content, str):
         return content
-    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
-        blocks = tuple(content)
+    # tuple and list first: the ABC check is slow and runs for every message built.
+    if type(content) in (tuple, list) or (
+            isinstance(content, Sequence) and not isinstance(content, bytes | bytearray)):
+        blocks: tuple[Any, ...] = tuple(content)  # type: ignore[arg-type]
         for i, block in enumerate(blocks):
-            if not isinstance(block, _BLOCK_TYPES):
+            if type(block) not in _BLOCK_TYPES and not isinstance(block, _BLOCK_TYPES):
                 raise MessageError(
                     f"{owner} content block {i} is a {type(block).__name__}; expected "
                     "TextBlock, ThinkingBlock, ToolCallBlock or ImageBlock"
