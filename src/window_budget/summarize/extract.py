@@ -318,13 +318,14 @@ def _collect_call(facts: _Facts, call: ToolCallBlock, result: ToolResultMessage 
     elif kind == "shell" and value is not None:
         facts.commands.setdefault(value, []).append(status)
     target = value if value is not None else _one_line(
-        json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True, default=repr))
-    facts.last_action = f"{call.name} {_code(clamp_text(target, 160))} ({status})"
+        json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True, default=repr)
+    ) if call.arguments else ""
+    described = f"{call.name} {_code(clamp_text(target, 160))}" if target else call.name
+    facts.last_action = f"{described} ({status})"
     if failed and result is not None:
         line = key_error_line(content_text(result.content))
         shell = kind == "shell" and value is not None
-        label = _code(clamp_text(target, 160)) if shell else \
-            f"{call.name} {_code(clamp_text(target, 160))}"
+        label = _code(clamp_text(target, 160)) if shell else described
         facts.failures.setdefault(target if shell else f"{call.name}\x00{target}", []).append(
             (index, label, line))
 
