@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from window_budget.budget.counters import resolve_counter
 from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
 from window_budget.budget.gate import budget_limit
 from window_budget.budget.ledger import TokenLedger
@@ -30,6 +31,9 @@ from window_budget.errors import BudgetError
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
     Content,
     CustomMessage,
     DigestMessage,
@@ -87,20 +91,36 @@ def _shorten_text(text: str, keep: int) -> str:
 
 
 def _shorten_content(content: Content, keep_chars: int) -> Content:
+    """Cut ``content`` to about ``keep_chars`` characters of text, the longest blocks first.
+
+    A cap is chosen so that blocks shorter than it stay whole (a one-line instruction next
+    to a huge paste survives) and longer ones are cut to it. Signed thinking blocks are
+    left intact: a provider rejects a changed signature. Images become a placeholder.
+    """
     if isinstance(content, str):
         return _shorten_text(content, keep_chars)
-    total = sum(len(b.text) for b in content if isinstance(b, TextBlock)) + sum(
-        len(b.thinking) for b in content if isinstance(b, ThinkingBlock))
-    ratio = min(1.0, keep_chars / total) if total else 1.0
+    lengths = [len(b.text) if isinstance(b, TextBlock) else len(b.thinking)
+               for b in content if isinstance(b, TextBlock)
+               or (isinstance(b, ThinkingBlock) and not b.signature)]
+    fixed = sum(len(b.thinking) for b in content if isinstance(b, ThinkingBlock) and b.signature)
+    budget = max(keep_chars - fixed, 0)
+    cap = max(lengths, default=0)
+    if sum(lengths) > budget:
+        lo, hi = 0, cap
+        while lo < hi:  # the largest cap under which the cut blocks fit the budget
+            mid = (lo + hi + 1) // 2
+            if sum(min(n, mid) for n in lengths) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        cap = lo
     out: list[Any] = []
     for b in content:
         if isinstance(b, TextBlock):
-            out.append(TextBlock(_shorten_text(b.text, int(len(b.text) * ratio))))
-        elif isinstance(b, ThinkingBlock):
-            # A shortened signed thinking block would fail the provider's signature check.
-            out.append(TextBlock(_shorten_text(b.thinking, int(len(b.thinking) * ratio)))
-                       if b.signature else ThinkingBlock(
-                           _shorten_text(b.thinking, int(len(b.thinking) * ratio))))
+            out.append(b if len(b.text) <= cap else TextBlock(_shorten_text(b.text, cap)))
+        elif isinstance(b, ThinkingBlock) and not b.signature:
+            out.append(b if len(b.thinking) <= cap
+                       else ThinkingBlock(_shorten_text(b.thinking, cap)))
         elif isinstance(b, ImageBlock):
             out.append(TextBlock(f"[image {b.mime_type} removed by window-budget to fit the "
                                  "context window]"))
@@ -109,37 +129,48 @@ def _shorten_content(content: Content, keep_chars: int) -> Content:
     return tuple(out)
 
 
+def _shorten_once(message: AgentMessage, keep_chars: int) -> AgentMessage:
+    if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
+        return replace(message, content=_shorten_content(message.content, keep_chars))
+    if isinstance(message, BashExecutionMessage):
+        return replace(message, output=_shorten_text(message.output, keep_chars))
+    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
+        return replace(message, summary=_shorten_text(message.summary, keep_chars))
+    return message
+
+
 def shorten_message(message: AgentMessage, target_tokens: int,
                     counter: TokenCounter | None = None) -> AgentMessage:
     """A copy of ``message`` whose text is cut to about ``target_tokens``, with a visible marker.
 
-    Tool-call ids, names and arguments are kept intact (providers validate them); images
-    become a text placeholder. Returns ``message`` itself when it cannot be shortened.
+    Tool-call ids, names and arguments are kept intact (providers validate them), as are
+    signed thinking blocks; images become a text placeholder; short blocks next to a long
+    one stay whole. Returns ``message`` itself when it fits or cannot be shortened.
     """
+    from window_budget.budget.estimate import message_parts
+
     size = estimate_message_tokens(message, counter)
     if size <= target_tokens:
         return message
-    # Characters to keep: scale by the shortfall, with room for the marker.
-    from window_budget.budget.estimate import message_parts
-
     parts, _, _ = message_parts(message)
     chars = sum(map(len, parts)) or 1
     keep_chars = max(0, int(chars * max(target_tokens - 40, 0) / max(size, 1)))
-    new: AgentMessage
-    if isinstance(message, (UserMessage, AssistantMessage, ToolResultMessage | CustomMessage)):
-        new = replace(message, content=_shorten_content(message.content, keep_chars))
-    elif hasattr(message, "output") and isinstance(getattr(message, "output", None), str):
-        new = replace(message, output=_shorten_text(message.output, keep_chars))  # type: ignore[type-var]
-    elif hasattr(message, "summary") and isinstance(getattr(message, "summary", None), str):
-        new = replace(message, summary=_shorten_text(message.summary, keep_chars))  # type: ignore[type-var]
-    else:
-        return message
-    return new
+    best = message
+    for _ in range(6):  # the char/token ratio is uneven: tighten until it fits
+        candidate = _shorten_once(message, keep_chars)  # always from the original
+        cost = estimate_message_tokens(candidate, counter)
+        if cost < estimate_message_tokens(best, counter):
+            best = candidate
+        if cost <= target_tokens or keep_chars == 0:
+            break
+        keep_chars = int(keep_chars * min(0.9, target_tokens / max(cost, 1)))
+    return best
 
 
 def _fit_tail(kept: list[AgentMessage], room: int, counter: TokenCounter | None,
               ) -> tuple[list[AgentMessage], tuple[int, ...]]:
     """Shorten the largest tail messages until the tail fits ``room`` tokens."""
+    originals = list(kept)
     sizes = [estimate_message_tokens(m, counter) for m in kept]
     total = sum(sizes)
     shortened: set[int] = set()
@@ -149,7 +180,7 @@ def _fit_tail(kept: list[AgentMessage], room: int, counter: TokenCounter | None,
         i = max(range(len(kept)), key=lambda k: sizes[k])
         excess = total - room
         target = max(sizes[i] - excess, 0)
-        new = shorten_message(kept[i], target, counter)
+        new = shorten_message(originals[i], target, counter)  # from the original: no nesting
         new_size = estimate_message_tokens(new, counter)
         if new is kept[i] or new_size >= sizes[i]:
             break
@@ -196,8 +227,13 @@ class WindowCondenser:
     """
 
     def __init__(self, deps: CondenserDeps) -> None:
+        # "tiktoken", a plain function, ...: resolved once (a str would otherwise pass for a
+        # counter, since str has a .count method).
+        counter = resolve_counter(deps.counter)
+        if counter is not deps.counter:
+            deps = replace(deps, counter=counter)
         self.deps = deps
-        """The dependencies it was built with."""
+        """The dependencies it was built with (the counter resolved)."""
         self._ledger = TokenLedger(deps.counter)
         # One condenser may be shared by threads (a web server's workers); the ledger is not.
         self._lock = threading.RLock()
@@ -212,6 +248,9 @@ class WindowCondenser:
     def decide(self, messages: Sequence[AgentMessage], *, force: bool = False,
                pinned_tokens: int = 0) -> CondenseDecision:
         """Run the gate and the slice; no model call."""
+        if isinstance(pinned_tokens, bool) or not isinstance(pinned_tokens, int) \
+                or pinned_tokens < 0:
+            raise ValueError(f"pinned_tokens must be a non-negative int, got {pinned_tokens!r}")
         with self._lock:
             return self._decide(messages, force=force, pinned_tokens=pinned_tokens)
 
@@ -233,7 +272,7 @@ class WindowCondenser:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
         limit = budget_limit(model, policy)
         prefix = self._ledger.prefix(messages)
-        anchor = self._ledger.anchor(messages, model)
+        anchor = self._ledger.anchor(messages, model, pinned_tokens=pinned_tokens)
         if anchor is not None:
             # A provider's figure already includes the system prompt: no pinned tokens here.
             usage = messages[anchor].usage  # type: ignore[union-attr]
@@ -245,19 +284,24 @@ class WindowCondenser:
             return self._noop(messages, plan_at(messages, 0), before, limit, "under-budget")
         room = int(limit) - pinned_tokens
         if room < 2 * MIN_DIGEST_TOKENS:
+            how = (f"{model.context_window:,} window, {policy.reserve_tokens or 0:,} reserved, "
+                   f"ratio {policy.trigger_ratio}")
+            if pinned_tokens <= limit / 2:
+                raise BudgetError(
+                    f"the limit is only {limit:,.0f} tokens ({how}), too little for a digest "
+                    "and a tail — lower reserve_tokens or raise the window",
+                    needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS, available=int(limit))
             raise BudgetError(
                 f"pinned messages (system prompt) need {pinned_tokens:,} tokens but the limit "
-                f"is {limit:,.0f} ({model.context_window:,} window, "
-                f"{policy.reserve_tokens or 0:,} reserved, ratio {policy.trigger_ratio}) — "
-                "shorten the system prompt or raise the window",
+                f"is {limit:,.0f} ({how}) — shorten the system prompt or raise the window",
                 needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS, available=int(limit))
         digest_budget = min(policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
         token_budget = max(room - digest_budget, 0)
         heuristic = prefix[-1] + pinned_tokens
-        if before > heuristic > 0:
-            # The provider counts more than the estimate does: shrink the tail in proportion
-            # so the kept part really fits once the provider measures it.
-            token_budget = int(token_budget * heuristic / before)
+        scale = heuristic / before if before > heuristic > 0 else 1.0
+        # The provider counts more than the estimate does: shrink the tail in proportion
+        # so the kept part really fits once the provider measures it.
+        token_budget = int(token_budget * scale)
         if policy.strategy == "trim":
             trim_room = room
             if before > heuristic > 0:
@@ -271,10 +315,19 @@ class WindowCondenser:
                                     prefix=prefix, tail_budget=token_budget, blocked=blocked)
             plan = turn_plan if turn_plan.cut >= token_plan.cut else token_plan
         else:
+            # At most half of what the digest leaves, so a compaction leaves headroom instead
+            # of refilling a small window to the brim and firing again on the next turn.
             plan = plan_slice(messages, policy, prefix=prefix, blocked=blocked,
-                              tail_budget=min(policy.keep_recent, token_budget))
+                              tail_budget=min(policy.keep_recent, token_budget // 2))
         if plan.cut == 0:
-            return self._noop(messages, plan, before, limit, "nothing-condensable")
+            # No legal cut (one tool group holds everything): shorten oversized messages.
+            kept, shortened = _fit_tail(list(messages), int(room * scale), deps.counter)
+            if not shortened:
+                return self._noop(messages, plan, before, limit, "nothing-condensable")
+            after = estimate_tokens(kept, deps.counter) + pinned_tokens
+            result = CondenseResult(kept, plan, None, before, after, limit, "shortened",
+                                    shortened)
+            return CondenseDecision(result, plan, limit, before, pinned_tokens, room, 0)
         return CondenseDecision(None, plan, limit, before, pinned_tokens, room, digest_budget)
 
     def _noop(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
@@ -323,7 +376,10 @@ class WindowCondenser:
                 a is b for a, b in zip(kept, messages, strict=True)):
             return CondenseResult(messages, plan, None, decision.tokens_before,
                                   decision.tokens_before, decision.limit, "nothing-condensable")
-        out = list(kept)
+        # The usage the kept replies report measured the untrimmed transcript: left on them,
+        # it would anchor the next check on a figure that is no longer true.
+        out = [replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
+               for m in kept]
         after = estimate_tokens(out, counter) + decision.pinned
         if after > decision.limit:
             raise BudgetError(

@@ -288,7 +288,8 @@ class CondenserDeps:
     policy: BudgetPolicy = field(default_factory=BudgetPolicy)
     """Thresholds and strategy."""
     counter: TokenCounter | None = None
-    """Exact token counter; the heuristic when None."""
+    """Exact token counter; the heuristic when None. ``create_condenser`` also takes a
+    ``str -> int`` function, ``"tiktoken"`` or ``"heuristic"`` (see ``resolve_counter``)."""
     summarizer_model: Model | None = None
     """A different model for summaries (defaults to ``model``)."""
     signal: CancelToken | None = None
@@ -312,8 +313,9 @@ class CondenseResult:
     limit: float
     """The budget limit the gate used."""
     reason: str
-    """``"condensed"``, ``"trimmed"``, ``"forced"`` or why nothing happened (``"no-model"``,
-    ``"under-budget"``, ``"nothing-condensable"``)."""
+    """``"condensed"``, ``"trimmed"``, ``"forced"``, ``"shortened"`` (no legal cut, oversized
+    messages cut down instead) or why nothing happened (``"no-model"``, ``"under-budget"``,
+    ``"nothing-condensable"``)."""
     shortened: tuple[int, ...] = ()
     """Indexes into ``messages`` of tail messages shortened with a visible marker to fit."""
 

@@ -21,14 +21,17 @@ from window_budget import (
     Model,
     SummarizerError,
     TextBlock,
+    ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
     Usage,
     UserMessage,
     budget_limit,
     create_condenser,
+    estimate_context,
     estimate_tokens,
     is_digest,
+    shorten_message,
 )
 from window_budget.testing import ScriptedCompleter
 
@@ -297,3 +300,107 @@ def test_usage_on_turns_kept_with_a_digest_does_not_anchor_the_next_check() -> N
     # A new turn after the digest is trusted again.
     grown = [*out, UserMessage("next"), AssistantMessage("ok", usage=Usage(30_000, 10), model="m")]
     assert condenser.run_sync(grown).reason == "condensed"
+
+
+def test_counter_given_by_name_or_function_is_resolved() -> None:
+    huge = [UserMessage("x" * 400_000), UserMessage("tail")]
+    by_name = create_condenser(model=Model("m", 8192), counter="heuristic").run_sync(huge)
+    assert by_name.tokens_before > 100_000
+    by_fn = create_condenser(model=Model("m", 8192), counter=len).run_sync(huge)
+    assert by_fn.tokens_before > 400_000
+    with pytest.raises(TypeError, match="is a string"):
+        estimate_tokens(huge, "tiktoken")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("msgs", [
+    [UserMessage("z" * 200_000)],
+    [AssistantMessage([ToolCallBlock("a", "b", {})]), ToolResultMessage("a", "b", "z" * 200_000)],
+    [UserMessage([ImageBlock("xx")] * 10)],
+])
+def test_no_legal_cut_but_over_budget_shortens_or_raises(msgs: list) -> None:
+    model = Model("m", 8192)
+    result = create_condenser(model=model).run_sync(msgs)
+    assert result.reason == "shortened"
+    assert result.tokens_after <= result.limit
+    assert estimate_tokens(result.messages) <= result.limit
+    assert result.shortened
+    assert result.plan.kept == tuple(msgs)
+
+
+def test_a_small_window_compacts_with_headroom_not_every_turn() -> None:
+    model = Model("m", 8192)
+    fake = ScriptedCompleter()
+    condenser = create_condenser(model=model, complete_sync=fake.sync)
+    history: list = []
+    compactions = 0
+    for i in range(200):
+        fake.enqueue("# Objective\n" + "word " * 600)  # a digest that fills its budget
+        history = [*history, UserMessage(f"turn {i} " + "q" * 300),
+                   AssistantMessage("a" * 300)]
+        result = condenser.run_sync(history)
+        if result.summary is not None:
+            compactions += 1
+            assert result.tokens_after < 0.75 * result.limit
+        history = list(result.messages)
+    assert compactions <= 30
+
+
+def test_a_reserve_larger_than_the_window_is_named_as_the_cause() -> None:
+    with pytest.raises(BudgetError, match="lower reserve_tokens"):
+        create_condenser(model=Model("m", 2048)).run_sync([UserMessage("hi " * 100)])
+
+
+def test_negative_pinned_tokens_are_rejected() -> None:
+    with pytest.raises(ValueError, match="pinned_tokens"):
+        create_condenser(model=WINDOW).run_sync([], pinned_tokens=-5)
+
+
+def test_a_trimmed_transcript_is_not_trimmed_again_by_stale_usage() -> None:
+    msgs: list = []
+    for i in range(12):
+        msgs.append(UserMessage(f"q{i} " + "u" * 700))
+        msgs.append(AssistantMessage("a" * 700, usage=Usage(450 * (i + 1), 20), model="m"))
+    condenser = create_condenser(model=Model("m", 8192), policy=BudgetPolicy(strategy="trim"))
+    first = condenser.run_sync(msgs)
+    assert first.reason == "trimmed"
+    assert all(getattr(m, "usage", None) is None for m in first.messages)
+    again = create_condenser(model=Model("m", 8192),
+                             policy=BudgetPolicy(strategy="trim")).run_sync(list(first.messages))
+    assert again.reason == "under-budget"
+
+
+def test_an_implausibly_small_usage_figure_does_not_anchor() -> None:
+    # The figure measured a condensed request, not this (much longer) transcript.
+    msgs = [UserMessage("x" * 3600) for _ in range(40)]
+    msgs.append(AssistantMessage("ok", usage=Usage(900, 10), model="m"))
+    result = create_condenser(model=WINDOW).run_sync(msgs)
+    assert result.tokens_before > 40_000
+    assert result.reason == "condensed"
+
+
+def test_a_dated_model_alias_still_anchors() -> None:
+    msgs = [UserMessage("x" * 36_000),
+            AssistantMessage("ok", usage=Usage(9_000, 10), model="gpt-4o-2024-08-06")]
+    est = estimate_context(msgs, Model("gpt-4o", 128_000))
+    assert est.anchored
+    assert not estimate_context(msgs, Model("claude-x", 128_000)).anchored
+
+
+def test_shortening_cuts_the_longest_block_and_never_nests_markers() -> None:
+    msgs = [UserMessage("a" * 5000), AssistantMessage("b" * 5000),
+            UserMessage([TextBlock("Please fix bug #42"), TextBlock("z" * 100_000)])]
+    result = create_condenser(model=Model("m", 8000)).run_sync(msgs)
+    last = result.messages[-1]
+    assert isinstance(last, UserMessage)
+    assert last.content[0] == TextBlock("Please fix bug #42")
+    assert str(last.content).count("removed by window-budget") == 1
+    assert result.tokens_after <= result.limit
+
+
+def test_signed_thinking_survives_shortening_untouched() -> None:
+    signed = ThinkingBlock("reasoning " * 50, signature="sig-abc")
+    msg = AssistantMessage([signed, TextBlock("answer " * 5000)])
+    short = shorten_message(msg, 600)
+    assert isinstance(short, AssistantMessage)
+    assert short.content[0] is signed
+    assert "removed by window-budget" in short.content[1].text

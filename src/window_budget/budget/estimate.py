@@ -117,6 +117,9 @@ def estimate_message_tokens(message: AgentMessage, counter: TokenCounter | None 
     14
     """
     parts, blocks, images = message_parts(message)
+    if isinstance(counter, str):
+        # str has a .count method and would silently count substrings.
+        raise TypeError(f"counter {counter!r} is a string; pass resolve_counter({counter!r})")
     if counter is None:
         text_tokens = math.ceil(sum(map(len, parts)) / CHARS_PER_TOKEN)
     else:

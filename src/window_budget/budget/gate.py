@@ -13,7 +13,41 @@ from window_budget.contract import BudgetPolicy, Model, TokenCounter, TokenEstim
 from window_budget.digest import is_digest
 from window_budget.messages import AgentMessage, AssistantMessage
 
-__all__ = ["anchor_index", "budget_limit", "estimate_context", "is_over_budget"]
+__all__ = [
+    "ANCHOR_MIN_RATIO",
+    "anchor_index",
+    "budget_limit",
+    "estimate_context",
+    "is_over_budget",
+    "same_model",
+    "usage_is_plausible",
+]
+
+ANCHOR_MIN_RATIO = 0.5
+"""A reported figure below this share of the estimate cannot be measuring this transcript."""
+
+
+def same_model(reported: str | None, model: Model | None) -> bool:
+    """Whether a usage figure reported by ``reported`` may stand for ``model``.
+
+    Unknown on either side counts as the same; a dated alias matches its base name
+    (``gpt-4o-2024-08-06`` and ``gpt-4o``).
+    """
+    if reported is None or model is None:
+        return True
+    a, b = reported.lower(), model.id.lower()
+    return a == b or a.startswith(b) or b.startswith(a)
+
+
+def usage_is_plausible(reported_tokens: int, estimated_tokens: int) -> bool:
+    """False when a figure is far below the estimate of what it claims to measure.
+
+    Such a figure measured a different, shorter list — the condensed request a
+    transformer sent, say — and anchoring on it would let the transcript overflow. A
+    figure above the estimate is kept: the provider counts what the estimate cannot see
+    (tool schemas, its own framing).
+    """
+    return reported_tokens >= ANCHOR_MIN_RATIO * estimated_tokens
 
 
 def budget_limit(model: Model, policy: BudgetPolicy) -> float:
@@ -27,13 +61,15 @@ def budget_limit(model: Model, policy: BudgetPolicy) -> float:
     return usable * policy.trigger_ratio
 
 
-def anchor_index(messages: Sequence[AgentMessage], model: Model | None = None) -> int | None:
+def anchor_index(messages: Sequence[AgentMessage], model: Model | None = None, *,
+                 pinned_tokens: int = 0, counter: TokenCounter | None = None) -> int | None:
     """Index of the assistant message whose reported usage can anchor the estimate, or None.
 
     Only the last assistant message with usage qualifies, and only when no digest
     follows it (the digest replaced what that figure measured), it is not one of the
     turns kept verbatim with a digest (``DigestMessage.kept_count``: their figures
-    measured the longer transcript) and, when both are known, it came from ``model``.
+    measured the longer transcript), it came from ``model`` (see :func:`same_model`),
+    and the figure is plausible for the messages up to it (:func:`usage_is_plausible`).
     """
     found: int | None = None
     for i in range(len(messages) - 1, -1, -1):
@@ -44,9 +80,15 @@ def anchor_index(messages: Sequence[AgentMessage], model: Model | None = None) -
                 return None
             break
         if found is None and isinstance(msg, AssistantMessage) and msg.usage is not None:
-            if model is not None and msg.model is not None and msg.model != model.id:
+            if not same_model(msg.model, model):
                 return None
             found = i
+    if found is not None:
+        usage = messages[found].usage  # type: ignore[union-attr]
+        assert usage is not None
+        expected = estimate_tokens(messages[:found + 1], counter) + pinned_tokens
+        if not usage_is_plausible(usage.context_tokens, expected):
+            return None
     return found
 
 
@@ -61,7 +103,8 @@ def estimate_context(messages: Sequence[AgentMessage], model: Model, *,
     (a system prompt the caller keeps outside ``messages``) is added either way —
     unless the figure is anchored, since a provider's figure already includes it.
     """
-    idx = anchor_index(messages, model) if use_usage else None
+    idx = anchor_index(messages, model, pinned_tokens=pinned_tokens,
+                       counter=counter) if use_usage else None
     if idx is not None:
         usage = messages[idx].usage  # type: ignore[union-attr]
         assert usage is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from window_budget.budget.estimate import estimate_message_tokens
+from window_budget.budget.gate import same_model, usage_is_plausible
 from window_budget.contract import Model, TokenCounter
 from window_budget.digest import is_digest
 from window_budget.errors import MessageError
@@ -134,14 +135,17 @@ class TokenLedger:
         self._sync(messages)
         return self._blocked
 
-    def anchor(self, messages: Sequence[AgentMessage], model: Model | None = None) -> int | None:
+    def anchor(self, messages: Sequence[AgentMessage], model: Model | None = None, *,
+               pinned_tokens: int = 0) -> int | None:
         """Index of the usage figure that may anchor the estimate (see ``anchor_index``)."""
         self._sync(messages)
         i = self._last_usage
         if i < 0 or self._last_digest >= i:
             return None
         msg = messages[i]
-        if model is not None and isinstance(msg, AssistantMessage) and msg.model is not None \
-                and msg.model != model.id:
+        if not isinstance(msg, AssistantMessage) or msg.usage is None \
+                or not same_model(msg.model, model):
+            return None
+        if not usage_is_plausible(msg.usage.context_tokens, self._prefix[i + 1] + pinned_tokens):
             return None
         return i
