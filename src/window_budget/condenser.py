@@ -167,33 +167,49 @@ def shorten_message(message: AgentMessage, target_tokens: int,
     return best
 
 
+def _water_level(sizes: Sequence[int], room: int) -> int:
+    """The largest cap under which ``sum(min(size, cap)) <= room``."""
+    lo, hi = 0, max(sizes, default=0)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(min(n, mid) for n in sizes) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _fit_tail(kept: list[AgentMessage], room: int, counter: TokenCounter | None,
               ) -> tuple[list[AgentMessage], tuple[int, ...]]:
-    """Shorten the largest tail messages until the tail fits ``room`` tokens."""
-    originals = list(kept)
+    """Shorten tail messages until the tail fits ``room`` tokens, fairly.
+
+    Every message above a common cap is cut to it (the largest first give way, small
+    ones stay whole), always from the original so markers never nest. Parts that cannot
+    shrink (tool-call arguments, signed thinking) tighten the cap for the rest.
+    """
     sizes = [estimate_message_tokens(m, counter) for m in kept]
-    total = sum(sizes)
-    shortened: set[int] = set()
-    guard = 0
-    while total > room and guard < 4 * len(kept) + 4:
-        guard += 1
-        i = max(range(len(kept)), key=lambda k: sizes[k])
-        excess = total - room
-        target = max(sizes[i] - excess, 0)
-        new = shorten_message(originals[i], target, counter)  # from the original: no nesting
-        new_size = estimate_message_tokens(new, counter)
-        if new is kept[i] or new_size >= sizes[i]:
+    if sum(sizes) <= room:
+        return kept, ()
+    target = room
+    out, out_sizes = list(kept), list(sizes)
+    for _ in range(6):
+        cap = _water_level(sizes, max(target, 0))
+        out = [shorten_message(m, cap, counter) if n > cap else m
+               for m, n in zip(kept, sizes, strict=True)]
+        out_sizes = [estimate_message_tokens(m, counter) if m is not o else n
+                     for m, o, n in zip(out, kept, sizes, strict=True)]
+        excess = sum(out_sizes) - room
+        if excess <= 0:
+            return out, tuple(i for i, (m, o) in enumerate(zip(out, kept, strict=True))
+                              if m is not o)
+        if target <= 0:
             break
-        kept[i] = new
-        total += new_size - sizes[i]
-        sizes[i] = new_size
-        shortened.add(i)
-    if total > room:
-        raise BudgetError(
-            f"the kept tail needs {total:,} tokens but only {room:,} remain for it — lower "
-            "keep_recent, raise the context window, or shorten the newest messages",
-            needed=total, available=room)
-    return kept, tuple(sorted(shortened))
+        target -= excess
+    total = sum(out_sizes)
+    raise BudgetError(
+        f"the kept tail needs {total:,} tokens even shortened but only {room:,} remain for it — "
+        "lower keep_recent, raise the context window, or shorten the newest messages",
+        needed=total, available=room)
 
 
 # ------------------------------------------------------------------ decision

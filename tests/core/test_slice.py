@@ -50,8 +50,8 @@ def _reference_cut(msgs: list, keep: int) -> int:
 
 
 def test_seed_example_cut() -> None:
-    msgs = [UserMessage("x" * 360) for _ in range(10)]  # 104 tokens each
-    plan = plan_slice(msgs, BudgetPolicy(keep_recent=320))
+    msgs = [UserMessage("x" * 60) for _ in range(10)]  # 17 + 4 framing = 21 tokens each
+    plan = plan_slice(msgs, BudgetPolicy(keep_recent=64))
     assert plan.cut == 7
     assert list(plan.kept) == msgs[7:]
     assert list(plan.dropped) == msgs[:7]

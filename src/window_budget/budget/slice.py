@@ -93,8 +93,8 @@ def plan_slice(messages: Sequence[AgentMessage], policy: BudgetPolicy, *,
         legal cut.
 
     >>> from window_budget.messages import UserMessage
-    >>> msgs = [UserMessage("x" * 360) for _ in range(10)]
-    >>> plan_slice(msgs, BudgetPolicy(keep_recent=320)).cut
+    >>> msgs = [UserMessage("x" * 60) for _ in range(10)]   # 21 tokens each
+    >>> plan_slice(msgs, BudgetPolicy(keep_recent=64)).cut
     7
 
     """
