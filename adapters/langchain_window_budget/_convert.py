@@ -57,7 +57,9 @@ __all__ = [
     "chat_model_id",
     "digest_record",
     "is_window_budget_digest",
+    "mark_usage_stale",
     "shortened_copy",
+    "usage_is_stale",
 ]
 
 DIGEST_KEY = "window_budget"
@@ -144,36 +146,47 @@ def _reasoning_text(block: Mapping[str, Any]) -> str:
     return _dump(dict(block))
 
 
-def _blocks(content: str | list[Any], *, skip_tool_use: bool) -> list[Block]:
+_MEDIA_KINDS = frozenset({"file", "audio", "video", "input_audio", "document", "media",
+                          "input_file", "pdf"})
+"""Block types carrying binary data; shortened, they become a text placeholder."""
+
+
+def _block_sources(content: str | list[Any], *, skip_tool_use: bool,
+                   ) -> list[tuple[int, Block]]:
+    """The core blocks of ``content``, each with the index of the raw block it came from."""
     if isinstance(content, str):
-        return [TextBlock(content)] if content else []
-    out: list[Block] = []
-    for raw in content:
+        return [(0, TextBlock(content))] if content else []
+    out: list[tuple[int, Block]] = []
+    for i, raw in enumerate(content):
         if isinstance(raw, str):
-            out.append(TextBlock(raw))
+            out.append((i, TextBlock(raw)))
             continue
         if not isinstance(raw, dict):  # LangChain content blocks are plain dicts
-            out.append(TextBlock(_dump(raw)))
+            out.append((i, TextBlock(_dump(raw))))
             continue
         kind = raw.get("type")
         if kind == "text":
-            out.append(TextBlock(str(raw.get("text", ""))))
+            out.append((i, TextBlock(str(raw.get("text", "")))))
         elif kind == "thinking":
             sig = raw.get("signature")
-            out.append(ThinkingBlock(str(raw.get("thinking", "")),
-                                     sig if isinstance(sig, str) else None))
+            out.append((i, ThinkingBlock(str(raw.get("thinking", "")),
+                                         sig if isinstance(sig, str) else None)))
         elif kind in ("reasoning", "redacted_thinking"):
-            out.append(ThinkingBlock(_reasoning_text(raw) if kind == "reasoning"
-                                     else str(raw.get("data", ""))))
+            out.append((i, ThinkingBlock(_reasoning_text(raw) if kind == "reasoning"
+                                         else str(raw.get("data", "")))))
         elif kind in ("image", "image_url"):
-            out.append(_image_block(raw))
+            out.append((i, _image_block(raw)))
         elif kind in ("tool_use", "tool_call", "server_tool_call") and skip_tool_use:
             # The same call is listed in ``AIMessage.tool_calls``; count it once.
             continue
         else:
             # Anything else (files, citations, provider blocks) is billed as its JSON.
-            out.append(TextBlock(_dump(dict(raw))))
+            out.append((i, TextBlock(_dump(dict(raw)))))
     return out
+
+
+def _blocks(content: str | list[Any], *, skip_tool_use: bool) -> list[Block]:
+    return [b for _, b in _block_sources(content, skip_tool_use=skip_tool_use)]
 
 
 def _content(content: str | list[Any]) -> str | tuple[Block, ...]:
@@ -195,6 +208,30 @@ def _usage(message: AIMessage) -> Usage | None:
                  read, creation)
 
 
+def usage_is_stale(message: object) -> bool:
+    """True for an ``AIMessage`` this adapter marked: its usage measured another request."""
+    if not isinstance(message, AIMessage):
+        return False
+    mark = (message.response_metadata or {}).get(DIGEST_KEY)
+    return isinstance(mark, dict) and mark.get("stale_usage") is True
+
+
+def mark_usage_stale(message: BaseMessage) -> BaseMessage:
+    """A copy of an ``AIMessage`` whose usage figure the gate will no longer anchor on.
+
+    Used when the figure measured a list other than the one the message now sits in (a
+    trimmed transcript, a request condensed for one call only). ``usage_metadata`` itself
+    is kept for cost accounting; the mark lives in ``response_metadata``, which chat-model
+    integrations do not send back to the provider. Other messages come back unchanged.
+    """
+    if not isinstance(message, AIMessage) or not message.usage_metadata \
+            or usage_is_stale(message):
+        return message
+    meta = dict(message.response_metadata or {})
+    meta[DIGEST_KEY] = {**(meta.get(DIGEST_KEY) or {}), "stale_usage": True}
+    return message.model_copy(update={"response_metadata": meta})
+
+
 def _ai(message: AIMessage, *, trust_usage: bool, model_id: str | None) -> AssistantMessage:
     blocks = _blocks(message.content, skip_tool_use=True)
     extra = message.additional_kwargs or {}
@@ -213,7 +250,7 @@ def _ai(message: AIMessage, *, trust_usage: bool, model_id: str | None) -> Assis
     if isinstance(fn, dict) and fn.get("name"):
         blocks.append(ToolCallBlock(f"function:{fn['name']}", str(fn["name"]),
                                     {"_raw": fn.get("arguments")}))
-    usage = _usage(message) if trust_usage else None
+    usage = _usage(message) if trust_usage and not usage_is_stale(message) else None
     reply_model = _reply_model(message)
     meta = message.response_metadata or {}
     stop = meta.get("finish_reason") or meta.get("stop_reason")
@@ -294,9 +331,12 @@ class Converter:
     place after it was converted is not noticed; build a new message instead.
     """
 
-    def __init__(self, *, model_id: str | None = None, counter: Any = None) -> None:
+    def __init__(self, *, model_id: str | None = None, counter: Any = None,
+                 use_usage: bool = True) -> None:
         self.model_id = model_id
         """Id of the guarded model (compared with each reply's ``model_name``)."""
+        self.use_usage = use_usage
+        """False: never anchor on ``usage_metadata`` (the caller does not store the result)."""
         self._counter = counter
         self._last_input: list[object] = []
         self._last: Converted | None = None
@@ -323,7 +363,7 @@ class Converter:
             m = messages[i]
             if isinstance(m, RemoveMessage):
                 continue  # an instruction to the graph's reducer, not context
-            out.core.append(to_core(m, trust_usage=i > self._stale_until,
+            out.core.append(to_core(m, trust_usage=self.use_usage and i > self._stale_until,
                                     model_id=self.model_id))
             out.origin.append(i)
         self._last_input = list(messages)
@@ -359,29 +399,105 @@ def build_digest(text: str, *, covered: int, kept: int, compactions: int, fallba
                         id=f"window-budget-digest-{uuid.uuid4().hex}")
 
 
-def _lc_content(content: str | tuple[Block, ...]) -> str | list[str | dict[str, Any]]:
-    if isinstance(content, str):
-        return content
-    out: list[str | dict[str, Any]] = []
-    for b in content:
-        if isinstance(b, TextBlock):
-            out.append({"type": "text", "text": b.text})
-        elif isinstance(b, ThinkingBlock):
-            out.append({"type": "thinking", "thinking": b.thinking})
-    return out
+_STALE_BLOCK_KEYS = ("annotations", "citations")
+"""Keys of a text block that point into its text; dropped when the text is shortened."""
+
+
+def _placeholder(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    mime = raw.get("mime_type") or raw.get("media_type") or ""
+    what = f"{kind} {mime}".strip()
+    return {"type": "text",
+            "text": f"[{what} removed by window-budget to fit the context window]"}
+
+
+def _block_text(block: Block) -> str | None:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ThinkingBlock):
+        return block.thinking
+    return None
+
+
+def _rebuilt_block(raw: object, old: Block, new: Block) -> object:
+    """The LangChain form of one shortened block, in the shape of its original ``raw``."""
+    text = _block_text(new)
+    if isinstance(raw, str):
+        return text if text is not None else raw
+    if not isinstance(raw, dict):
+        return {"type": "text", "text": text or ""}
+    kind = str(raw.get("type"))
+    if kind == "redacted_thinking" or (kind == "thinking" and raw.get("signature")):
+        return raw  # opaque or signed: the provider verifies it byte for byte
+    if kind in ("image", "image_url") or kind in _MEDIA_KINDS or text is None:
+        return _placeholder(kind, raw)
+    if kind == "text":
+        return {**{k: v for k, v in raw.items() if k not in _STALE_BLOCK_KEYS}, "text": text}
+    if kind == "thinking" and isinstance(new, ThinkingBlock):
+        return {**raw, "thinking": text}
+    if kind == "reasoning":
+        # OpenAI Responses / v1 reasoning: keep the type and id, rewrite the readable text.
+        if isinstance(raw.get("summary"), list):
+            return {**raw, "summary": [{"type": "summary_text", "text": text}]}
+        field_name = "reasoning" if "reasoning" in raw or "text" not in raw else "text"
+        return {**raw, field_name: text}
+    # A provider block billed as its JSON: a shortened JSON dump helps no one.
+    return _placeholder(kind, raw)
+
+
+def _rebuilt_content(raw_content: str | list[Any], sources: list[tuple[int, Block]],
+                     new_blocks: Sequence[Block]) -> str | list[Any]:
+    changed = {i: (old, new) for (i, old), new in zip(sources, new_blocks, strict=True)
+               if new != old}
+    if not changed:
+        return raw_content
+    if isinstance(raw_content, str):
+        _, new = changed[0]
+        text = _block_text(new)
+        return text if text is not None else raw_content
+    return [_rebuilt_block(raw, *changed[i]) if i in changed else raw
+            for i, raw in enumerate(raw_content)]
 
 
 def shortened_copy(original: BaseMessage, shortened: AgentMessage) -> BaseMessage:
-    """A copy of ``original`` carrying the shortened text of ``shortened`` (ids and calls kept)."""
+    """A copy of ``original`` carrying the shortened text of ``shortened``.
+
+    Block by block, in the original's own shape: ids, tool calls, block types and
+    ``additional_kwargs`` are kept; a shortened ``reasoning_content`` stays in
+    ``additional_kwargs``; images, files, audio and video become a short text placeholder;
+    signed or redacted thinking is left intact. Returns ``original`` when nothing changed.
+    """
+    summary = getattr(shortened, "summary", None)
+    if isinstance(summary, str) and getattr(shortened, "content", None) is None:
+        return original.model_copy(update={"content": summary})
     content = getattr(shortened, "content", None)
     if content is None:
         return original
-    new_content = _lc_content(content)
-    if isinstance(original.content, str) and not isinstance(new_content, str):
-        new_content = "\n".join(b["text"] if isinstance(b, dict) and "text" in b
-                                else str(b.get("thinking", "") if isinstance(b, dict) else b)
-                                for b in new_content)
-    return original.model_copy(update={"content": new_content})
+    if isinstance(content, str):
+        if isinstance(original.content, str) and isinstance(original, HumanMessage) \
+                and digest_record(original) is not None and content.startswith(SESSION_HEADER) \
+                and not original.content.startswith(SESSION_HEADER):
+            content = content[len(SESSION_HEADER):].lstrip("\n")
+        return original.model_copy(update={"content": content})
+    new_blocks = list(content)
+    update: dict[str, Any] = {}
+    if isinstance(original, AIMessage):
+        sources = _block_sources(original.content, skip_tool_use=True)
+        extra = original.additional_kwargs or {}
+        reasoning = extra.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            first = new_blocks.pop(0)
+            text = _block_text(first)
+            if text is not None and text != reasoning:
+                update["additional_kwargs"] = {**extra, "reasoning_content": text}
+        new_blocks = [b for b in new_blocks if not isinstance(b, ToolCallBlock)]
+    else:
+        sources = _block_sources(original.content, skip_tool_use=False)
+    if len(sources) != len(new_blocks):  # an unexpected shape: fall back to plain text
+        texts = [t for b in new_blocks if (t := _block_text(b)) is not None]
+        update["content"] = "\n".join(texts)
+    else:
+        update["content"] = _rebuilt_content(original.content, sources, new_blocks)
+    return original.model_copy(update=update)
 
 
 def is_core_digest(message: AgentMessage) -> bool:

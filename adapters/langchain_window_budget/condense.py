@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, cast
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
 from langchain_core.prompt_values import ChatPromptValue, PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 
@@ -24,6 +24,7 @@ from langchain_window_budget._convert import (
     build_digest,
     chat_model_id,
     digest_record,
+    mark_usage_stale,
     shortened_copy,
     to_core,
 )
@@ -33,6 +34,7 @@ from window_budget.budget.estimate import estimate_tokens
 from window_budget.condenser import WindowCondenser, create_condenser
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import ConfigError
+from window_budget.messages import AssistantMessage
 from window_budget.summarize.condense import summarize, summarize_sync
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "LangChainResult",
     "WindowBudgetRunnable",
     "acondense_messages",
+    "as_message_list",
     "condense_messages",
     "resolve_window",
 ]
@@ -99,6 +102,9 @@ class LangChainResult:
     """The digest message, when one was written."""
     core: CondenseResult
     """The core's full account (estimates, limit, reason, plan)."""
+    replaced: list[BaseMessage] = field(default_factory=list)
+    """The caller's originals of the messages the output carries *shortened* copies of;
+    with ``dropped``, every word of the input that the output lacks."""
 
     @property
     def changed(self) -> bool:
@@ -116,7 +122,11 @@ class LangChainCondenser:
             ["max_input_tokens"]``.
         policy: thresholds and tail size (the core's defaults when None).
         counter: see :data:`CounterSpec`.
-        summarizer: a different chat model for the summaries.
+        summarizer: a different chat model for the summaries; its own window (its profile's
+            ``max_input_tokens``) sizes the summary requests, so a long head is summarized
+            in chunks that fit it.
+        use_usage: anchor the count on ``AIMessage.usage_metadata`` (default). Pass False
+            when the result is not stored, so replies measured a list other than the input.
 
     Raises:
         ConfigError: no window can be found; the message says what to pass.
@@ -125,7 +135,7 @@ class LangChainCondenser:
 
     def __init__(self, model: BaseChatModel | None = None, *, context_window: int | None = None,
                  policy: BudgetPolicy | None = None, counter: CounterSpec = None,
-                 summarizer: BaseChatModel | None = None) -> None:
+                 summarizer: BaseChatModel | None = None, use_usage: bool = True) -> None:
         window = resolve_window(model, context_window)
         self.chat_model = model
         """The guarded chat model."""
@@ -136,11 +146,21 @@ class LangChainCondenser:
         model_id = chat_model_id(model) if model is not None else None
         self.counter = _resolve_counter(counter, model)
         """The resolved token counter (None is the heuristic)."""
+        summarizer_model = None
+        if summarizer is not None and summarizer is not model:
+            try:
+                summarizer_window = resolve_window(summarizer, None)
+            except ConfigError:  # no profile: the guarded window is the best guess
+                summarizer_window = window
+            summarizer_model = Model(chat_model_id(summarizer) or "langchain-summarizer",
+                                     summarizer_window)
         self.condenser: WindowCondenser = create_condenser(
             model=Model(model_id or "langchain", window), complete=complete,
-            complete_sync=complete_sync, policy=policy or BudgetPolicy(), counter=self.counter)
+            complete_sync=complete_sync, policy=policy or BudgetPolicy(), counter=self.counter,
+            summarizer_model=summarizer_model)
         """The core condenser doing the work."""
-        self._converter = Converter(model_id=model_id, counter=self.counter)
+        self._converter = Converter(model_id=model_id, counter=self.counter,
+                                    use_usage=use_usage)
         self._lock = threading.Lock()
 
     @property
@@ -154,6 +174,17 @@ class LangChainCondenser:
     def policy(self) -> BudgetPolicy:
         """The policy in force."""
         return self.condenser.policy
+
+    @property
+    def use_usage(self) -> bool:
+        """Whether the gate anchors on ``AIMessage.usage_metadata``."""
+        return self._converter.use_usage
+
+    def ignore_usage(self) -> None:
+        """Stop anchoring on ``usage_metadata`` (for callers that do not store the result)."""
+        with self._lock:
+            self._converter = Converter(model_id=self._converter.model_id,
+                                        counter=self.counter, use_usage=False)
 
     # -- shared halves ---------------------------------------------------------
 
@@ -169,18 +200,33 @@ class LangChainCondenser:
                 archive: ArchiveFn | None) -> LangChainResult:
         if result.messages is conv.core:
             return LangChainResult(messages, [], None, result)
+        replaced: list[BaseMessage] = []
         lc_of = {id(c): conv.origin[i] for i, c in enumerate(conv.core)}
         dropped = [messages[lc_of[id(c)]] for c in result.plan.dropped]
         summary = result.summary
         shortened = set(result.shortened)
         offset = 1 if summary is not None else 0
         tail: list[BaseMessage] = []
-        for i, out in enumerate(result.messages[offset:], start=offset):
-            if i in shortened:
-                original = messages[lc_of[id(result.plan.kept[i - offset])]]
+        dropped_ids = {id(c) for c in result.plan.dropped}
+        # The kept messages' sources, in output order. A trim keeps a subsequence of the
+        # input and may rewrite some of it (usage cleared, text shortened, images removed).
+        sources = (list(result.plan.kept) if summary is not None or result.plan.cut
+                   else [c for c in conv.core if id(c) not in dropped_ids])
+        outs = result.messages[offset:]
+        if len(sources) != len(outs):  # pragma: no cover - a core contract violation
+            raise RuntimeError("window-budget: the condensed tail does not match its plan")
+        for i, (src, out) in enumerate(zip(sources, outs, strict=True), start=offset):
+            original = messages[lc_of[id(src)]]
+            if i in shortened or not _same_text(src, out):
                 tail.append(shortened_copy(original, out))
+                replaced.append(original)
             else:
-                tail.append(messages[lc_of[id(out)]])
+                tail.append(original)
+        if summary is None:
+            # No digest records how many kept replies predate this run: mark their usage
+            # figures (they measured the longer list) so no later gate anchors on them.
+            for j, m in enumerate(tail):
+                tail[j] = mark_usage_stale(m)
         digest = None
         if summary is not None:
             prev_covered = prev_compactions = 0
@@ -197,21 +243,24 @@ class LangChainCondenser:
             archive(dropped)
         pinned = list(messages[:conv.pinned])
         out_list: list[BaseMessage] = [*pinned, *([digest] if digest else []), *tail]
-        return LangChainResult(out_list, dropped, digest, result)
+        return LangChainResult(out_list, dropped, digest, result, replaced)
 
     # -- drivers ---------------------------------------------------------------
 
-    def run(self, messages: Sequence[BaseMessage], *, force: bool = False,
+    def run(self, messages: Sequence[Any], *, force: bool = False,
             extra_pinned_tokens: int = 0, archive: ArchiveFn | None = None) -> LangChainResult:
         """Condense ``messages`` when over budget (or always, with ``force``); sync.
 
-        ``extra_pinned_tokens`` counts a system prompt kept outside ``messages``.
+        ``extra_pinned_tokens`` counts a system prompt kept outside ``messages``. Dicts,
+        ``(role, text)`` tuples and strings are converted with LangChain's
+        ``convert_to_messages`` first (the output then holds the converted objects).
 
         Raises:
             BudgetError: the result cannot fit (e.g. the system prompt alone is too large).
             SummarizerError: the summarizer failed and the policy says to raise.
 
         """
+        messages = as_message_list(messages)
         conv, decision = self._decide(messages, force, extra_pinned_tokens)
         if decision.result is not None:
             return self._finish(messages, conv, decision.result, archive)
@@ -222,10 +271,11 @@ class LangChainCondenser:
         result = self.condenser.finish(conv.core, decision, summary, force=force)
         return self._finish(messages, conv, result, archive)
 
-    async def arun(self, messages: Sequence[BaseMessage], *, force: bool = False,
+    async def arun(self, messages: Sequence[Any], *, force: bool = False,
                    extra_pinned_tokens: int = 0, archive: ArchiveFn | None = None,
                    ) -> LangChainResult:
         """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``)."""
+        messages = as_message_list(messages)
         conv, decision = self._decide(messages, force, extra_pinned_tokens)
         if decision.result is not None:
             return self._finish(messages, conv, decision.result, archive)
@@ -236,14 +286,45 @@ class LangChainCondenser:
         result = self.condenser.finish(conv.core, decision, summary, force=force)
         return self._finish(messages, conv, result, archive)
 
-    def estimate(self, messages: Sequence[BaseMessage], *, extra_pinned_tokens: int = 0) -> int:
+    def estimate(self, messages: Sequence[Any], *, extra_pinned_tokens: int = 0) -> int:
         """The gate's token figure for ``messages`` (pinned system messages included)."""
+        messages = as_message_list(messages)
         _, decision = self._decide(messages, False, extra_pinned_tokens)
         return int(decision.tokens_before)
 
-    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+    def count_messages(self, messages: Sequence[Any]) -> int:
         """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
-        return estimate_tokens([to_core(m) for m in messages], self.counter)
+        return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
+
+
+def _same_text(a: object, b: object) -> bool:
+    """True when ``b`` is ``a`` or differs from it only in its usage figure."""
+    if a is b:
+        return True
+    if isinstance(a, AssistantMessage) and isinstance(b, AssistantMessage):
+        return replace(a, usage=None) == replace(b, usage=None)
+    return a == b
+
+
+def as_message_list(messages: Sequence[Any]) -> Sequence[BaseMessage]:
+    """``messages`` itself when it holds only messages, else LangChain's conversion of it.
+
+    Raises:
+        TypeError: an item is neither a message nor something ``convert_to_messages``
+            understands (a dict with ``role``/``content``, a ``(role, text)`` tuple, a str).
+
+    """
+    if isinstance(messages, str | bytes):
+        raise TypeError("pass a list of messages, not a single string; wrap it: "
+                        "[HumanMessage(text)] or [(\"user\", text)]")
+    if all(isinstance(m, BaseMessage) for m in messages):
+        return messages
+    try:
+        return convert_to_messages(messages)
+    except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+        raise TypeError(
+            f"cannot read these messages ({exc}); pass LangChain messages, dicts with "
+            "'role' and 'content', or (role, text) tuples") from exc
 
 
 # ------------------------------------------------------------------ LCEL
@@ -253,7 +334,7 @@ def _as_messages(value: object) -> tuple[Sequence[BaseMessage], bool]:
     if isinstance(value, PromptValue):
         return value.to_messages(), True
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return cast("Sequence[BaseMessage]", value), False
+        return as_message_list(value), False
     raise TypeError(
         f"the window-budget transformer takes a list of messages or a chat prompt value, "
         f"not {type(value).__name__}; put it after a ChatPromptTemplate or pass messages"
@@ -267,11 +348,16 @@ class WindowBudgetRunnable(Runnable[Any, Any]):
     transcript is under budget, else ``[*system, digest, *kept]`` (a ``ChatPromptValue`` when
     it was given one). The digest is not stored anywhere: pair it with
     :class:`~langchain_window_budget.CondensingChatMessageHistory` to make it persistent.
+
+    Because the result is not stored, each reply's ``usage_metadata`` measured a list other
+    than the next input; the transformer therefore never anchors on it (it calls
+    ``engine.ignore_usage()``) and counts every message itself.
     """
 
     def __init__(self, engine: LangChainCondenser) -> None:
+        engine.ignore_usage()
         self.engine = engine
-        """The condenser doing the work."""
+        """The condenser doing the work (usage anchoring switched off)."""
 
     def _apply(self, value: Any) -> Any:
         messages, was_prompt = _as_messages(value)

@@ -3,8 +3,11 @@
 Wraps any ``BaseChatMessageHistory`` (in-memory, SQL, Redis, ...). Reads return a
 snapshot that stays the same object until the next write, so the several reads a chain
 makes in one turn agree. Writes append to the wrapped history, then gate; over budget,
-the dropped head goes to the archive history *first*, and only then is the live history
-replaced by ``[digest, *kept]``. The digest's record points at the archived range.
+the dropped head (and the original of any message kept only as a shortened copy) goes to
+the archive history *first*, and only then is the live history replaced by
+``[digest, *kept]``. The digest's record points at the archived range. Writes through one
+wrapper are serialized (a thread lock for the sync methods, an asyncio lock for the async
+ones), so concurrent turns never archive the same head twice.
 
 LangChain marks ``BaseChatMessageHistory`` deprecated in favour of LangGraph persistence;
 this wrapper stays thin for the chains that still use it.
@@ -12,6 +15,8 @@ this wrapper stays thin for the chains that still use it.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,7 +65,8 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
 
     ``clear()`` empties the live history only; the archive keeps what it holds. The
     archive is written through its sync ``add_messages`` on both paths, before the live
-    history changes.
+    history changes. Mixing sync and async writes to one wrapper from different threads
+    is not serialized; use one kind per wrapper.
 
     """
 
@@ -82,6 +88,8 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         self.system_prompt_tokens = system_prompt_tokens
         """Tokens counted on top of the history (the chain's system prompt)."""
         self._snapshot: list[BaseMessage] | None = None
+        self._lock = threading.Lock()
+        self._alock = asyncio.Lock()
         self.last_result: LangChainResult | None = None
         """The account of the last write's gate (None before the first write)."""
 
@@ -109,35 +117,72 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         return {"history": type(self.archive).__name__, "start": start,
                 "end": start + len(dropped)}
 
+    def _archive_replaced(self, result: LangChainResult) -> None:
+        # The live history will hold shortened copies: the originals must survive somewhere.
+        if result.replaced:
+            self.archive.add_messages(list(result.replaced))
+
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages``, then condense the live history if it is over budget.
 
-        The archive is written before the live history is replaced, so a failure at any
-        step leaves every message in one of the two.
+        The dropped head and the originals of shortened messages are archived before the
+        live history is replaced. The replacement is ``clear()`` then ``add_messages()``
+        on the wrapped history, which is not atomic: if the second step raises, the
+        previous live content is written back (best effort: a store that keeps failing
+        can still be left short, though everything dropped is in the archive) and the
+        error is re-raised.
         """
-        self.history.add_messages(messages)
-        self._snapshot = None
-        current = self.messages
-        result = self.engine.run(current, extra_pinned_tokens=self.system_prompt_tokens,
-                                 archive=self._archive)
-        self.last_result = result
-        if result.changed:
-            self.history.clear()
-            self.history.add_messages(list(result.messages))
+        with self._lock:
+            self.history.add_messages(messages)
             self._snapshot = None
+            current = self.messages
+            result = self.engine.run(current, extra_pinned_tokens=self.system_prompt_tokens,
+                                     archive=self._archive)
+            self.last_result = result
+            if not result.changed:
+                return
+            self._archive_replaced(result)
+            self._snapshot = None
+            self.history.clear()
+            try:
+                self.history.add_messages(list(result.messages))
+            except BaseException:
+                self._restore(current)
+                raise
+
+    def _restore(self, previous: list[BaseMessage]) -> None:
+        try:
+            self.history.clear()
+            self.history.add_messages(previous)
+        except Exception:  # best effort; the caller sees the original error
+            pass
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """The async twin of :meth:`add_messages` (wrapped history's async methods)."""
-        await self.history.aadd_messages(messages)
-        self._snapshot = None
-        current = await self.aget_messages()
-        result = await self.engine.arun(current, extra_pinned_tokens=self.system_prompt_tokens,
-                                        archive=self._archive)
-        self.last_result = result
-        if result.changed:
-            await self.history.aclear()
-            await self.history.aadd_messages(list(result.messages))
+        async with self._alock:
+            await self.history.aadd_messages(messages)
             self._snapshot = None
+            current = await self.aget_messages()
+            result = await self.engine.arun(
+                current, extra_pinned_tokens=self.system_prompt_tokens, archive=self._archive)
+            self.last_result = result
+            if not result.changed:
+                return
+            self._archive_replaced(result)
+            self._snapshot = None
+            await self.history.aclear()
+            try:
+                await self.history.aadd_messages(list(result.messages))
+            except BaseException:
+                await self._arestore(current)
+                raise
+
+    async def _arestore(self, previous: list[BaseMessage]) -> None:
+        try:
+            await self.history.aclear()
+            await self.history.aadd_messages(previous)
+        except Exception:  # best effort; the caller sees the original error
+            pass
 
     def clear(self) -> None:
         """Empty the live history (the archive is left alone)."""

@@ -18,7 +18,8 @@ except ImportError as exc:  # pragma: no cover - exercised by __main__
 import importlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -26,20 +27,22 @@ from typing import Any, NoReturn, TypeVar
 from window_budget.budget.counters import resolve_counter
 from window_budget.budget.estimate import estimate_message_tokens
 from window_budget.budget.gate import budget_limit, estimate_context
+from window_budget.budget.ledger import TokenLedger
 from window_budget.condenser import DEFAULT_POLICY, create_condenser
 from window_budget.contract import BudgetPolicy, Model, SyncCompleteFn, TokenCounter
 from window_budget.demo import run_demo
-from window_budget.digest import is_digest
 from window_budget.errors import WindowBudgetError
-from window_budget.messages import AgentMessage, AssistantMessage, CustomMessage
+from window_budget.messages import AgentMessage, CustomMessage
 from window_budget.readers import (
     FORMATS,
     ReadError,
     Transcript,
+    detect_format,
     iter_transcript_files,
     read_transcript,
     write_transcript,
 )
+from window_budget.readers._base import PICK_FORMAT, SKIP_BAD
 
 __all__ = ["main"]
 
@@ -80,7 +83,12 @@ class _Group(click.Group):
 
 def _fail(message: str) -> NoReturn:
     """End the command with one line on stderr and exit status 1."""
-    raise click.ClickException(message)
+    raise click.ClickException(_cli_wording(message))
+
+
+def _cli_wording(message: str) -> str:
+    """A reader's error as the command line's user needs it: options by their flags."""
+    return message.replace(SKIP_BAD, "--skip-bad").replace(PICK_FORMAT, "--from")
 
 
 @click.group(cls=_Group, invoke_without_command=True,
@@ -159,37 +167,84 @@ def _settings(window: int, trigger_ratio: float, keep_recent: int, reserve: int,
     return _Settings(window, policy, tokens)
 
 
-def _expand(paths: Sequence[Path]) -> list[Path]:
-    """Files to process: each file as given, each directory's transcripts by name."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = iter_transcript_files(path)
-            if not found:
-                _fail(f"{path}: no .json or .jsonl transcripts in this directory")
-            files.extend(found)
-        else:
-            files.append(path)
-    return files
+class _Batch:
+    """The files a command runs over, and the ones it skipped along the way.
 
+    In a directory, a file whose format cannot be told (a ``package.json``, say) is
+    skipped; with ``--skip-bad`` so is any file that fails to read, and in ``plot`` with
+    several inputs any file that fails to replay. Each skip is listed on stderr (and in
+    ``inspect --json``); the rest still run.
+    """
 
-def _progress(files: list[Path], enabled: bool) -> Iterator[Path]:
-    """Iterate ``files``, with a progress bar on stderr when a directory was given."""
-    if not enabled:
-        yield from files
-        return
-    with click.progressbar(files, label="transcripts", file=sys.stderr,
-                           item_show_func=lambda p: p.name if p else "") as bar:
-        yield from bar
+    def __init__(self, paths: Sequence[Path], *, skip_bad: bool) -> None:
+        self.files: list[Path] = []
+        self.scanned: set[Path] = set()
+        for path in paths:
+            if path.is_dir():
+                found = iter_transcript_files(path)
+                if not found:
+                    _fail(f"{path}: no .json or .jsonl transcripts in this directory")
+                self.files.extend(found)
+                self.scanned.update(found)
+            else:
+                self.files.append(path)
+        self.many = len(self.files) > 1 or bool(self.scanned)
+        self.skip_bad = skip_bad
+        self.skipped: list[dict[str, str]] = []
 
+    def skip(self, path: Path, reason: str) -> None:
+        """Note a skipped file (reported by :meth:`report`, once the progress bar is done)."""
+        self.skipped.append({"file": str(path), "skipped": reason})
 
-def _read(path: Path, fmt: str | None, skip_bad: bool) -> Transcript:
-    try:
-        return read_transcript(path, format=fmt, skip_bad=skip_bad)
-    except ReadError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"{path}: {exc.strerror or exc} — check the path")
+    @contextmanager
+    def progress(self) -> Iterator[Iterable[Path]]:
+        """The files, with a progress bar on stderr when a directory was given.
+
+        The bar is closed before an error propagates, so the error's line is not written
+        after a dangling label; skips are reported once it is closed, error or not.
+        """
+        try:
+            if not self.scanned:
+                yield self.files
+            else:
+                with click.progressbar(self.files, label="transcripts", file=sys.stderr,
+                                       item_show_func=lambda p: p.name if p else "") as bar:
+                    yield bar
+        finally:
+            self.report()
+
+    def report(self) -> None:
+        """One stderr line per skipped file."""
+        for entry in self.skipped:
+            file, reason = entry["file"], entry["skipped"]
+            # Reader errors already start with the file's name.
+            click.echo(f"skipped {reason}" if reason.startswith(file)
+                       else f"skipped {file}: {reason}", err=True)
+
+    def read(self, path: Path, fmt: str | None) -> Transcript | None:
+        """Read one file; None when it is skipped (see the class docstring)."""
+        if fmt is None and path in self.scanned:
+            try:
+                fmt = detect_format(path)
+            except ReadError as exc:
+                self.skip(path, _cli_wording(str(exc)))
+                return None
+            except UnicodeDecodeError:
+                self.skip(path, "not UTF-8 text — is this a transcript?")
+                return None
+            except OSError as exc:
+                self.skip(path, f"{exc.strerror or exc}")
+                return None
+        try:
+            return read_transcript(path, format=fmt, skip_bad=self.skip_bad)
+        except ReadError as exc:
+            message = str(exc)
+        except OSError as exc:
+            message = f"{path}: {exc.strerror or exc} — check the path"
+        if self.skip_bad and self.many:
+            self.skip(path, _cli_wording(message))
+            return None
+        _fail(message)
 
 
 def _system_tokens(transcript: Transcript, counter: TokenCounter | None) -> int:
@@ -241,7 +296,7 @@ def inspect_transcript(transcript: Transcript, settings: _Settings) -> dict[str,
     limit = budget_limit(model, settings.policy)
     estimate = sum(sizes) + pinned
     context = estimate_context(msgs, model, counter=counter, pinned_tokens=pinned)
-    fires_at = _first_firing(msgs, sizes, model, pinned, limit)
+    fires_at = _first_firing(msgs, model, pinned, limit, counter)
     reported = transcript.reported_usage
     cut: dict[str, Any] = {"index": None, "reason": "under-budget"}
     try:
@@ -286,26 +341,28 @@ def inspect_transcript(transcript: Transcript, settings: _Settings) -> dict[str,
     }
 
 
-def _first_firing(msgs: Sequence[AgentMessage], sizes: Sequence[int], model: Model,
-                  pinned: int, limit: float) -> int | None:
+def _first_firing(msgs: Sequence[AgentMessage], model: Model, pinned: int, limit: float,
+                  counter: TokenCounter | None) -> int | None:
     """Index of the first message after which the gate's figure passes ``limit``.
 
-    Mirrors :func:`~window_budget.budget.gate.estimate_context` in one pass: the newest
-    trusted usage figure plus what came after it, or the estimate of everything.
+    Replays the transcript through a :class:`~window_budget.budget.ledger.TokenLedger`,
+    so each step is the figure :func:`~window_budget.budget.gate.estimate_context` gives
+    (the trusted usage anchor — same model, plausible, not stale after a digest or on
+    the turns kept with it — plus what came after, else the estimate of everything) at
+    the cost of the new message only.
     """
-    total = pinned
-    anchor: int | None = None
-    after = 0
-    for i, (msg, size) in enumerate(zip(msgs, sizes, strict=True)):
-        total += size
-        if is_digest(msg):
-            anchor = None
-        elif isinstance(msg, AssistantMessage) and msg.usage is not None:
-            trusted = msg.model is None or msg.model == model.id
-            anchor, after = (msg.usage.context_tokens if trusted else None), 0
-        elif anchor is not None:
-            after += size
-        if (anchor + after if anchor is not None else total) > limit:
+    ledger = TokenLedger(counter)
+    grown: list[AgentMessage] = []
+    for i, msg in enumerate(msgs):
+        grown.append(msg)
+        prefix = ledger.prefix(grown)
+        anchor = ledger.anchor(grown, model, pinned_tokens=pinned)
+        usage = grown[anchor].usage if anchor is not None else None  # type: ignore[union-attr]
+        if anchor is not None and usage is not None:
+            figure = usage.context_tokens + prefix[i + 1] - prefix[anchor + 1]
+        else:
+            figure = prefix[i + 1] + pinned
+        if figure > limit:
             return i
     return None
 
@@ -382,12 +439,16 @@ def inspect(paths: tuple[Path, ...], as_json: bool, fmt: str | None, skip_bad: b
     PATHS are transcript files or directories of them (.json/.jsonl).
     """
     settings = _settings(**policy)
-    files = _expand(paths)
-    reports = []
-    for path in _progress(files, any(p.is_dir() for p in paths)):
-        reports.append(inspect_transcript(_read(path, fmt, skip_bad), settings))
+    batch = _Batch(paths, skip_bad=skip_bad)
+    reports: list[dict[str, Any]] = []
+    with batch.progress() as files:
+        for path in files:
+            transcript = batch.read(path, fmt)
+            if transcript is not None:
+                reports.append(inspect_transcript(transcript, settings))
     if as_json:
-        click.echo(json.dumps(reports, indent=2))
+        # A skipped file is listed as {"file": ..., "skipped": reason}.
+        click.echo(json.dumps(reports + batch.skipped, indent=2))
     else:
         click.echo("\n\n".join(_render_inspect(r) for r in reports))
 
@@ -461,8 +522,8 @@ def compact(paths: tuple[Path, ...], output: Path | None, out_format: str,
     network call unless --model names a chat model.
     """
     settings = _settings(**policy)
-    files = _expand(paths)
-    many = len(files) > 1 or any(p.is_dir() for p in paths)
+    batch = _Batch(paths, skip_bad=skip_bad)
+    many = batch.many
     if many and not dry_run:
         if output is None:
             _fail("several transcripts need -o/--output DIRECTORY to write into")
@@ -472,38 +533,48 @@ def compact(paths: tuple[Path, ...], output: Path | None, out_format: str,
     if output is not None and not many and not dry_run and not output.parent.is_dir():
         _fail(f"{output.parent} does not exist — create it or pick another --output")
     complete_sync = None if dry_run else _completer(model_spec)
-    for path in _progress(files, many):
-        transcript = _read(path, fmt, skip_bad)
-        pinned = _system_tokens(transcript, settings.counter)
-        condenser = create_condenser(model=_model_for(transcript, settings.window),
-                                     policy=settings.policy, counter=settings.counter,
-                                     complete_sync=complete_sync)
-        msgs = list(transcript.messages)
-        try:
-            if dry_run:
-                decision = condenser.decide(msgs, force=force, pinned_tokens=pinned)
-                plan, limit = decision.plan, decision.limit
-                reason = decision.result.reason if decision.result else "would condense"
-                click.echo(f"{path}: {len(msgs)} messages, {decision.tokens_before:,} tokens, "
-                           f"limit {limit:,.0f}: {reason}"
-                           + (f"; cut before message #{plan.cut + 1}: {len(plan.dropped)} "
-                              f"fold into a digest, {len(plan.kept)} kept"
-                              if plan.cut else ""))
-                continue
-            result = condenser.run_sync(msgs, force=force, pinned_tokens=pinned)
-        except WindowBudgetError as exc:
-            _fail(f"{path}: {exc}")
-        target_format = transcript.format if out_format == "input" else out_format
-        target = _output_path(path, output, many, target_format)
-        click.echo(f"{path}: {result.reason}, {result.tokens_before:,} -> "
-                   f"{result.tokens_after:,} tokens ({len(result.plan.dropped)} messages "
-                   f"folded, {len(result.messages)} remain)"
-                   + (f" -> {target}" if target else ""), err=True)
-        try:
-            write_transcript(result.messages, target or sys.stdout, format=target_format,
-                             system=transcript.system)
-        except OSError as exc:
-            _fail(f"{target}: {exc.strerror or exc} — check the output path")
+    with batch.progress() as files:
+        for path in files:
+            transcript = batch.read(path, fmt)
+            if transcript is not None:
+                _compact_one(path, transcript, settings, output, out_format, many=many,
+                             force=force, dry_run=dry_run, complete_sync=complete_sync)
+
+
+def _compact_one(path: Path, transcript: Transcript, settings: _Settings, output: Path | None,
+                 out_format: str, *, many: bool, force: bool, dry_run: bool,
+                 complete_sync: SyncCompleteFn | None) -> None:
+    """Condense one transcript and write it (or show the plan, for ``--dry-run``)."""
+    pinned = _system_tokens(transcript, settings.counter)
+    condenser = create_condenser(model=_model_for(transcript, settings.window),
+                                 policy=settings.policy, counter=settings.counter,
+                                 complete_sync=complete_sync)
+    msgs = list(transcript.messages)
+    try:
+        if dry_run:
+            decision = condenser.decide(msgs, force=force, pinned_tokens=pinned)
+            plan, limit = decision.plan, decision.limit
+            reason = decision.result.reason if decision.result else "would condense"
+            click.echo(f"{path}: {len(msgs)} messages, {decision.tokens_before:,} tokens, "
+                       f"limit {limit:,.0f}: {reason}"
+                       + (f"; cut before message #{plan.cut + 1}: {len(plan.dropped)} "
+                          f"fold into a digest, {len(plan.kept)} kept"
+                          if plan.cut else ""))
+            return
+        result = condenser.run_sync(msgs, force=force, pinned_tokens=pinned)
+    except WindowBudgetError as exc:
+        _fail(f"{path}: {exc}")
+    target_format = transcript.format if out_format == "input" else out_format
+    target = _output_path(path, output, many, target_format)
+    click.echo(f"{path}: {result.reason}, {result.tokens_before:,} -> "
+               f"{result.tokens_after:,} tokens ({len(result.plan.dropped)} messages "
+               f"folded, {len(result.messages)} remain)"
+               + (f" -> {target}" if target else ""), err=True)
+    try:
+        write_transcript(result.messages, target or sys.stdout, format=target_format,
+                         system=transcript.system, tokens_before=result.tokens_before)
+    except OSError as exc:
+        _fail(f"{target}: {exc.strerror or exc} — check the output path")
 
 
 # --------------------------------------------------------------------------- plot
@@ -524,32 +595,52 @@ def plot(paths: tuple[Path, ...], output: Path, fmt: str | None, skip_bad: bool,
     cumulative tokens, the window, the trigger line, each point the gate fires and each
     cut. Needs matplotlib (pip install "window-budget[plot]").
     """
-    from window_budget.timeline import plot_timeline, simulate
-
     settings = _settings(**policy)
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         _fail('plot needs matplotlib; pip install "window-budget[plot]"')
-    files = _expand(paths)
-    many = len(files) > 1 or any(p.is_dir() for p in paths)
+    batch = _Batch(paths, skip_bad=skip_bad)
+    many = batch.many
     if many:
         output.mkdir(parents=True, exist_ok=True)
-    for path in _progress(files, many):
-        transcript = _read(path, fmt, skip_bad)
-        pinned = _system_tokens(transcript, settings.counter)
-        try:
-            timeline = simulate(transcript.messages, Model("replay", settings.window),
-                                settings.policy, counter=settings.counter,
-                                pinned_tokens=pinned)
-        except WindowBudgetError as exc:
+    with batch.progress() as files:
+        for path in files:
+            transcript = batch.read(path, fmt)
+            if transcript is not None:
+                _plot_one(path, transcript, settings, output, batch)
+
+
+def _plot_one(path: Path, transcript: Transcript, settings: _Settings, output: Path,
+              batch: _Batch) -> None:
+    """Replay one transcript and draw it; with several inputs a failure skips the file."""
+    from window_budget.timeline import plot_timeline, simulate
+
+    many = batch.many
+    pinned = _system_tokens(transcript, settings.counter)
+    try:
+        timeline = simulate(transcript.messages, Model("replay", settings.window),
+                            settings.policy, counter=settings.counter,
+                            pinned_tokens=pinned)
+    except Exception as exc:  # a bad file must not stop a directory run
+        if many:
+            batch.skip(path, str(exc) if isinstance(exc, WindowBudgetError)
+                       else f"could not replay it ({type(exc).__name__}: {exc})")
+            return
+        if isinstance(exc, WindowBudgetError):
             _fail(f"{path}: {exc}")
-        target = output / f"{path.stem}.png" if many else output
-        try:
-            plot_timeline(timeline, target, title=path.name)
-        except OSError as exc:
-            _fail(f"{target}: {exc.strerror or exc} — check the output path")
-        click.echo(f"{path}: {len(timeline.firings)} condensations over "
-                   f"{len(transcript.messages)} messages -> {target}", err=many)
+        raise
+    target = output / f"{path.stem}.png" if many else output
+    try:
+        plot_timeline(timeline, target, title=path.name)
+    except OSError as exc:
+        _fail(f"{target}: {exc.strerror or exc} — check the output path")
+    except Exception as exc:  # matplotlib raises many kinds on odd data
+        if not many:
+            raise
+        batch.skip(path, f"could not draw it ({type(exc).__name__}: {exc})")
+        return
+    click.echo(f"{path}: {len(timeline.firings)} condensations over "
+               f"{len(transcript.messages)} messages -> {target}", err=many)
 
 

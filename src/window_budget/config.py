@@ -117,6 +117,27 @@ def _text(text: str) -> str:
     return text
 
 
+def _parse_encoding(text: str) -> str:
+    """A tiktoken encoding name, checked against tiktoken's registry when it is installed.
+
+    Without tiktoken nothing can be checked (and nothing needs to be: the tiktoken
+    counter falls back to the heuristic anyway).
+    """
+    from window_budget.budget.counters import _LOCAL_SPECS
+
+    name = text.strip()
+    if not name:
+        raise ValueError
+    try:
+        import tiktoken.registry
+    except ImportError:
+        return name
+    known = set(tiktoken.registry.list_encoding_names()) | set(_LOCAL_SPECS)
+    if name not in known and f"{name}_offline" not in known:
+        raise ValueError
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class EnvVar:
     """One variable of the registry."""
@@ -157,7 +178,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "what a failing summary call does", "on_summarizer_error"),
     EnvVar("COUNTER", "'heuristic' or 'tiktoken'", _choice("heuristic", "tiktoken"),
            "how tokens are counted"),
-    EnvVar("ENCODING", "a tiktoken encoding name", _text,
+    EnvVar("ENCODING", "a tiktoken encoding name such as cl100k_base or o200k_base",
+           _parse_encoding,
            "encoding used with COUNTER=tiktoken (default cl100k_base)"),
     EnvVar("TIKTOKEN_FILE", "a path to a .tiktoken file", _text,
            "local encoding file, so tiktoken needs no download"),

@@ -197,6 +197,9 @@ def format_report_rich(report: UsageReport, *, width: int = 88, color: bool = Fa
     console = Console(file=buf, width=width, force_terminal=color, color_system=(
         "standard" if color else None), legacy_windows=False)
     console.print(table)
-    console.print(f"roles: {roles}; images: {report.image_count:,}; "
-                  f"counter: {report.counter_name}", highlight=False)
+    # One fact a line: wrapped at a narrow width, a "; "-joined line left a separator
+    # dangling at the end of a line.
+    console.print(f"roles: {roles}", highlight=False)
+    console.print(f"images: {report.image_count:,}, counter: {report.counter_name}",
+                  highlight=False)
     return buf.getvalue().rstrip("\n")

@@ -215,3 +215,161 @@ def test_to_is_an_alias_of_format(tmp_path: Path) -> None:
     result = run("compact", FIXTURES / "openai_run.json", "--to", "anthropic", "-o", out)
     assert result.exit_code == 0
     assert read_transcript(out).format == "anthropic"
+
+
+# ------------------------------------------------------------ regressions from review
+
+
+def test_a_compacted_claude_code_file_inspects_under_budget(tmp_path: Path) -> None:
+    out = tmp_path / "c.jsonl"
+    assert run("compact", LONG, "--window", "32768", "-o", out).exit_code == 0
+    result = run("inspect", out, "--window", "32768", "--json")
+    info = json.loads(result.stdout)[0]
+    assert info["anchored"] is False
+    assert info["gate"]["over_budget"] is False
+    assert info["gate"]["fires_at"] is None
+    boundary = json.loads(out.read_text().splitlines()[0])
+    original = json.loads(run("inspect", LONG, "--window", "32768", "--json").stdout)[0]
+    assert boundary["compactMetadata"]["preTokens"] == original["context_tokens"]
+
+
+def _dir_with(tmp_path: Path, **extra: str) -> Path:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "openai_chat.json", folder / "chat.json")
+    for name, text in extra.items():
+        (folder / name.replace("_", ".")).write_text(text)
+    return folder
+
+
+def test_a_directory_skips_files_of_no_known_format(tmp_path: Path) -> None:
+    folder = _dir_with(tmp_path, package_json='{"name": "x", "version": "1.0.0"}')
+    result = CliRunner().invoke(main, ["inspect", str(folder), "--json"])
+    assert result.exit_code == 0, result.output
+    reports = json.loads(result.stdout)
+    assert [r["format"] for r in reports if "format" in r] == ["openai"]
+    skipped = [r for r in reports if "skipped" in r and "format" not in r]
+    assert len(skipped) == 1
+    assert skipped[0]["file"].endswith("package.json")
+    assert "cannot tell" in skipped[0]["skipped"]
+    assert "skipped" in result.stderr
+    assert "package.json" in result.stderr
+
+    text = CliRunner().invoke(main, ["inspect", str(folder)])
+    assert text.exit_code == 0
+    assert "chat.json" in text.stdout
+
+
+def test_a_directory_skips_unreadable_files_only_with_skip_bad(tmp_path: Path) -> None:
+    broken = '[{"role": "user", "content": "hi"}, {"role": "user", "content": 5}]'
+    folder = _dir_with(tmp_path, broken_json=broken)
+    result = CliRunner().invoke(main, ["inspect", str(folder)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error:") or "\nError:" in result.stderr
+
+    result = CliRunner().invoke(main, ["inspect", str(folder), "--skip-bad", "--json"])
+    assert result.exit_code == 0, result.output
+    reports = json.loads(result.stdout)
+    assert len(reports) == 2
+
+
+def test_the_error_line_starts_its_own_line_after_the_progress_bar(tmp_path: Path) -> None:
+    folder = _dir_with(tmp_path, z_json='[{"role": "user", "content": 5}]')
+    result = CliRunner().invoke(main, ["inspect", str(folder)])
+    assert result.exit_code == 1
+    error_lines = [line for line in result.stderr.splitlines() if "Error:" in line]
+    assert error_lines
+    assert all(line.startswith("Error:") for line in error_lines)
+
+
+def test_plot_directory_skips_a_file_that_fails(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    from window_budget import timeline
+
+    folder = _dir_with(tmp_path)
+    shutil.copy(FIXTURES / "openai_chat.jsonl", folder / "other.jsonl")
+    real = timeline.simulate
+
+    def flaky(messages, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if len(messages) == len(read_transcript(folder / "chat.json").messages):
+            raise ValueError("boom")
+        return real(messages, *args, **kwargs)
+
+    monkeypatch.setattr(timeline, "simulate", flaky)
+    out = tmp_path / "png"
+    result = CliRunner().invoke(main, ["plot", str(folder), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "skipped" in result.stderr
+    assert "boom" in result.stderr
+    assert (out / "other.png").exists()
+    assert not (out / "chat.png").exists()
+
+
+def _brute_force_firing(msgs, model, pinned, limit, counter=None):  # type: ignore[no-untyped-def]
+    from window_budget import estimate_context as context
+
+    for i in range(len(msgs)):
+        if context(msgs[:i + 1], model, counter=counter,
+                   pinned_tokens=pinned).context_tokens > limit:
+            return i
+    return None
+
+
+def test_first_firing_agrees_with_the_gate() -> None:
+    from window_budget import (
+        AssistantMessage,
+        DigestMessage,
+        Model,
+        Usage,
+        UserMessage,
+        budget_limit,
+    )
+    from window_budget.cli import _first_firing
+    from window_budget.contract import BudgetPolicy
+
+    model = Model("m", 4000)
+    limit = budget_limit(model, BudgetPolicy(reserve_tokens=0))
+    digest = DigestMessage("[session digest — older turns condensed]\n\nx",
+                           covered_count=9, kept_count=2)
+    cases = {
+        "stale usage kept with a digest": [
+            digest, UserMessage("q"), AssistantMessage("a", usage=Usage(50_000, 1), model="m"),
+            UserMessage("more " * 50)],
+        "another model's usage": [
+            UserMessage("q"), AssistantMessage("a", usage=Usage(50_000, 1), model="other"),
+            UserMessage("more")],
+        "dated alias of the same model anchors": [
+            UserMessage("q"), AssistantMessage("a", usage=Usage(3_500, 1), model="m-2024-01-01"),
+            UserMessage("more")],
+        "implausibly small usage": [
+            UserMessage("x" * 20_000), AssistantMessage("a", usage=Usage(10, 1), model="m"),
+            UserMessage("more")],
+        "fresh usage after the kept turns": [
+            digest, UserMessage("q"), AssistantMessage("a"),
+            UserMessage("again"), AssistantMessage("b", usage=Usage(3_500, 1), model="m")],
+    }
+    for name, msgs in cases.items():
+        for pinned in (0, 500):
+            expected = _brute_force_firing(msgs, model, pinned, limit)
+            assert _first_firing(msgs, model, pinned, limit, None) == expected, name
+    assert _first_firing(cases["stale usage kept with a digest"], model, 0, limit, None) is None
+    assert _first_firing(cases["another model's usage"], model, 0, limit, None) is None
+    assert _first_firing(cases["dated alias of the same model anchors"], model, 0, limit,
+                         None) == 1
+    assert _first_firing(cases["implausibly small usage"], model, 0, limit, None) == 0
+
+
+def test_bad_record_error_uses_command_line_wording(tmp_path: Path) -> None:
+    result = run("inspect", BAD / "openai_bad_record.json")
+    assert result.exit_code == 1
+    assert "--skip-bad" in result.output
+    assert "skip_bad=True" not in result.output
+
+
+def test_a_json_syntax_error_is_reported_with_its_place(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('[\n  {"role": "user", "content": "hi"},\n  {"role": oops}\n]\n')
+    result = run("inspect", path)
+    assert result.exit_code == 1
+    assert "line 3, column 12: not valid JSON" in result.output

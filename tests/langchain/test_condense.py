@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
@@ -20,10 +23,18 @@ from langchain_window_budget import (
     condense_messages,
     digest_record,
 )
-from window_budget import SESSION_HEADER, BudgetPolicy, SummarizerError
+from langchain_window_budget._convert import usage_is_stale
+from window_budget import CONDENSER_BRIEF, SESSION_HEADER, BudgetPolicy, SummarizerError
 from window_budget.errors import ConfigError
 
-from .conftest import DIGEST_REPLY, digest_model, provider_valid, snapshot, tool_loop
+from .conftest import (
+    DIGEST_REPLY,
+    digest_model,
+    provider_valid,
+    request_tokens,
+    snapshot,
+    tool_loop,
+)
 
 SMALL = BudgetPolicy(keep_recent=1500, reserve_tokens=256)
 
@@ -159,9 +170,13 @@ def test_output_is_always_provider_valid(msgs: list[BaseMessage], keep: int) -> 
     assert snapshot(msgs) == before
     if out is msgs:
         return
-    # Orphans already at the head of the kept tail in the input are the only exception.
-    assert not isinstance(out[1], ToolMessage)
-    kept = out[1:]
+    if digest_record(out[0]) is None:  # no legal cut: oversized messages shortened in place
+        assert len(out) == len(msgs)
+        kept = list(out)
+    else:
+        # Orphans already at the head of the kept tail in the input are the only exception.
+        assert not isinstance(out[1], ToolMessage)
+        kept = out[1:]
     called: set[str] = set()
     for m in msgs[len(msgs) - len(kept):]:
         if isinstance(m, AIMessage):
@@ -328,3 +343,149 @@ def test_import_error_names_the_extra() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert 'pip install "window-budget[langchain]"' in out
+
+
+# ------------------------------------------------------- review regressions
+
+
+class _UsageModel(BaseChatModel):
+    """Answers like a provider: reports the request's input tokens, records each size."""
+
+    sizes: list[int] = []  # noqa: RUF012 - a pydantic field; pydantic copies defaults
+
+    @property
+    def _llm_type(self) -> str:
+        return "usage-reporting"
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if messages[0].text == CONDENSER_BRIEF:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("# Objective\nx"))])
+        n = request_tokens(messages)
+        self.sizes.append(n)
+        usage = {"input_tokens": n, "output_tokens": 230, "total_tokens": n + 230}
+        return ChatResult(generations=[ChatGeneration(
+            message=AIMessage("answer " + "a" * 800, usage_metadata=usage))])  # type: ignore[arg-type]
+
+
+def _lcel_chain(model: _UsageModel, window: int) -> Any:
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{input}")])
+    return prompt | condense_messages(model=model, context_window=window) | model
+
+
+def test_lcel_transformer_never_anchors_on_replies_to_condensed_requests() -> None:
+    # Review bug 1: the transformer does not store its result, so each reply's usage
+    # measured a condensed list; anchoring on it let the next request grow unchecked.
+    model = _UsageModel(sizes=[])
+    chain = _lcel_chain(model, 4000)
+    history: list[BaseMessage] = []
+    for i in range(40):
+        question = f"question {i} " + "q" * 800
+        reply = chain.invoke({"history": history, "input": question})
+        history += [HumanMessage(question), reply]
+    assert len(model.sizes) == 40
+    assert max(model.sizes) <= (4000 - 2048) * 0.75 + 50
+
+
+async def test_lcel_transformer_never_anchors_async() -> None:
+    model = _UsageModel(sizes=[])
+    chain = _lcel_chain(model, 4000)
+    history: list[BaseMessage] = []
+    for i in range(20):
+        question = f"question {i} " + "q" * 800
+        reply = await chain.ainvoke({"history": history, "input": question})
+        history += [HumanMessage(question), reply]
+    assert max(model.sizes) <= (4000 - 2048) * 0.75 + 50
+
+
+def _trim_transcript() -> list[BaseMessage]:
+    msgs: list[BaseMessage] = []
+    n = 0
+    for i in range(6):
+        n += 700
+        usage = {"input_tokens": n, "output_tokens": 290, "total_tokens": n + 290}
+        msgs += [HumanMessage(f"q{i} " + "x" * 1000),
+                 AIMessage(f"a{i} " + "y" * 1000, usage_metadata=usage)]  # type: ignore[arg-type]
+    return msgs
+
+
+def test_second_run_on_a_trimmed_result_is_a_no_op() -> None:
+    # Review bug 2: the kept replies' usage measured the untrimmed list.
+    trim = BudgetPolicy(strategy="trim")
+    first = LangChainCondenser(None, context_window=6000, policy=trim).run(_trim_transcript())
+    assert first.core.reason == "trimmed"
+    kept_ai = [m for m in first.messages if isinstance(m, AIMessage)]
+    assert kept_ai
+    assert all(usage_is_stale(m) for m in kept_ai)
+    assert all(m.usage_metadata for m in kept_ai)  # kept for cost accounting
+    again = LangChainCondenser(None, context_window=6000, policy=trim).run(first.messages)
+    assert again.messages is first.messages
+    assert not again.changed
+
+
+def test_summarizer_window_sizes_the_summary_requests() -> None:
+    # Review bug 3: a small summarizer got the whole head in one request and failed.
+    class Small(BaseChatModel):
+        sizes: list[int] = []  # noqa: RUF012
+
+        @property
+        def _llm_type(self) -> str:
+            return "small"
+
+        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                      run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            n = request_tokens(messages)
+            self.sizes.append(n)
+            if n > 8000:
+                raise ValueError(f"context_length_exceeded: {n} > 8000")
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("# Objective\nok"))])
+
+    small = Small(sizes=[], profile={"max_input_tokens": 8000})
+    engine = LangChainCondenser(None, context_window=100_000, summarizer=small)
+    result = engine.run([HumanMessage(f"u{i} " + "x" * 1000) for i in range(400)])
+    assert result.digest is not None
+    assert digest_record(result.digest)["fallback"] is False  # type: ignore[index]
+    assert len(small.sizes) > 1
+    assert max(small.sizes) <= 8000
+
+
+def test_dicts_tuples_and_strings_are_converted() -> None:
+    # Review bug 8: non-message inputs were billed as opaque JSON and passed through raw.
+    raw: list[Any] = []
+    for i in range(30):
+        raw += [("user", f"question {i}: " + "q" * 400),
+                {"role": "assistant", "content": f"answer {i}: " + "a" * 400}]
+    raw.append("the last word")
+    engine = LangChainCondenser(digest_model(), context_window=4000,
+                                policy=BudgetPolicy(keep_recent=800))
+    result = engine.run(raw)
+    assert result.changed
+    assert all(isinstance(m, BaseMessage) for m in result.messages)
+    assert isinstance(result.messages[-1], HumanMessage)
+    assert result.messages[-1].text == "the last word"
+    assert all(isinstance(m, BaseMessage) for m in result.dropped)
+    with pytest.raises(TypeError, match="list of messages"):
+        engine.run("just a string")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="cannot read these messages"):
+        engine.run([{"no": "role"}])
+    assert condense_messages([("user", "hi")], context_window=8000) == [("user", "hi")]
+
+
+def test_lcel_transformer_counts_every_message_even_with_plausible_usage() -> None:
+    # A reply's usage that looks plausible (within the core's sanity bounds) but measured
+    # a condensed request must still not let an over-limit input through.
+    history: list[BaseMessage] = []
+    for i in range(7):
+        history += [HumanMessage(f"q{i} " + "q" * 420), AIMessage(f"a{i} " + "a" * 420)]
+    engine = LangChainCondenser(None, context_window=4000)
+    full = engine.count_messages(history)
+    assert full > (4000 - 2048) * 0.75
+    usage = {"input_tokens": int(full * 0.7), "output_tokens": 0,
+             "total_tokens": int(full * 0.7)}
+    history[-1] = AIMessage(history[-1].content, usage_metadata=usage)  # type: ignore[arg-type]
+    history.append(HumanMessage("go"))
+    assert engine.estimate(history) < (4000 - 2048) * 0.75  # anchored: looks under budget
+    transformer = condense_messages(model=digest_model(), context_window=4000)
+    assert transformer.engine.use_usage is False
+    assert transformer.invoke(history) is not history

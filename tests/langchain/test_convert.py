@@ -18,6 +18,7 @@ from langchain_window_budget._convert import (
     OpaqueMessage,
     build_digest,
     chat_model_id,
+    shortened_copy,
     to_core,
 )
 from window_budget import (
@@ -32,6 +33,7 @@ from window_budget import (
     UserMessage,
     is_digest,
 )
+from window_budget.condenser import shorten_message
 
 from .conftest import RecordingChatModel
 
@@ -142,3 +144,83 @@ def test_other_model_usage_is_ignored() -> None:
     assert engine.estimate([HumanMessage("q"), theirs]) < 1_000
     ours = theirs.model_copy(update={"response_metadata": {"model_name": "ours"}})
     assert engine.estimate([HumanMessage("q"), ours]) > 95_000
+
+
+# ---------------------------------------------------------- shortened copies
+
+
+def _shorten(message: AIMessage | HumanMessage | ToolMessage, tokens: int = 60) -> object:
+    return shortened_copy(message, shorten_message(to_core(message), tokens))
+
+
+def test_shortened_ai_keeps_reasoning_content_out_of_content() -> None:
+    # Review 6b: the reasoning used to move from additional_kwargs into the content.
+    original = AIMessage("answer " + "a" * 4000, id="ai-1",
+                         additional_kwargs={"reasoning_content": "thought " + "t" * 4000},
+                         tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1",
+                                      "type": "tool_call"}])
+    copy = _shorten(original)
+    assert isinstance(copy, AIMessage)
+    assert isinstance(copy.content, str)
+    assert copy.content.startswith("answer ")
+    assert "thought" not in copy.content
+    assert len(copy.content) < 4000
+    reasoning = copy.additional_kwargs["reasoning_content"]
+    assert reasoning.startswith("thought ")
+    assert copy.id == "ai-1"
+    assert copy.tool_calls == original.tool_calls
+
+
+def test_shortened_file_audio_video_blocks_become_placeholders() -> None:
+    # Review 6c: binary blocks were shortened into a base64 dump.
+    blob = "QUJD" * 3000
+    original = HumanMessage([
+        {"type": "text", "text": "look at these"},
+        {"type": "file", "base64": blob, "mime_type": "application/pdf"},
+        {"type": "audio", "base64": blob, "mime_type": "audio/wav"},
+        {"type": "video", "base64": blob, "mime_type": "video/mp4"},
+    ])
+    copy = _shorten(original, 200)
+    assert isinstance(copy, HumanMessage)
+    assert isinstance(copy.content, list)
+    assert copy.content[0] == {"type": "text", "text": "look at these"}
+    for block, kind in zip(copy.content[1:], ("file", "audio", "video"), strict=True):
+        assert isinstance(block, dict)
+        assert block["type"] == "text"
+        assert kind in block["text"]
+        assert "removed by window-budget" in block["text"]
+        assert "QUJD" not in block["text"]
+
+
+def test_shortened_responses_reasoning_block_keeps_type_and_id() -> None:
+    # Review 6d: OpenAI Responses reasoning blocks lost their type and id.
+    original = AIMessage([
+        {"type": "reasoning", "id": "rs_123",
+         "summary": [{"type": "summary_text", "text": "step " * 2000}]},
+        {"type": "text", "text": "done " * 2000},
+    ])
+    copy = _shorten(original, 100)
+    assert isinstance(copy, AIMessage)
+    assert isinstance(copy.content, list)
+    reasoning, text = copy.content
+    assert isinstance(reasoning, dict)
+    assert isinstance(text, dict)
+    assert reasoning["type"] == "reasoning"
+    assert reasoning["id"] == "rs_123"
+    assert len(reasoning["summary"][0]["text"]) < 10_000
+    assert text["type"] == "text"
+    assert len(text["text"]) < 10_000
+
+
+def test_signed_thinking_and_unchanged_blocks_are_left_intact() -> None:
+    thinking = {"type": "thinking", "thinking": "deep " * 50, "signature": "sig"}
+    original = AIMessage([thinking, {"type": "text", "text": "x " * 5000}])
+    copy = _shorten(original, 200)
+    assert isinstance(copy, AIMessage)
+    assert copy.content[0] == thinking
+    tool = ToolMessage("r" * 8000, tool_call_id="c1")
+    short = _shorten(tool)
+    assert isinstance(short, ToolMessage)
+    assert short.tool_call_id == "c1"
+    assert isinstance(short.content, str)
+    assert len(short.content) < 8000

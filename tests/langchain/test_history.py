@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
@@ -117,3 +120,109 @@ def test_fake_list_model_reply_is_reused_safely() -> None:
     for i in range(12):
         history.add_messages(tool_loop(3, start=i * 3))
     assert sum(1 for m in history.messages if digest_record(m)) == 1
+
+
+# ------------------------------------------------------- review regressions
+
+
+def test_originals_of_shortened_messages_are_archived() -> None:
+    # Review bug 4: a message kept only as a shortened copy lost its middle for good.
+    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
+                                           context_window=8000)
+    history.add_messages([HumanMessage("hello"), AIMessage("hi")])
+    big = "UNIQUE-START " + "z" * 30000 + " UNIQUE-MID " + "z" * 30000 + " UNIQUE-END"
+    history.add_messages([
+        AIMessage("", tool_calls=[{"name": "read", "args": {}, "id": "c1", "type": "tool_call"}]),
+        ToolMessage(big, tool_call_id="c1")])
+    result = history.last_result
+    assert result is not None
+    assert result.core.shortened
+    assert result.replaced
+    assert all("UNIQUE-MID" not in m.text for m in history.messages)
+    assert any(m.text == big for m in history.archive.messages)
+
+
+class _FailingAfterClear(InMemoryChatMessageHistory):
+    fail_after_clear: bool = False
+    cleared: bool = False
+
+    def clear(self) -> None:
+        super().clear()
+        self.cleared = True
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        if self.cleared and self.fail_after_clear:
+            self.fail_after_clear = False  # the store comes back for the restore
+            raise ConnectionError("db went away")
+        super().add_messages(messages)
+
+    async def aclear(self) -> None:
+        self.clear()
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self.add_messages(messages)
+
+
+def _fill_until_failure(history: CondensingChatMessageHistory,
+                        live: _FailingAfterClear) -> list[BaseMessage]:
+    sent: list[BaseMessage] = []
+    for i in range(40):
+        message = HumanMessage(f"u{i} " + "x" * 700)
+        sent.append(message)
+        live.cleared = False
+        live.fail_after_clear = True
+        try:
+            history.add_messages([message])
+        except ConnectionError:
+            return sent
+    raise AssertionError("the history never compacted")
+
+
+def test_failed_replace_restores_the_live_history() -> None:
+    # Review bug 5: clear() then a failing add_messages() lost the live history.
+    live = _FailingAfterClear()
+    history = CondensingChatMessageHistory(live, model=digest_model(), context_window=4000)
+    sent = _fill_until_failure(history, live)
+    assert [m.text for m in live.messages] == [m.text for m in sent]
+    stored = {m.text for m in live.messages} | {m.text for m in history.archive.messages}
+    assert all(m.text in stored for m in sent)
+
+
+async def test_failed_async_replace_restores_the_live_history() -> None:
+    live = _FailingAfterClear()
+    history = CondensingChatMessageHistory(live, model=digest_model(), context_window=4000)
+    for i in range(40):
+        message = HumanMessage(f"u{i} " + "x" * 700)
+        live.cleared = False
+        live.fail_after_clear = True
+        try:
+            await history.aadd_messages([message])
+        except ConnectionError:
+            break
+    else:
+        raise AssertionError("the history never compacted")
+    assert len(live.messages) == i + 1
+    assert live.messages[-1].text == message.text
+
+
+async def test_concurrent_async_writes_do_not_duplicate_the_archive() -> None:
+    # Review bug 9: concurrent turns each archived the same head.
+    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
+                                           context_window=4000)
+    sent = [HumanMessage(f"m{i} " + "x" * 700) for i in range(40)]
+    for i in range(0, 40, 4):
+        await asyncio.gather(*(history.aadd_messages([m]) for m in sent[i:i + 4]))
+    texts = [m.text for m in [*history.messages, *history.archive.messages]
+             if digest_record(m) is None]
+    assert sorted(texts) == sorted(m.text for m in sent)
+
+
+def test_concurrent_threaded_writes_do_not_duplicate_the_archive() -> None:
+    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
+                                           context_window=4000)
+    sent = [HumanMessage(f"m{i} " + "x" * 700) for i in range(40)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda m: history.add_messages([m]), sent))
+    texts = [m.text for m in [*history.messages, *history.archive.messages]
+             if digest_record(m) is None]
+    assert sorted(texts) == sorted(m.text for m in sent)

@@ -5,11 +5,18 @@ from __future__ import annotations
 import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_window_budget import WindowBudgetMiddleware, digest_record
+from langchain_window_budget._convert import usage_is_stale
 from window_budget import SESSION_HEADER, BudgetPolicy
 from window_budget.errors import ConfigError
 
@@ -170,3 +177,86 @@ def test_failing_summarizer_raises_when_asked_and_keeps_the_thread(
     humans = [m for m in saved if isinstance(m, HumanMessage)]
     assert len(humans) == sent + 1  # every turn, including the one that failed, is kept
     assert not any(digest_record(m) for m in saved)
+
+
+# ------------------------------------------------------- review regressions
+
+
+def test_reply_to_a_call_only_condensed_request_does_not_anchor_the_next_gate(
+        recording_model: RecordingChatModel) -> None:
+    # Review bug 1 (agent2): the first request was condensed for that call only; the
+    # reply's usage measured that short request, and the next gate anchored on it and
+    # let the full, over-limit state through.
+    window = 8000
+    limit = (window - 2048) * 0.75
+    recording_model.window = window
+    recording_model.stop_after_calls = 3
+    recording_model.reply_chars = 10
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=window,
+                                        policy=BudgetPolicy(keep_recent=1000))
+    system = "You are careful. " * 200
+    agent = create_agent(recording_model, tools=[lookup], system_prompt=system,
+                         middleware=[middleware], checkpointer=InMemorySaver())
+    history: list[BaseMessage] = []
+    for i in range(9):
+        history += [HumanMessage(f"q{i} " + "h" * 700), AIMessage(f"a{i} " + "a" * 700)]
+    history.append(HumanMessage("go"))
+    # Under the limit without the system prompt, over it with it.
+    system_tokens = middleware.engine.count_messages([SystemMessage(system)])
+    assert middleware.engine.estimate(history) <= limit
+    assert middleware.engine.estimate(history, extra_pinned_tokens=system_tokens) > limit
+    replies: list[AIMessage] = []
+    for update in agent.stream({"messages": history}, {"configurable": {"thread_id": "agent2"}},
+                               stream_mode="updates"):
+        for node, value in update.items():
+            if node == "model":
+                replies += [m for m in value["messages"] if isinstance(m, AIMessage)]
+    assert len(recording_model.sizes) == 3
+    assert max(recording_model.sizes) <= limit + 50
+    # The first request was condensed for that call only: its reply is marked ...
+    assert usage_is_stale(replies[0])
+    assert not any(usage_is_stale(m) for m in replies[1:])
+    # ... so the next gate counted the full state and rewrote it persistently.
+    saved = agent.get_state({"configurable": {"thread_id": "agent2"}}).values["messages"]
+    assert digest_record(saved[0]) is not None
+    assert middleware.compactions == 1
+
+
+def test_system_prompt_passed_to_the_middleware_counts_on_the_first_gate(
+        recording_model: RecordingChatModel) -> None:
+    system = "You are careful. " * 200
+    recording_model.window = 8000
+    recording_model.tool_rounds = 0
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=8000,
+                                        policy=BudgetPolicy(keep_recent=1000),
+                                        system_prompt=system)
+    agent = create_agent(recording_model, tools=[lookup], system_prompt=system,
+                         middleware=[middleware], checkpointer=InMemorySaver())
+    history = [HumanMessage(f"q{i} " + "h" * 700) for i in range(20)]
+    agent.invoke({"messages": history}, {"configurable": {"thread_id": "sys"}})
+    assert middleware.compactions == 1  # the first before_model already rewrote the state
+
+
+def test_trim_strategy_keeps_every_agent_request_in_the_limit(
+        recording_model: RecordingChatModel) -> None:
+    # Review bug 2 (agent1t): after a trim the kept replies' usage was stale.
+    window = 6000
+    limit = (window - 2048) * 0.75
+    recording_model.window = window
+    system = "You are careful. " * 100
+    dropped: list[BaseMessage] = []
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=window,
+                                        policy=BudgetPolicy(strategy="trim"),
+                                        system_prompt=system, archive=dropped.extend)
+    agent = create_agent(recording_model, tools=[lookup], system_prompt=system,
+                         middleware=[middleware], checkpointer=InMemorySaver())
+    recording_model.stop_after_calls = 40  # a 40-call tool loop (trims drop the human turn)
+    config = {"configurable": {"thread_id": "trim"}, "recursion_limit": 200}
+    agent.invoke({"messages": [HumanMessage("go " + "u" * 300)]}, config)
+    assert len(recording_model.sizes) == 40
+    assert middleware.compactions >= 3
+    assert not recording_model.summary_calls
+    # The fake reports 20 output tokens for replies of ~100: allow that much drift.
+    assert max(recording_model.sizes) <= limit + 150
+    assert dropped  # what the trims removed reached the archive callback
+    assert middleware.last_result is not None

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from window_budget.messages import AgentMessage
-from window_budget.readers._base import BadRecord, ReadError, Transcript
+from window_budget.readers._base import PICK_FORMAT, BadRecord, ReadError, Transcript
 from window_budget.readers.anthropic import read_anthropic, write_anthropic
 from window_budget.readers.claude_code import read_claude_code, write_claude_code
 from window_budget.readers.langchain_dump import read_langchain, write_langchain
@@ -165,24 +165,29 @@ def detect_format(path: str | Path) -> str:
                 break
         rest = stream.readline()
     guess: str | None = None
+    syntax: json.JSONDecodeError | None = None
     try:
         first = json.loads(first_line) if first_line else None
-    except json.JSONDecodeError:
-        first = None
+    except json.JSONDecodeError as exc:
+        first, syntax = None, exc
     if isinstance(first, Mapping) and (rest.strip() or p.suffix == ".jsonl"):
         guess = _detect_line(first)
     if (guess is None and p.suffix != ".jsonl") or (guess is None and not rest.strip()):
         try:
             with p.open(encoding="utf-8") as stream:
                 doc = json.load(stream)
-        except json.JSONDecodeError:
-            doc = None
+        except json.JSONDecodeError as exc:
+            doc, syntax = None, exc
         guess = _detect_document(doc) if doc is not None else None
     if guess is None and isinstance(first, Mapping):
         guess = _detect_line(first)
+    if guess is None and syntax is not None:
+        raise ReadError(f"{p}, line {syntax.lineno}, column {syntax.colno}: not valid JSON "
+                        f"({syntax.msg}) — fix the file, or pass {PICK_FORMAT} if it is JSONL",
+                        path=str(p), line=syntax.lineno)
     if guess is None:
         raise ReadError(f"{p}: cannot tell which transcript format this is — pass one of "
-                        f"{', '.join(FORMATS)} as format= (--from on the command line)",
+                        f"{', '.join(FORMATS)} as {PICK_FORMAT}",
                         path=str(p))
     return guess
 
@@ -234,20 +239,28 @@ def read_transcript(source: str | Path | IO[str], *, format: str | None = None,
 
 
 def write_transcript(messages: Iterable[AgentMessage], target: str | Path | IO[str], *,
-                     format: str = "json", system: Iterable[str] = ()) -> None:
+                     format: str = "json", system: Iterable[str] = (),
+                     tokens_before: int | None = None) -> None:
     """Write core messages (and system prompts) in one of :data:`FORMATS`.
 
     Kinds a format has no place for (shell runs, notes, another tool's summaries) are
-    written as user text, so nothing the condenser kept is lost.
+    written as user text, so nothing the condenser kept is lost. Every format keeps the
+    ``system`` prompts: ``claude-code`` and ``pi`` (whose agents rebuild their own) on
+    records their agents ignore, read back into ``Transcript.system``. ``tokens_before``
+    (the size of the transcript a digest replaced, ``CondenseResult.tokens_before``) is
+    written where a format records it: ``claude-code``'s ``preTokens``.
     """
     if format not in FORMATS:
         raise ReadError(f"unknown format {format!r} — use one of {', '.join(FORMATS)}")
     writer = FORMATS[format][1]
+    extra: dict[str, Any] = {}
+    if tokens_before is not None and format == "claude-code":
+        extra["tokens_before"] = tokens_before
     if isinstance(target, str | Path):
         with Path(target).open("w", encoding="utf-8") as stream:
-            writer(messages, stream, system=system)
+            writer(messages, stream, system=system, **extra)
     else:
-        writer(messages, target, system=system)
+        writer(messages, target, system=system, **extra)
 
 
 def iter_transcript_files(directory: str | Path) -> list[Path]:

@@ -8,6 +8,7 @@ error for a bad line reads the same whatever the format.
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -16,15 +17,23 @@ from window_budget.errors import MessageError, ReadError
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
+    Content,
+    DigestMessage,
     ImageBlock,
     Usage,
 )
 
 __all__ = [
+    "DIGEST_KEY",
+    "PICK_FORMAT",
+    "SKIP_BAD",
     "BadRecord",
     "Collector",
     "ReadError",
     "Transcript",
+    "digest_from_info",
+    "digest_info",
+    "guess_image_type",
     "iter_json_lines",
     "load_json",
 ]
@@ -91,7 +100,7 @@ class Collector:
             self.skipped.append(BadRecord(where, reason))
             return
         label = f"{self.path or '<input>'}, {self.unit} {where}"
-        fix = hint or "fix the record or pass skip_bad=True (--skip-bad) to skip it"
+        fix = hint or f"fix the record, or skip bad records with {SKIP_BAD}"
         raise ReadError(f"{label}: {reason} — {fix}", path=self.path, line=where)
 
     def guard(self, where: int, fn: Callable[[], None]) -> None:
@@ -100,6 +109,38 @@ class Collector:
             fn()
         except (MessageError, KeyError, TypeError, ValueError, AttributeError) as exc:
             self.fail(where, describe(exc))
+
+
+SKIP_BAD = "skip_bad=True (--skip-bad on the command line)"
+"""How an error names the skip option; the command line shows its own spelling instead."""
+PICK_FORMAT = "format= (--from on the command line)"
+"""How an error names the format option; the command line shows its own spelling instead."""
+
+DIGEST_KEY = "window_budget_digest"
+"""Key under which a writer stores a digest's counts in a format's free-form metadata."""
+
+
+def digest_info(msg: AgentMessage) -> dict[str, Any] | None:
+    """A :class:`DigestMessage`'s counts as JSON, for a writer to keep next to its text."""
+    if not isinstance(msg, DigestMessage):
+        return None
+    return {"covered": msg.covered_count, "kept": msg.kept_count, "fallback": msg.fallback}
+
+
+def digest_from_info(content: Content, info: Any, *,
+                     timestamp: float | None = None) -> DigestMessage | None:
+    """The inverse of :func:`digest_info` (None when ``info`` is not such a record).
+
+    Restoring ``kept_count`` matters: the usage figures on the turns kept with the digest
+    measured the longer transcript, and must not anchor the estimate once read back.
+    """
+    if not isinstance(info, Mapping):
+        return None
+    kept = info.get("kept")
+    return DigestMessage(content, timestamp=timestamp,
+                         covered_count=as_int(info.get("covered")),
+                         kept_count=None if kept is None else as_int(kept),
+                         fallback=bool(info.get("fallback", False)))
 
 
 def describe(exc: BaseException) -> str:
@@ -135,8 +176,8 @@ def _decode_line(number: int, raw: str, collector: Collector, *,
     except json.JSONDecodeError as exc:
         if last and not raw.endswith("\n"):
             collector.fail(number, f"the last line is cut off ({exc.msg}, column {exc.colno})",
-                           hint="the file ends mid-record (still being written?); pass "
-                                "skip_bad=True (--skip-bad) to read the rest")
+                           hint="the file ends mid-record (still being written?); read the rest "
+                                f"with {SKIP_BAD}")
         else:
             collector.fail(number, f"not valid JSON ({exc.msg}, column {exc.colno})")
 
@@ -166,12 +207,19 @@ def records(value: Any, path: str, keys: Iterable[str] = ("messages",)) -> list[
                     path=path)
 
 
+def guess_image_type(url: str, default: str = "image/png") -> str:
+    """The MIME type a URL's file name suggests (``.jpg`` -> ``image/jpeg``), else ``default``."""
+    path = url.split("?", 1)[0].split("#", 1)[0]
+    guess, _ = mimetypes.guess_type(path)
+    return guess if guess and guess.startswith("image/") else default
+
+
 def image_from_url(url: str, mime_type: str | None = None) -> ImageBlock:
     """An image block from a URL or a ``data:`` URI (the MIME type is taken from the URI)."""
     if url.startswith("data:") and ";base64," in url:
         head, _, data = url.partition(";base64,")
         return ImageBlock(data, head[5:] or mime_type or "image/png")
-    return ImageBlock(url, mime_type or "image/png")
+    return ImageBlock(url, mime_type or guess_image_type(url))
 
 
 def image_to_url(block: ImageBlock) -> str:

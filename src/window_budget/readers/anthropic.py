@@ -28,6 +28,7 @@ from window_budget.readers._base import (
     Collector,
     Transcript,
     as_int,
+    guess_image_type,
     load_json,
     records,
     text_of,
@@ -51,7 +52,8 @@ REDACTED_THINKING = "[redacted thinking]"
 def _image(block: Mapping[str, Any]) -> ImageBlock:
     source = block.get("source") or {}
     if source.get("type") == "url":
-        return ImageBlock(str(source["url"]), str(source.get("media_type", "image/png")))
+        url = str(source["url"])
+        return ImageBlock(url, str(source.get("media_type") or guess_image_type(url)))
     return ImageBlock(str(source.get("data", "")), str(source.get("media_type", "image/png")))
 
 
@@ -76,7 +78,13 @@ def blocks_from_anthropic(content: Any, names: dict[str, str]) -> tuple[list[Blo
             blocks.append(ThinkingBlock(str(block["thinking"]), block.get("signature")))
         elif kind == "redacted_thinking":
             blocks.append(ThinkingBlock(REDACTED_THINKING, str(block.get("data", ""))))
-        elif kind in ("tool_use", "server_tool_use"):
+        elif kind == "server_tool_use":
+            # The provider ran this tool itself and put its result in the same reply; as a
+            # tool call it would have no tool_result after it, which no API accepts back.
+            args = block.get("input")
+            blocks.append(TextBlock(f"[server tool call {block.get('name', '')}: "
+                                    f"{json.dumps(args, ensure_ascii=False)}]"))
+        elif kind == "tool_use":
             names[str(block["id"])] = str(block["name"])
             args = block.get("input")
             blocks.append(ToolCallBlock(str(block["id"]), str(block["name"]),

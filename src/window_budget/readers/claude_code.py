@@ -5,7 +5,13 @@ the rest (progress, snapshots, queue operations, ...) are counted in ``ignored``
 sub-agent (``isSidechain``) lines, which never reach the main context. One API response
 is split over several ``assistant`` lines that share ``message.id`` and repeat its usage:
 they are merged back into one message. A ``compact_boundary`` system line followed by a
-user line with ``isCompactSummary`` becomes a ``CompactionSummaryMessage``.
+user line with ``isCompactSummary`` becomes a ``CompactionSummaryMessage`` — or, when
+the boundary's ``compactMetadata`` carries this library's ``window_budget_digest`` counts,
+the :class:`~window_budget.messages.DigestMessage` it was written from, so the usage on
+the turns kept with it is not taken for the condensed transcript's size. System prompts
+written by :func:`write_claude_code` ride on ``system`` lines of subtype
+``window_budget_system_prompt`` (Claude Code ignores them) and come back in
+``Transcript.system``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,15 @@ from window_budget.messages import (
     Usage,
     UserMessage,
 )
-from window_budget.readers._base import Collector, Transcript, iter_json_lines, text_of
+from window_budget.readers._base import (
+    DIGEST_KEY,
+    Collector,
+    Transcript,
+    digest_from_info,
+    digest_info,
+    iter_json_lines,
+    text_of,
+)
 from window_budget.readers._render import plain_text, render_as_text
 from window_budget.readers.anthropic import (
     blocks_from_anthropic,
@@ -41,6 +55,7 @@ from window_budget.readers.anthropic import (
 __all__ = ["read_claude_code", "write_claude_code"]
 
 _CONVERSATION = frozenset({"user", "assistant", "system"})
+_SYSTEM_PROMPT = "window_budget_system_prompt"  # subtype of the lines holding system prompts
 _SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's own stand-in replies (API errors, interrupts)
 
 
@@ -79,6 +94,7 @@ def read_claude_code(stream: IO[str], *, path: str = "", skip_bad: bool = False)
     names: dict[str, str] = {}
     state: dict[str, Any] = {"ignored": 0, "boundary": None, "compactions": 0}
     meta: dict[str, Any] = {}
+    system: list[str] = []
 
     def handle(obj: Any) -> None:
         if not isinstance(obj, Mapping):
@@ -94,18 +110,21 @@ def read_claude_code(stream: IO[str], *, path: str = "", skip_bad: bool = False)
         if kind == "system":
             if obj.get("subtype") == "compact_boundary":
                 info = obj.get("compactMetadata") or {}
-                state["boundary"] = int(info.get("preTokens") or 0)
+                state["boundary"] = (int(info.get("preTokens") or 0), info.get(DIGEST_KEY))
+            elif obj.get("subtype") == _SYSTEM_PROMPT:
+                system.append(text_of(obj.get("content")))
             else:
                 state["ignored"] += 1  # notices shown in the UI, never sent to the model
             return
         message = obj["message"]
         if kind == "user":
             if obj.get("isCompactSummary"):
-                before = state["boundary"] or 0
+                before, info = state["boundary"] or (0, None)
                 state["boundary"] = None
                 state["compactions"] += 1
-                out.append(CompactionSummaryMessage(text_of(message["content"]), before,
-                                                    timestamp=ts))
+                text = text_of(message["content"])
+                out.append(digest_from_info(text, info, timestamp=ts)
+                           or CompactionSummaryMessage(text, before, timestamp=ts))
                 return
             blocks, results = blocks_from_anthropic(message["content"], names)
             out.extend(results)
@@ -131,21 +150,32 @@ def read_claude_code(stream: IO[str], *, path: str = "", skip_bad: bool = False)
         collector.guard(number, partial(handle, obj))
     messages = tuple(m.build() if isinstance(m, _Reply) else m for m in out)
     meta["compactions"] = state["compactions"]
-    return Transcript(messages=messages, format="claude-code", path=path,
+    return Transcript(messages=messages, system=tuple(system), format="claude-code", path=path,
                       skipped=tuple(collector.skipped), ignored=state["ignored"], meta=meta)
 
 
 def write_claude_code(messages: Iterable[AgentMessage], stream: IO[str], *,
-                      system: Iterable[str] = (), session_id: str | None = None) -> None:
+                      system: Iterable[str] = (), session_id: str | None = None,
+                      tokens_before: int | None = None) -> None:
     """Write core messages as a Claude Code session (one line per message, chained uuids).
 
-    A digest at the head is written the way Claude Code writes its own compactions: a
-    ``compact_boundary`` system line, then the summary as an ``isCompactSummary`` user line.
-    System prompts are not part of a session file and are not written.
+    A digest is written the way Claude Code writes its own compactions: a
+    ``compact_boundary`` system line (``preTokens`` is ``tokens_before`` when given, the
+    size of the transcript the digest replaced; a window-budget digest's counts ride in
+    its ``compactMetadata``), then the summary as an ``isCompactSummary`` user line.
+    Claude Code rebuilds its own system prompt, so ``system`` prompts go on ``system``
+    lines of subtype ``window_budget_system_prompt``, which Claude Code does not send to
+    the model and :func:`read_claude_code` reads back into ``Transcript.system``.
     """
-    del system  # Claude Code rebuilds its system prompt itself
     session = session_id or str(uuid.uuid4())
     parent: str | None = None
+    for n, prompt in enumerate(system):
+        note_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/system/{n}"))
+        note = {"parentUuid": parent, "isSidechain": False, "sessionId": session,
+                "uuid": note_id, "type": "system", "subtype": _SYSTEM_PROMPT,
+                "content": prompt, "isMeta": True}
+        stream.write(json.dumps(note, ensure_ascii=False) + "\n")
+        parent = note_id
     for i, msg in enumerate(messages):
         base: dict[str, Any] = {"parentUuid": parent, "isSidechain": False,
                                 "sessionId": session,
@@ -168,10 +198,15 @@ def write_claude_code(messages: Iterable[AgentMessage], stream: IO[str], *,
             line = {**base, "type": "user",
                     "message": {"role": "user", "content": [tool_result_to_anthropic(msg)]}}
         elif is_digest(msg):
+            pre = getattr(msg, "tokens_before", None)
+            if tokens_before is not None and (not pre or isinstance(msg, UserMessage)):
+                pre = tokens_before
+            metadata: dict[str, Any] = {"trigger": "manual", "preTokens": pre or 0}
+            info = digest_info(msg)
+            if info is not None:
+                metadata[DIGEST_KEY] = info
             boundary = {**base, "type": "system", "subtype": "compact_boundary",
-                        "content": "Conversation compacted",
-                        "compactMetadata": {"trigger": "manual", "preTokens":
-                                            getattr(msg, "tokens_before", 0)}}
+                        "content": "Conversation compacted", "compactMetadata": metadata}
             boundary["uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}/boundary"))
             stream.write(json.dumps(boundary, ensure_ascii=False) + "\n")
             text = plain_text(msg.content) if isinstance(msg, UserMessage) \

@@ -25,8 +25,11 @@ from window_budget.messages import (
     UserMessage,
 )
 from window_budget.readers._base import (
+    DIGEST_KEY,
     Transcript,
     as_int,
+    digest_from_info,
+    digest_info,
     image_from_url,
     image_to_url,
     read_message_records,
@@ -97,7 +100,10 @@ def message_from_langchain(raw: Mapping[str, Any], names: dict[str, str],
         system.append(plain_text(tuple(blocks)))
         return None
     if kind in ("human", "HumanMessageChunk"):
-        return UserMessage(simplify(blocks) if blocks else "")
+        content = simplify(blocks) if blocks else ""
+        extra = data.get("additional_kwargs")
+        info = extra.get(DIGEST_KEY) if isinstance(extra, Mapping) else None
+        return digest_from_info(content, info) or UserMessage(content)
     if kind in ("ai", "AIMessageChunk"):
         for call in data.get("tool_calls") or ():
             names[str(call["id"])] = str(call["name"])
@@ -105,8 +111,12 @@ def message_from_langchain(raw: Mapping[str, Any], names: dict[str, str],
             blocks.append(ToolCallBlock(str(call["id"]), str(call["name"]),
                                         dict(args) if isinstance(args, Mapping) else {}))
         for call in data.get("invalid_tool_calls") or ():
-            blocks.append(ToolCallBlock(str(call.get("id")), str(call.get("name")),
-                                        {"_raw": call.get("args")}))
+            # A call whose arguments did not parse: as a tool call it would need a result,
+            # and a provider would reject it written back; keep what was attempted as text.
+            error = call.get("error")
+            blocks.append(TextBlock(f"[invalid tool call {call.get('name') or ''}: "
+                                    f"{call.get('args') or ''}"
+                                    + (f" — {error}" if error else "") + "]"))
         meta = data.get("response_metadata") or {}
         model = meta.get("model_name") or meta.get("model")
         return AssistantMessage(simplify(blocks) if blocks else "",
@@ -181,7 +191,9 @@ def to_langchain(messages: Iterable[AgentMessage], system: Iterable[str] = (),
                                tool_call_id=msg.tool_call_id, artifact=None,
                                status="error" if msg.is_error else "success"))
         elif isinstance(msg, UserMessage):
-            out.append(_record("human", content=_parts(msg.content)))
+            info = digest_info(msg)
+            out.append(_record("human", content=_parts(msg.content),
+                               additional_kwargs={} if info is None else {DIGEST_KEY: info}))
         else:
             out.append(_record("human", content=render_as_text(msg)))
     return out

@@ -22,7 +22,13 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from window_budget.readers._base import Transcript, read_message_records
+from window_budget.readers._base import (
+    DIGEST_KEY,
+    Transcript,
+    digest_from_info,
+    digest_info,
+    read_message_records,
+)
 from window_budget.readers._render import plain_text, render_as_text
 from window_budget.readers.anthropic import simplify
 from window_budget.readers.openai import parse_arguments
@@ -64,7 +70,8 @@ def message_from_llama_index(raw: Mapping[str, Any], names: dict[str, str],
         system.append(plain_text(tuple(blocks)))
         return None
     if role == "user":
-        return UserMessage(simplify(blocks) if blocks else "")
+        content = simplify(blocks) if blocks else ""
+        return digest_from_info(content, extra.get(DIGEST_KEY)) or UserMessage(content)
     if role in ("assistant", "model", "chatbot"):
         for call in extra.get("tool_calls") or ():
             fn = call.get("function") or call
@@ -122,7 +129,9 @@ def to_llama_index(messages: Iterable[AgentMessage], system: Iterable[str] = (),
                 **({"is_error": True} if msg.is_error else {})},
                 "blocks": _blocks_out(msg.content)})
         elif isinstance(msg, UserMessage):
-            out.append({"role": "user", "additional_kwargs": {},
+            info = digest_info(msg)
+            out.append({"role": "user",
+                        "additional_kwargs": {} if info is None else {DIGEST_KEY: info},
                         "blocks": _blocks_out(msg.content)})
         else:
             out.append({"role": "user", "additional_kwargs": {},

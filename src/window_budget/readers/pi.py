@@ -6,7 +6,9 @@ roles, so each maps 1:1 through :func:`~window_budget.messages.message_from_dict
 ``thinking_level_change`` (settings, no conversation). Compactions name the first entry
 they kept by ``firstKeptEntryIndex`` (older files) or ``firstKeptEntryId`` (newer ones);
 both are accepted and recorded in ``meta["compactions"]``. Tool calls an aborted turn
-left without results are kept as they are.
+left without results are kept as they are. System prompts written by :func:`write_pi`
+ride in the header's ``systemPrompts`` list (pi ignores it) and come back in
+``Transcript.system``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Trans
     entry_index: dict[int, int] = {}  # entry position (header = 0) -> index in ``out``
     compactions: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
+    system: list[str] = []
     ignored = 0
     position = 0
 
@@ -50,6 +53,9 @@ def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Trans
         position += 1  # older files index entries from the header, which is entry 0
         if kind == "session":
             meta.update({k: obj[k] for k in ("id", "cwd", "version", "timestamp") if k in obj})
+            prompts = obj.get("systemPrompts")
+            if isinstance(prompts, list):
+                system.extend(str(p) for p in prompts)
             return
         if kind in _SETTINGS:
             if kind == "model_change":
@@ -78,7 +84,7 @@ def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Trans
     for number, obj in iter_json_lines(stream, collector):
         collector.guard(number, partial(handle, obj))
     meta["compactions"] = compactions
-    return Transcript(messages=tuple(out), format="pi", path=path,
+    return Transcript(messages=tuple(out), system=tuple(system), format="pi", path=path,
                       skipped=tuple(collector.skipped), ignored=ignored, meta=meta)
 
 
@@ -86,11 +92,14 @@ def write_pi(messages: Iterable[AgentMessage], stream: IO[str], *,
              system: Iterable[str] = (), session_id: str | None = None) -> None:
     """Write core messages as a pi session: a header line, then one entry per message.
 
-    System prompts are not part of a pi session file and are not written.
+    pi rebuilds its own system prompt, so ``system`` prompts go in the header's
+    ``systemPrompts`` list, which pi ignores and :func:`read_pi` reads back.
     """
-    del system  # pi rebuilds its system prompt itself
-    header = {"type": "session", "id": session_id or str(uuid.uuid4()),
-              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    header: dict[str, Any] = {"type": "session", "id": session_id or str(uuid.uuid4()),
+                              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    prompts = list(system)
+    if prompts:
+        header["systemPrompts"] = prompts
     stream.write(json.dumps(header) + "\n")
     for i, msg in enumerate(messages):
         if isinstance(msg, CompactionSummaryMessage):
