@@ -107,3 +107,48 @@ def test_split_pinned_counts_leading_system_messages() -> None:
     msgs = [ChatMessage(role="system", content="a"), ChatMessage(role="developer", content="b"),
             ChatMessage(role="user", content="c"), ChatMessage(role="system", content="d")]
     assert split_pinned(msgs) == 2
+
+
+def test_idless_block_and_kwargs_entry_with_id_count_once() -> None:
+    raw = {"id": "call_1", "type": "function",
+           "function": {"name": "lookup", "arguments": '{"q": "x"}'}}
+    msg = ChatMessage(role="assistant", blocks=[
+        ToolCallBlock(tool_call_id=None, tool_name="lookup", tool_kwargs={"q": "x"})],
+        additional_kwargs={"tool_calls": [raw]})
+    assert len(tool_calls_of(msg)) == 1
+    other = {"id": "call_2", "function": {"name": "other", "arguments": "{}"}}
+    msg.additional_kwargs["tool_calls"].append(other)
+    assert [c.name for c in tool_calls_of(msg)] == ["lookup", "other"]
+
+
+def test_shortened_copy_keeps_block_structure() -> None:
+    from llama_index.memory.window_budget.convert import from_core_shortened
+    from window_budget.condenser import shorten_message
+
+    original = ChatMessage(role="assistant", blocks=[
+        ThinkingBlock(content="think " * 1000),
+        TextBlock(text="do it"),
+        ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": 1}),
+        ImageBlock(url="https://example.com/a.png", image_mimetype="image/png"),
+    ])
+    core = to_core(original)
+    short = shorten_message(core, 200)
+    view = from_core_shortened(original, short)
+    kinds = [type(b).__name__ for b in view.blocks]
+    assert kinds == ["ThinkingBlock", "TextBlock", "ToolCallBlock", "TextBlock"]
+    assert "removed by window-budget" in view.blocks[0].content
+    assert view.blocks[1].text == "do it"
+    assert "image" in view.blocks[3].text  # the core's placeholder, as it measured
+    assert estimate_message_tokens(to_core(view)) == estimate_message_tokens(short)
+    assert original.blocks[0].content == "think " * 1000  # the original is untouched
+
+
+def test_signed_thinking_is_never_shortened() -> None:
+    from llama_index.memory.window_budget.convert import from_core_shortened
+    from window_budget.condenser import shorten_message
+
+    signed = ThinkingBlock(content="plan " * 500, additional_information={"signature": "SIG"})
+    original = ChatMessage(role="assistant", blocks=[signed, TextBlock(text="text " * 2000)])
+    view = from_core_shortened(original, shorten_message(to_core(original), 1000))
+    assert view.blocks[0] == signed
+    assert "removed by window-budget" in view.blocks[1].text

@@ -7,7 +7,13 @@ import threading
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    MessageRole,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+)
 from llama_index.core.llms import MockLLM
 from llama_index.core.storage.chat_store import SimpleChatStore
 
@@ -350,9 +356,214 @@ def test_exact_counters(counter: str) -> None:
     fill(memory, 40)
     view = memory.get()
     assert memory.count_tokens(view) <= memory.token_limit
-    assert len(memory.tokenizer_fn("hello world")) == 2
+    prefix = ChatMessage(role="system", content="hello world")
+    assert len(memory.tokenizer_fn("hello world")) == memory.count_tokens([prefix])
 
 
 def test_request_sizes_measured(scripted_llm: ScriptedLLM) -> None:
     scripted_llm.chat([user(1)])
     assert scripted_llm.sizes == [request_tokens([user(1)])]
+
+
+# ------------------------------------------------------- regressions from review
+
+BIG = "x" * 20_000
+
+
+def tiny_memory(**kw: object) -> WindowBudgetMemory:
+    return WindowBudgetMemory.from_defaults(llm=MockLLM(max_tokens=20), context_window=1000,
+                                            **kw)
+
+
+def call(call_id: str = "c1") -> ChatMessage:
+    return ChatMessage(role="assistant", blocks=[
+        ToolCallBlock(tool_call_id=call_id, tool_name="f", tool_kwargs={"a": 1})])
+
+
+def result(content: str, call_id: str = "c1") -> ChatMessage:
+    return ChatMessage(role="tool", content=content,
+                       additional_kwargs={"tool_call_id": call_id, "name": "f"})
+
+
+@pytest.mark.parametrize("history", [
+    [ChatMessage(role="user", content=BIG)],
+    [call(), result(BIG)],
+    [ChatMessage(role="user", content="hi"), call(), result(BIG)],
+    [result("y" * 2000, f"z{i}") for i in range(20)],
+], ids=["one-huge-user", "one-tool-group", "user-and-tool-group", "orphan-results"])
+def test_view_fits_when_there_is_nowhere_to_cut(history: list[ChatMessage]) -> None:
+    memory = tiny_memory()
+    memory.put_messages(history)
+    view = memory.get()
+    assert memory.count_tokens(view) <= memory.token_limit
+    assert "removed by window-budget" in "".join(m.content or "" for m in view)
+    assert view[0].role == MessageRole.USER
+
+
+def test_shortened_view_keeps_thinking_and_tool_calls() -> None:
+    memory = tiny_memory()
+    memory.set([ChatMessage(role="user", content="start"),
+                ChatMessage(role="assistant", blocks=[
+                    ThinkingBlock(content="think " * 1000), TextBlock(text="do it"),
+                    ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": 1})]),
+                result("res " * 3000)])
+    view = memory.get()
+    assert memory.count_tokens(view) <= memory.token_limit
+    assistant = next(m for m in view if m.role == MessageRole.ASSISTANT)
+    assert [type(b).__name__ for b in assistant.blocks] == [
+        "ThinkingBlock", "TextBlock", "ToolCallBlock"]
+
+
+def test_copies_are_deep_both_ways() -> None:
+    memory = small_memory()
+    sent = ChatMessage(role="assistant", blocks=[
+        ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": [1]})],
+        additional_kwargs={"meta": {"k": [1]}})
+    memory.put(sent)
+    sent.blocks[0].tool_kwargs["a"].append(2)  # type: ignore[union-attr]
+    sent.additional_kwargs["meta"]["k"].append(2)
+    for got in (memory.get()[-1], memory.get_all()[-1], memory.get_all(True)[-1]):
+        assert got.blocks[0].tool_kwargs == {"a": [1]}  # type: ignore[union-attr]
+        assert got.additional_kwargs["meta"] == {"k": [1]}
+        got.blocks[0].tool_kwargs["a"].append(3)  # type: ignore[union-attr]
+        got.additional_kwargs["meta"]["k"].append(3)
+    assert memory.get_all()[-1].blocks[0].tool_kwargs == {"a": [1]}  # type: ignore[union-attr]
+
+
+def test_set_keeps_the_archive() -> None:
+    memory = small_memory()
+    fill(memory, 30)
+    everything = len(memory.get_all(include_archived=True))
+    assert everything == 60
+    memory.set(memory.get_all())  # what chat engines do with chat_history=...
+    assert len(memory.get_all(include_archived=True)) == everything
+    memory.set(memory.get_all(), clear_archive=True)
+    kept = memory.get_all(include_archived=True)
+    assert len(kept) >= len(memory.get_all())
+    assert is_digest_message(kept[0])  # its originals are gone: the digest stays visible
+    memory.reset()
+    assert memory.get_all(include_archived=True) == []
+
+
+def test_chat_engine_chat_history_keeps_archive() -> None:
+    from llama_index.core.chat_engine import SimpleChatEngine
+
+    llm = ScriptedLLM()
+    memory = small_memory(llm)
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+    for i in range(30):
+        engine.chat(f"q{i} " + "w " * 100)
+    before = len(memory.get_all(include_archived=True))
+    engine.chat("next", chat_history=engine.chat_history)
+    assert len(memory.get_all(include_archived=True)) == before + 2
+
+
+def test_archive_never_hides_more_than_it_holds() -> None:
+    memory = small_memory()
+    digest = ChatMessage(role="user", content="[session digest]",
+                         additional_kwargs={DIGEST_KEY: True, DIGEST_COVERED_KEY: 10})
+    memory.set([digest, user(1), bot(1)])
+    assert len(memory.get_all(include_archived=True)) == 3
+
+
+def test_explicit_policy_leaving_no_room_is_refused() -> None:
+    import dataclasses
+
+    from llama_index.memory.window_budget import default_policy
+    from window_budget import BudgetPolicy, ConfigError
+
+    with pytest.raises(ConfigError, match="default_policy"):
+        WindowBudgetMemory.from_defaults(context_window=2000, policy=BudgetPolicy())
+    policy = dataclasses.replace(default_policy(2000), trigger_ratio=0.8)
+    memory = WindowBudgetMemory.from_defaults(context_window=2000, policy=policy)
+    assert memory.token_limit > 1000
+
+
+@pytest.mark.parametrize("extra", [0, 100, 300, 500, 550])
+def test_initial_token_count_is_always_honoured(extra: int) -> None:
+    memory = tiny_memory()
+    for i in range(30):
+        memory.put(ChatMessage(role="user" if i % 2 == 0 else "assistant",
+                               content=f"msg {i} " + "z" * 300))
+    view = memory.get(initial_token_count=extra)
+    assert memory.count_tokens(view) + extra <= memory.token_limit
+    assert view
+    assert (view[-1].content or "").startswith("msg 29")
+
+
+def test_initial_token_count_that_cannot_fit_warns(caplog: pytest.LogCaptureFixture) -> None:
+    memory = tiny_memory()
+    fill(memory, 5)
+    with caplog.at_level("WARNING"):
+        view = memory.get(initial_token_count=10**6)
+    assert view  # the newest turn, cut down
+    assert memory.count_tokens(view) < memory.token_limit
+    assert "smallest view" in caplog.text
+
+
+def test_chat_engine_prefix_stays_within_limit() -> None:
+    from llama_index.core.chat_engine import SimpleChatEngine
+
+    llm = ScriptedLLM()
+    memory = small_memory(llm)
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory,
+                                            system_prompt="You are terse. " * 40)
+    for i in range(40):
+        engine.chat(f"q{i} " + "please " * 50)
+    assert max(llm.sizes) <= memory.token_limit
+
+
+def test_failed_put_with_raise_policy_stores_nothing() -> None:
+    import dataclasses
+
+    from llama_index.memory.window_budget import default_policy
+    from window_budget import SummarizerError
+
+    llm = ScriptedLLM(fail_summaries=True)
+    policy = dataclasses.replace(default_policy(2000), on_summarizer_error="raise")
+    memory = small_memory(llm, policy=policy)
+    fill(memory, 6)  # under the gate: no summary yet
+    before = [m.content for m in memory.get_all()]
+    with pytest.raises(SummarizerError):
+        memory.put(user(99, words=2000))
+    assert [m.content for m in memory.get_all()] == before
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_pickle_and_deepcopy_keep_policy_and_counter(how: str) -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    from llama_index.memory.window_budget import default_policy
+
+    policy = dataclasses.replace(default_policy(3000), trigger_ratio=0.6)
+    memory = WindowBudgetMemory.from_defaults(llm=MockLLM(), context_window=3000,
+                                              policy=policy, counter=len)
+    fill(memory, 3)
+    other = pickle.loads(pickle.dumps(memory)) if how == "pickle" else copy.deepcopy(memory)
+    assert other.policy == policy
+    assert other.count_tokens(other.get_all()) == memory.count_tokens(memory.get_all())
+    assert other.llm is not None
+    other.put(user(99))
+    assert len(other.get_all()) == len(memory.get_all()) + 1
+    assert other.get()[-1].content == user(99).content
+
+
+def test_tiktoken_counter_round_trips() -> None:
+    from window_budget.budget.counters import TiktokenCounter
+
+    memory = small_memory(counter=TiktokenCounter())
+    fill(memory, 3)
+    again = WindowBudgetMemory.from_dict(memory.to_dict())
+    assert again.count_tokens(again.get_all()) == memory.count_tokens(memory.get_all())
+    assert again.to_dict()["counter"] == memory.to_dict()["counter"]
+
+
+def test_trim_strategy_is_refused_with_a_clear_error() -> None:
+    from window_budget import BudgetPolicy
+    from window_budget.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="strategy='summarize' only"):
+        WindowBudgetMemory.from_defaults(context_window=8000,
+                                         policy=BudgetPolicy(strategy="trim"))

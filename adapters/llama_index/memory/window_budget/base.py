@@ -16,7 +16,7 @@ import copy
 import dataclasses
 import json
 import logging
-import math
+import pickle
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,17 +31,23 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.convert import (
     DIGEST_COVERED_KEY,
+    from_core_shortened,
     is_digest_message,
     make_digest_chat_message,
     split_pinned,
     to_core,
 )
-from window_budget.budget.counters import CallableCounter, resolve_counter
+from window_budget.budget.counters import CallableCounter, TiktokenCounter, resolve_counter
 from window_budget.budget.estimate import estimate_tokens
 from window_budget.budget.gate import budget_limit
-from window_budget.condenser import WindowCondenser, create_condenser
+from window_budget.condenser import (
+    MIN_DIGEST_TOKENS,
+    WindowCondenser,
+    create_condenser,
+    shorten_message,
+)
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
-from window_budget.errors import BudgetError
+from window_budget.errors import BudgetError, ConfigError, SummarizerError
 from window_budget.messages import AgentMessage
 
 __all__ = ["ARCHIVE_SUFFIX", "CounterSpec", "WindowBudgetMemory", "default_policy"]
@@ -57,6 +63,10 @@ a ``TokenCounter`` or any ``str -> int`` callable."""
 
 _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
 _SERIAL_VERSION = 1
+_TOOL_ROLES = frozenset({MessageRole.TOOL, MessageRole.FUNCTION})
+# Per-process state rebuilt after pickling or copying; never part of the state itself.
+_RUNTIME_ATTRS = ("_lock", "_compact_lock", "_aloop", "_alock", "_sync_condenser",
+                  "_async_condenser", "_cache")
 
 
 def default_policy(context_window: int, *, output_reserved: bool = False) -> BudgetPolicy:
@@ -73,10 +83,13 @@ def default_policy(context_window: int, *, output_reserved: bool = False) -> Bud
                                digest_max_tokens=max(64, min(2000, int(limit * 0.2))))
 
 
-def _resolve(counter: CounterSpec | None) -> tuple[TokenCounter | None, str]:
+def _resolve(counter: CounterSpec | str | None) -> tuple[TokenCounter | None, str]:
     """The counter and the name it is serialized under."""
     if counter is None or counter == "heuristic":
         return None, "heuristic"
+    if isinstance(counter, str) and counter.startswith("tiktoken:"):
+        # The name a TiktokenCounter serializes under: rebuild the same encoding.
+        return resolve_counter("tiktoken", encoding=counter.split(":", 1)[1]), counter
     if counter == "llama_index":
         from llama_index.core.utils import get_tokenizer
 
@@ -84,17 +97,41 @@ def _resolve(counter: CounterSpec | None) -> tuple[TokenCounter | None, str]:
                                name="llama_index"), "llama_index"
     if counter == "tiktoken":
         return resolve_counter("tiktoken"), "tiktoken"
-    resolved = resolve_counter(counter)
+    resolved = resolve_counter(counter)  # type: ignore[arg-type]
+    if isinstance(resolved, TiktokenCounter):
+        return resolved, resolved.name  # "tiktoken:<encoding>", rebuilt by from_dict
     return resolved, getattr(resolved, "name", "custom")
+
+
+def _serializable_counter(name: str) -> bool:
+    return name in ("heuristic", "tiktoken", "llama_index") or name.startswith("tiktoken:")
+
+
+def _resumed() -> ChatMessage:
+    """The user message put first when the view would not open with one (counted)."""
+    return ChatMessage(role=MessageRole.USER, content=_RESUMED_TEXT)
 
 
 def _copy(message: ChatMessage) -> ChatMessage:
     """An independent copy: callers may edit blocks and kwargs without touching the store."""
-    return message.model_copy(update={
-        "blocks": [b.model_copy() for b in message.blocks],
-        "additional_kwargs": copy.deepcopy(message.additional_kwargs)
-        if message.additional_kwargs else {},
-    })
+    return message.model_copy(deep=True)
+
+
+def _check_policy(policy: BudgetPolicy, context_window: int) -> None:
+    """Refuse a policy whose limit in ``context_window`` has no room for digest and tail."""
+    if policy.strategy != "summarize":
+        # The memory maps the core's [digest, *tail] back onto stored messages; a category
+        # trim keeps an arbitrary subset, which this memory does not map (yet).
+        raise ConfigError(
+            f"WindowBudgetMemory supports strategy='summarize' only, got {policy.strategy!r}; "
+            "for trimming without a model use window_budget.trim_by_category on the messages")
+    limit = budget_limit(Model("window", context_window), policy)
+    if limit < 2 * MIN_DIGEST_TOKENS:
+        raise ConfigError(
+            f"the policy leaves a limit of {limit:,.0f} tokens in a {context_window:,}-token "
+            f"window ({policy.reserve_tokens or 0:,} reserved, ratio {policy.trigger_ratio}), "
+            f"too little for a digest and a tail (at least {2 * MIN_DIGEST_TOKENS}); scale the "
+            "default instead: dataclasses.replace(default_policy(context_window), ...)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +144,10 @@ class _Pass:
     """How many leading system messages are pinned."""
     result: CondenseResult | None
     """What the core decided; None when the pinned part alone cannot fit."""
+    extra: int = 0
+    """Tokens the caller puts before the history (``initial_token_count``)."""
+    prefix_fits: bool = True
+    """False when ``result`` was computed without ``extra``, which did not fit."""
 
     @property
     def body(self) -> list[ChatMessage]:
@@ -185,8 +226,14 @@ class WindowBudgetMemory(BaseMemory):
                 tokenizer configured in ``Settings``), a ``TokenCounter`` or a callable.
             archive_key: key for folded messages; ``chat_store_key + ARCHIVE_SUFFIX``.
 
+        A ``policy`` is used as given; its token fields are absolute, so scale the
+        default to your window and change only what you need:
+        ``dataclasses.replace(default_policy(context_window), trigger_ratio=0.8)``.
+
         Raises:
             ValueError: no window was given and the LLM does not report one.
+            ConfigError: (a ``ValueError``) the policy leaves too small a limit for a
+                digest and a tail in this window.
 
         """
         output_reserved = False
@@ -206,6 +253,8 @@ class WindowBudgetMemory(BaseMemory):
                     f"{allowance:,} for output, leaving nothing for history; pass "
                     "context_window=... explicitly"
                 )
+        if policy is not None:
+            _check_policy(policy, context_window)
         memory = cls(chat_store=chat_store or SimpleChatStore(), chat_store_key=chat_store_key,
                      archive_key=archive_key or chat_store_key + ARCHIVE_SUFFIX,
                      context_window=context_window)
@@ -272,13 +321,16 @@ class WindowBudgetMemory(BaseMemory):
         """Token "list" for a text, so chat engines can size their prefix messages.
 
         ``SimpleChatEngine`` passes ``len(memory.tokenizer_fn(prefix))`` as
-        ``initial_token_count``; this keeps that figure in the memory's own count.
+        ``initial_token_count``. The length is what :meth:`count_tokens` charges for
+        ``text`` sent as one system message, framing included, so the prefix and the
+        history are counted alike and together stay within :attr:`token_limit`. An empty
+        text costs nothing (no prefix message is sent).
         """
-        counter = self._counter
-
         def tokenize(text: str) -> Sequence[int]:
-            n = counter.count(text) if counter is not None else math.ceil(len(text) / 3.6)
-            return range(n)
+            if not text:
+                return range(0)
+            return range(self.count_tokens([ChatMessage(role=MessageRole.SYSTEM,
+                                                         content=text)]))
 
         return tokenize
 
@@ -300,18 +352,31 @@ class WindowBudgetMemory(BaseMemory):
             return fn(*args)
         return await asyncio.to_thread(fn, *args)
 
-    def _append(self, messages: Sequence[ChatMessage]) -> None:
+    def _append(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         copies = [_copy(m) for m in messages]
         with self._lock:
             for m in copies:
                 self.chat_store.add_message(self.chat_store_key, m)
+        return copies
 
-    def _replace(self, messages: Sequence[ChatMessage]) -> None:
+    def _replace(self, messages: Sequence[ChatMessage], clear_archive: bool = False) -> None:
         copies = [_copy(m) for m in messages]
         with self._lock:
             self.chat_store.set_messages(self.chat_store_key, copies)
-            self.chat_store.delete_messages(self.archive_key)
+            if clear_archive:
+                self.chat_store.delete_messages(self.archive_key)
             self._cache.clear()
+
+    def _unappend(self, messages: Sequence[ChatMessage]) -> None:
+        """Take back messages just appended (when compaction raised), if still last."""
+        if not messages:
+            return
+        with self._lock:
+            current = self._read()
+            if len(current) >= len(messages) and current[-len(messages):] == list(messages):
+                self.chat_store.set_messages(self.chat_store_key,
+                                             current[:len(current) - len(messages)])
+                self._cache.clear()
 
     def _clear(self) -> None:
         with self._lock:
@@ -348,7 +413,11 @@ class WindowBudgetMemory(BaseMemory):
     # -------------------------------------------------------------- compaction
 
     def _pinned_tokens(self, snapshot: list[ChatMessage], n: int, extra: int) -> int:
-        return estimate_tokens(self._core(snapshot[:n]), self._counter) + extra
+        # A history that does not open with a user message gets the resumed marker in
+        # front of it (see _view): its cost is reserved up front.
+        lead = self.count_tokens([_resumed()]) \
+            if len(snapshot) > n and snapshot[n].role != MessageRole.USER else 0
+        return estimate_tokens(self._core(snapshot[:n]), self._counter) + lead + extra
 
     def _begin(self, snapshot: list[ChatMessage]) -> tuple[int, list[AgentMessage]]:
         n = split_pinned(snapshot)
@@ -357,30 +426,30 @@ class WindowBudgetMemory(BaseMemory):
     def _run_sync(self, snapshot: list[ChatMessage], extra: int, force: bool) -> _Pass:
         n, body = self._begin(snapshot)
         assert self._sync_condenser is not None
-        for pinned_extra in (extra, 0):
+        for pinned_extra in dict.fromkeys((extra, 0)):
             try:
                 result = self._sync_condenser.run_sync(
                     body, force=force,
                     pinned_tokens=self._pinned_tokens(snapshot, n, pinned_extra))
             except BudgetError as exc:
-                logger.warning("window-budget: %s", exc)
+                logger.debug("window-budget: %s", exc)
                 continue
-            return _Pass(snapshot, n, result)
-        return _Pass(snapshot, n, None)
+            return _Pass(snapshot, n, result, extra, pinned_extra == extra)
+        return _Pass(snapshot, n, None, extra, False)
 
     async def _run_async(self, snapshot: list[ChatMessage], extra: int, force: bool) -> _Pass:
         n, body = self._begin(snapshot)
         assert self._async_condenser is not None
-        for pinned_extra in (extra, 0):
+        for pinned_extra in dict.fromkeys((extra, 0)):
             try:
                 result = await self._async_condenser.run(
                     body, force=force,
                     pinned_tokens=self._pinned_tokens(snapshot, n, pinned_extra))
             except BudgetError as exc:
-                logger.warning("window-budget: %s", exc)
+                logger.debug("window-budget: %s", exc)
                 continue
-            return _Pass(snapshot, n, result)
-        return _Pass(snapshot, n, None)
+            return _Pass(snapshot, n, result, extra, pinned_extra == extra)
+        return _Pass(snapshot, n, None, extra, False)
 
     def _digest_for(self, p: _Pass) -> ChatMessage | None:
         result = p.result
@@ -428,28 +497,90 @@ class WindowBudgetMemory(BaseMemory):
         return True
 
     def _view(self, p: _Pass, digest: ChatMessage | None) -> list[ChatMessage]:
-        """Copies of what the LLM should see: pinned, digest, tail (shortened where needed)."""
-        from llama_index.memory.window_budget.convert import from_core_shortened
+        """Copies of what the LLM should see: pinned, digest, tail (shortened where needed).
 
+        When that does not fit with the caller's prefix (or the core could not make it
+        fit), the smallest valid view is handed over instead (see :meth:`_smallest_view`).
+        """
+        result = p.result
+        if result is None or not p.prefix_fits:
+            return self._smallest_view(p)
+        pinned = [_copy(m) for m in p.snapshot[:p.pinned]]
+        kept = p.body[result.plan.cut:]
+        # ``shortened`` indexes result.messages: with a digest its first entry is the
+        # digest; without one (no legal cut) the messages line up with the body.
+        if result.summary is not None:
+            short = {i - 1: result.messages[i] for i in result.shortened}
+        else:
+            short = {i: result.messages[i] for i in result.shortened}
+        tail = [from_core_shortened(m, short[i]) if i in short else _copy(m)
+                for i, m in enumerate(kept)]
+        if digest is not None:
+            tail.insert(0, _copy(digest))
+        if tail and tail[0].role != MessageRole.USER:
+            tail.insert(0, _resumed())  # providers want a user message first
+        view = pinned + tail
+        if self.count_tokens(view) + p.extra > self.token_limit:
+            return self._smallest_view(p)
+        return view
+
+    def _smallest_view(self, p: _Pass) -> list[ChatMessage]:
+        """Pinned messages and the newest turn (its tool group whole), shortened to fit.
+
+        Used when the prefix and the history cannot both fit. When the turn does not
+        open with a user message, the counted ``[conversation resumed …]`` marker goes
+        first. Logs a warning when even this view exceeds the limit.
+        """
         pinned = [_copy(m) for m in p.snapshot[:p.pinned]]
         body = p.body
-        result = p.result
-        if result is None:
-            # Even the pinned part does not fit: hand over the newest message only, as
-            # LlamaIndex's buffers do, so the LLM reports the overflow itself.
-            tail = [_copy(m) for m in body[-1:]]
+        if not body:
+            view = pinned
         else:
-            kept = body[result.plan.cut:]
-            # ``shortened`` indexes result.messages, whose first entry is the digest.
-            short = {i - 1: result.messages[i] for i in result.shortened} \
-                if result.summary is not None else {}
-            tail = [from_core_shortened(m, short[i]) if i in short else _copy(m)
-                    for i, m in enumerate(kept)]
-            if digest is not None:
-                tail.insert(0, _copy(digest))
-        if tail and tail[0].role != MessageRole.USER:
-            tail.insert(0, ChatMessage(role=MessageRole.USER, content=_RESUMED_TEXT))
-        return pinned + tail
+            start = len(body) - 1
+            while start > 0 and body[start].role in _TOOL_ROLES:
+                start -= 1  # a tool result needs the call that asked for it
+            turn = body[start:]
+            lead = [_resumed()] if turn[0].role != MessageRole.USER else []
+            room = self.token_limit - p.extra - self.count_tokens([*pinned, *lead])
+            view = [*pinned, *lead, *self._fit_turn(turn, max(room, 0))]
+        total = self.count_tokens(view) + p.extra
+        if total > self.token_limit:
+            logger.warning(
+                "window-budget: the smallest view (pinned messages and the newest turn) needs "
+                "%s tokens with a prefix of %s, over the limit of %s — shorten the system "
+                "prompt or prefix messages, or raise the window", total, p.extra,
+                self.token_limit)
+        return view
+
+    def _fit_turn(self, turn: Sequence[ChatMessage], room: int) -> list[ChatMessage]:
+        """``turn`` with its messages shortened to share ``room`` fairly (water-filling).
+
+        Messages under their share stay whole and leave the rest to the others; a part
+        the core never cuts (tool-call arguments, signed thinking) is taken as fixed.
+        """
+        cores = [to_core(m) for m in turn]
+        sizes = [estimate_tokens([c], self._counter) for c in cores]
+        out: list[AgentMessage] = list(cores)
+        fixed: dict[int, int] = {}
+        for _ in range(4):
+            free = [i for i in range(len(cores)) if i not in fixed]
+            left = room - sum(fixed.values())
+            targets: dict[int, int] = {}
+            for n, i in enumerate(sorted(free, key=lambda k: sizes[k])):
+                share = max(left, 0) // (len(free) - n)
+                targets[i] = min(sizes[i], share)
+                left -= targets[i]
+            grew = False
+            for i, target in targets.items():
+                out[i] = shorten_message(cores[i], target, self._counter)
+                got = estimate_tokens([out[i]], self._counter)
+                if got > target:
+                    fixed[i] = got  # cannot go lower: the others make up for it
+                    grew = True
+            if not grew:
+                break
+        return [_copy(m) if short is core else from_core_shortened(m, short)
+                for m, core, short in zip(turn, cores, out, strict=True)]
 
     def _compact_sync(self, extra: int, *, force: bool = False,
                       want_view: bool = True) -> list[ChatMessage]:
@@ -490,8 +621,11 @@ class WindowBudgetMemory(BaseMemory):
         """The condensed history: pinned system messages, the digest, the verbatim tail.
 
         ``initial_token_count`` (tokens the caller puts before the history, e.g. a
-        chat engine's prefix messages) shrinks the tail; it never raises. Returned
-        messages are copies.
+        chat engine's prefix messages) shrinks the tail, shortening messages if needed,
+        so the view plus that prefix stay within :attr:`token_limit`. When even that
+        cannot fit, the smallest valid view is returned (pinned messages and the newest
+        turn, cut down) and a warning is logged; it never raises. Returned messages are
+        deep copies.
         """
         extra = max(0, int(initial_token_count or 0))
         self._extra_pinned = extra
@@ -505,10 +639,12 @@ class WindowBudgetMemory(BaseMemory):
         return await self._compact_async(extra)
 
     def get_all(self, include_archived: bool = False) -> list[ChatMessage]:
-        """Copies of the stored history (digest included).
+        """Deep copies of the stored history (digest included).
 
         With ``include_archived`` the full original conversation: pinned messages, every
-        archived message, then the live tail, without digests.
+        archived message, then the live messages. A digest is left out only when the
+        archive holds the originals it stands for, so this never returns fewer messages
+        than ``get_all()``.
         """
         with self._lock:
             live = self._read()
@@ -517,7 +653,15 @@ class WindowBudgetMemory(BaseMemory):
         if not include_archived:
             return [_copy(m) for m in live]
         n = split_pinned(live)
-        rest = [m for m in live[n:] if not is_digest_message(m)]
+        unclaimed = len(archived)
+        rest: list[ChatMessage] = []
+        for m in live[n:]:
+            covered = int(m.additional_kwargs.get(DIGEST_COVERED_KEY, 0) or 0) \
+                if is_digest_message(m) else 0
+            if 0 < covered <= unclaimed:
+                unclaimed -= covered  # its originals are in the archive
+            else:
+                rest.append(m)
         return [_copy(m) for m in (*live[:n], *archived, *rest)]
 
     async def aget_all(self, include_archived: bool = False) -> list[ChatMessage]:
@@ -526,40 +670,54 @@ class WindowBudgetMemory(BaseMemory):
         return result
 
     def put(self, message: ChatMessage) -> None:
-        """Append a message (a copy is stored); compacts when the gate fires.
+        """Append a message (a deep copy is stored); compacts when the gate fires.
 
-        Safe to call from a streaming response's writer thread.
+        Safe to call from a streaming response's writer thread. With
+        ``on_summarizer_error="raise"`` a failing summary raises ``SummarizerError``
+        and the message is taken back out, so a retry does not store it twice.
         """
-        self._append([message])
-        self._compact_sync(self._extra_pinned, want_view=False)
+        self.put_messages([message])
 
     async def aput(self, message: ChatMessage) -> None:
         """Async :meth:`put`."""
-        await self._in_thread(self._append, [message])
-        await self._compact_async(self._extra_pinned, want_view=False)
+        await self.aput_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Append several messages, then compact once if needed."""
-        self._append(messages)
-        self._compact_sync(self._extra_pinned, want_view=False)
+        """Append several messages, then compact once if needed (see :meth:`put`)."""
+        added = self._append(messages)
+        try:
+            self._compact_sync(self._extra_pinned, want_view=False)
+        except SummarizerError:
+            self._unappend(added)
+            raise
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         """Async :meth:`put_messages`."""
-        await self._in_thread(self._append, messages)
-        await self._compact_async(self._extra_pinned, want_view=False)
+        added = await self._in_thread(self._append, messages)
+        try:
+            await self._compact_async(self._extra_pinned, want_view=False)
+        except SummarizerError:
+            await self._in_thread(self._unappend, added)
+            raise
 
-    def set(self, messages: list[ChatMessage]) -> None:
-        """Replace the history (and clear the archive); compacts when it is over budget."""
-        self._replace(messages)
+    def set(self, messages: list[ChatMessage], *, clear_archive: bool = False) -> None:
+        """Replace the live history; compacts when it is over budget.
+
+        Chat engines call this with the history they were given (for example
+        ``engine.chat(msg, chat_history=engine.chat_history)``), so the archive of
+        folded messages is kept: nothing moves out of it. Pass ``clear_archive=True``
+        to start over, or call :meth:`reset`.
+        """
+        self._replace(messages, clear_archive)
         self._compact_sync(self._extra_pinned, want_view=False)
 
-    async def aset(self, messages: list[ChatMessage]) -> None:
+    async def aset(self, messages: list[ChatMessage], *, clear_archive: bool = False) -> None:
         """Async :meth:`set`."""
-        await self._in_thread(self._replace, messages)
+        await self._in_thread(self._replace, messages, clear_archive)
         await self._compact_async(self._extra_pinned, want_view=False)
 
     def reset(self) -> None:
-        """Forget the history and its archive."""
+        """Forget the history and its archive (the conversation starts over)."""
         self._clear()
 
     async def areset(self) -> None:
@@ -575,6 +733,62 @@ class WindowBudgetMemory(BaseMemory):
         return await self._compact_async(self._extra_pinned, force=True)
 
     # ---------------------------------------------------------- serialization
+
+    def _state(self) -> dict[str, Any]:
+        private = {k: v for k, v in (self.__pydantic_private__ or {}).items()
+                   if k not in _RUNTIME_ATTRS}
+        if _serializable_counter(self._counter_name):
+            private["_counter"] = None  # rebuilt from the name (a lambda does not pickle)
+        return {"__dict__": dict(self.__dict__),
+                "__pydantic_fields_set__": set(self.__pydantic_fields_set__),
+                "__pydantic_extra__": self.__pydantic_extra__,
+                "__pydantic_private__": private}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable state: store, keys, window, policy, counter and LLM, without locks.
+
+        An LLM that does not pickle is left out (a warning is logged; the unpickled
+        memory uses the network-free digest); the rest always round-trips.
+        """
+        state = self._state()
+        llm = state["__pydantic_private__"].get("_llm")
+        if llm is not None:
+            try:
+                pickle.dumps(llm)
+            except Exception:
+                logger.warning("window-budget: the LLM does not pickle; the unpickled memory "
+                               "uses the network-free digest until given one")
+                state["__pydantic_private__"]["_llm"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`__getstate__` output and rebuild locks, caches and condensers."""
+        private = dict(state.get("__pydantic_private__") or {})
+        object.__setattr__(self, "__dict__", dict(state["__dict__"]))
+        object.__setattr__(self, "__pydantic_fields_set__",
+                           set(state.get("__pydantic_fields_set__") or ()))
+        object.__setattr__(self, "__pydantic_extra__", state.get("__pydantic_extra__"))
+        object.__setattr__(self, "__pydantic_private__", {
+            **private, "_lock": threading.RLock(), "_compact_lock": threading.Lock(),
+            "_aloop": None, "_alock": None, "_cache": {}, "_sync_condenser": None,
+            "_async_condenser": None})
+        name = private.get("_counter_name", "heuristic")
+        counter = name if _serializable_counter(name) else private.get("_counter")
+        last = private.get("_last_result")
+        self._configure(private.get("_llm"), private.get("_policy") or
+                        default_policy(self.context_window), counter)
+        self._last_result = last
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> WindowBudgetMemory:
+        """An independent memory (store copied) sharing the LLM and counter objects."""
+        state = self._state()
+        shared = {k: state["__pydantic_private__"].pop(k, None) for k in ("_llm", "_counter")}
+        state = copy.deepcopy(state, memo)
+        state["__pydantic_private__"].update(shared)
+        new = type(self).__new__(type(self))
+        new.__setstate__(state)
+        return new
+
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """Messages, archive, digest state and configuration as plain JSON data.
@@ -612,7 +826,7 @@ class WindowBudgetMemory(BaseMemory):
         llm = kwargs.get("llm")
         store = kwargs.get("chat_store") or SimpleChatStore()
         counter: Any = kwargs.get("counter") or data.get("counter") or "heuristic"
-        if counter not in ("heuristic", "tiktoken", "llama_index") and isinstance(counter, str):
+        if isinstance(counter, str) and not _serializable_counter(counter):
             logger.warning("window-budget: counter %r is not serializable; pass counter=... "
                            "to from_dict; using the heuristic", counter)
             counter = "heuristic"

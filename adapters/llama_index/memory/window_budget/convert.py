@@ -128,25 +128,35 @@ def tool_calls_of(message: ChatMessage) -> list[ToolCallBlock]:
     """Every tool call ``message`` makes, each once: blocks first, then ``additional_kwargs``.
 
     Function-calling LLMs often store the same call twice (a ``ToolCallBlock`` and the
-    provider's raw entry in ``additional_kwargs["tool_calls"]``); matching ids count once.
+    provider's raw entry in ``additional_kwargs["tool_calls"]``). An entry counts once
+    when the ids match, or when one side has no id and a block names the same tool.
     """
     calls: list[ToolCallBlock] = []
     seen: set[str] = set()
+    names: list[str] = []  # block names a raw entry may still duplicate
+    idless: list[str] = []  # names of blocks without an id
     for i, block in enumerate(message.blocks):
         if isinstance(block, LIToolCallBlock):
             call_id = block.tool_call_id or f"block-{i}"
             calls.append(ToolCallBlock(call_id, block.tool_name, _arguments(block.tool_kwargs)))
             seen.add(call_id)
+            names.append(block.tool_name)
+            if not block.tool_call_id:
+                idless.append(block.tool_name)
     raw_calls = message.additional_kwargs.get("tool_calls")
     if isinstance(raw_calls, list | tuple):
-        block_names = [c.name for c in calls]
         for i, raw in enumerate(raw_calls):
             call = _kwargs_tool_call(raw, i)
             if call.id in seen:
+                if call.name in names:
+                    names.remove(call.name)
                 continue
-            # A block without an id duplicates the raw entry of the same tool.
-            if call.id.startswith("kw-") and call.name in block_names:
-                block_names.remove(call.name)
+            has_id = not call.id.startswith("kw-")
+            # A raw entry without an id, or a block without one, duplicates the same tool.
+            if (not has_id and call.name in names) or call.name in idless:
+                for pool in (names, idless):
+                    if call.name in pool:
+                        pool.remove(call.name)
                 continue
             calls.append(call)
             seen.add(call.id)
@@ -158,7 +168,9 @@ def _block(block: Any) -> list[Block]:
     if isinstance(block, LITextBlock):
         return [TextBlock(block.text)]
     if isinstance(block, LIThinkingBlock):
-        return [ThinkingBlock(block.content or "")]
+        signature = (block.additional_information or {}).get("signature")
+        # A signed block is never shortened by the core: a provider rejects a changed one.
+        return [ThinkingBlock(block.content or "", str(signature) if signature else None)]
     if isinstance(block, LIToolCallBlock):
         return []
     if isinstance(block, LIImageBlock):
@@ -186,14 +198,22 @@ def _block(block: Any) -> list[Block]:
     return parts
 
 
-def _content(message: ChatMessage) -> list[Block]:
-    blocks: list[Block] = []
-    for b in message.blocks:
-        blocks.extend(_block(b))
+def _content_origins(message: ChatMessage) -> list[tuple[Block, int]]:
+    """Core blocks of ``message``'s content, each with the index of the block it came from.
+
+    The index is ``-1`` for the stand-in of unknown ``additional_kwargs``.
+    """
+    out: list[tuple[Block, int]] = []
+    for i, b in enumerate(message.blocks):
+        out.extend((core, i) for core in _block(b))
     extra = {k: v for k, v in message.additional_kwargs.items() if k not in _HANDLED_KWARGS}
     if extra:
-        blocks.append(TextBlock(f"[metadata] {_dump(_plain(extra))}"))
-    return blocks
+        out.append((TextBlock(f"[metadata] {_dump(_plain(extra))}"), -1))
+    return out
+
+
+def _content(message: ChatMessage) -> list[Block]:
+    return [core for core, _ in _content_origins(message)]
 
 
 def is_digest_message(message: ChatMessage) -> bool:
@@ -240,16 +260,50 @@ def make_digest_chat_message(text: str, covered: int) -> ChatMessage:
                        additional_kwargs={DIGEST_KEY: True, DIGEST_COVERED_KEY: covered})
 
 
-def from_core_shortened(original: ChatMessage, shortened: AgentMessage) -> ChatMessage:
-    """A copy of ``original`` whose text is the core's shortened text (marker included).
+def _from_core_block(block: Block, original: Any) -> Any | None:
+    """A LlamaIndex block for one shortened core block (``original``: where it came from)."""
+    if isinstance(block, ThinkingBlock):
+        info = dict(getattr(original, "additional_information", None) or {}) \
+            if isinstance(original, LIThinkingBlock) else {}
+        info.pop("signature", None)  # the text changed: the old signature no longer holds
+        return LIThinkingBlock(content=block.thinking, additional_information=info)
+    if isinstance(block, TextBlock):
+        return LITextBlock(text=block.text)
+    return None  # an image the core left whole inside a cut block: it never does
 
-    Tool calls and the message's metadata are kept; other content blocks are replaced by
-    the shortened text, which already names what was removed.
+
+def from_core_shortened(original: ChatMessage, shortened: AgentMessage) -> ChatMessage:
+    """A deep copy of ``original`` carrying the core's shortened content, block for block.
+
+    The core shortens block by block (same count, same order), so each LlamaIndex block
+    is kept as it was when the core left its parts alone, and otherwise rebuilt from the
+    shortened parts: text stays text, unsigned thinking stays thinking, an image the core
+    replaced becomes its text placeholder. Tool-call blocks and ``additional_kwargs`` are
+    kept as they were (the core never shortens them), so the view is what it measured.
     """
-    text = ""
-    if isinstance(shortened, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
-        text = content_text(shortened.content)
-    calls = [b for b in original.blocks if isinstance(b, LIToolCallBlock)]
     copy = original.model_copy(deep=True)
-    copy.blocks = [LITextBlock(text=text), *[c.model_copy() for c in calls]]
+    content = getattr(shortened, "content", None)
+    if content is None:
+        return copy
+    calls = {i: b for i, b in enumerate(copy.blocks) if isinstance(b, LIToolCallBlock)}
+    if isinstance(content, str):  # a digest stored as plain text
+        copy.blocks = [LITextBlock(text=content), *calls.values()]
+        return copy
+    origins = _content_origins(original)
+    core_content = [b for b in content if not isinstance(b, ToolCallBlock)]
+    if len(core_content) != len(origins):  # not the core's block-for-block shape
+        copy.blocks = [LITextBlock(text=content_text(content)), *calls.values()]
+        return copy
+    per_block: dict[int, list[tuple[Block, Block]]] = {}
+    for (before, origin), after in zip(origins, core_content, strict=True):
+        per_block.setdefault(origin, []).append((before, after))
+    blocks: list[Any] = []
+    for i, block in enumerate(copy.blocks):
+        pairs = per_block.get(i)
+        if i in calls or not pairs or all(a == b for a, b in pairs):
+            blocks.append(block)
+        else:
+            rebuilt = (_from_core_block(after, block) for _, after in pairs)
+            blocks.extend(b for b in rebuilt if b is not None)
+    copy.blocks = blocks
     return copy

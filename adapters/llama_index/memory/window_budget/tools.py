@@ -8,12 +8,12 @@ at most ``max_iterations × (call + max_tokens)``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, adapt_to_async_tool
 
+from window_budget.budget.estimate import count_text
 from window_budget.contract import TokenCounter
 
 __all__ = ["bounded_tool", "clamp_text_tokens"]
@@ -23,7 +23,7 @@ _MARKER = "\n[… {n} characters of tool output removed by window-budget …]\n"
 
 def clamp_text_tokens(text: str, max_tokens: int, counter: TokenCounter | None = None) -> str:
     """``text`` cut to about ``max_tokens`` (head and tail kept, a visible marker between)."""
-    size = counter.count(text) if counter is not None else math.ceil(len(text) / 3.6)
+    size = count_text(text, counter)  # the core's rule, so dense text is not undercounted
     if size <= max_tokens:
         return text
     keep = max(0, int(len(text) * max_tokens / size) - len(_MARKER) - 8)
