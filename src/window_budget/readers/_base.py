@@ -258,17 +258,22 @@ RecordConverter = Callable[[Mapping[str, Any], dict[str, str], list[str]], "Agen
 
 
 def read_message_records(stream: IO[str], *, path: str, skip_bad: bool, fmt: str,
-                         convert: RecordConverter) -> Transcript:
-    """Read a JSON list of dumped framework messages with ``convert``, one record at a time.
+                         convert: RecordConverter, keys: Iterable[str] = ("messages",),
+                         jsonl: bool = False) -> Transcript:
+    """Read dumped messages with ``convert``, one record (or JSONL line) at a time.
 
     ``convert`` gets the record, a map of tool-call ids to tool names seen so far, and the
-    list collecting system prompts.
+    list collecting system prompts. A JSON document is a list of records or an object
+    holding one under one of ``keys``; with ``jsonl`` each line is a record, streamed.
     """
-    collector = Collector(path, skip_bad=skip_bad, unit="record")
+    collector = Collector(path, skip_bad=skip_bad, unit="line" if jsonl else "record")
     out: list[AgentMessage] = []
     system: list[str] = []
     names: dict[str, str] = {}
-    for where, raw in enumerate(records(load_json(stream, path), path), start=1):
+    items: Iterable[tuple[int, Any]] = (
+        iter_json_lines(stream, collector) if jsonl
+        else enumerate(records(load_json(stream, path), path, keys), start=1))
+    for where, raw in items:
         def one(raw: Any = raw) -> None:
             if not isinstance(raw, Mapping):
                 raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")

@@ -24,14 +24,11 @@ from window_budget.messages import (
     UserMessage,
 )
 from window_budget.readers._base import (
-    Collector,
     Transcript,
     as_int,
     image_from_url,
     image_to_url,
-    iter_json_lines,
-    load_json,
-    records,
+    read_message_records,
 )
 from window_budget.readers._render import plain_text, render_as_text
 
@@ -131,26 +128,10 @@ def message_from_openai(raw: Mapping[str, Any], names: dict[str, str],
 def read_openai(stream: IO[str], *, path: str = "", skip_bad: bool = False,
                 jsonl: bool = False) -> Transcript:
     """Read a Chat Completions message list (JSON, a run object, or JSONL)."""
-    collector = Collector(path, skip_bad=skip_bad, unit="line" if jsonl else "record")
-    out: list[AgentMessage] = []
-    system: list[str] = []
-    names: dict[str, str] = {}
-    items: Iterable[tuple[int, Any]]
-    if jsonl:
-        items = iter_json_lines(stream, collector)
-    else:
-        items = enumerate(records(load_json(stream, path), path, ("messages", "traj")), start=1)
-    for where, raw in items:
-        def one(raw: Any = raw) -> None:
-            if not isinstance(raw, Mapping):
-                raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
-            msg = message_from_openai(raw, names, system)
-            if msg is not None:
-                out.append(msg)
-        collector.guard(where, one)
-    return Transcript(messages=tuple(out), system=tuple(system),
-                      format="openai-jsonl" if jsonl else "openai", path=path,
-                      skipped=tuple(collector.skipped))
+    return read_message_records(stream, path=path, skip_bad=skip_bad,
+                                fmt="openai-jsonl" if jsonl else "openai",
+                                convert=message_from_openai, keys=("messages", "traj"),
+                                jsonl=jsonl)
 
 
 def _content_out(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
