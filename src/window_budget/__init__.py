@@ -44,7 +44,6 @@ from window_budget.condenser import (
     condense,
     condense_sync,
     create_condenser,
-    shorten_message,
 )
 from window_budget.config import counter_from_env, model_from_env, policy_from_env
 from window_budget.contract import (
@@ -96,6 +95,7 @@ from window_budget.messages import (
 from window_budget.meter import ContextBudget, MalformedUsageWarning, UsageReading, parse_usage
 from window_budget.report import UsageReport, analyze, format_report, format_report_rich
 from window_budget.scratch import ScratchModel, ScratchWriter, StateChange
+from window_budget.shorten import SHORTENED_MARKER, fit_messages, shorten_message
 from window_budget.subagent import clamp_subagent
 from window_budget.summarize.condense import (
     condense_scope,
@@ -118,6 +118,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "DEFAULT_SHARES",
     "SESSION_HEADER",
+    "SHORTENED_MARKER",
     "AgentMessage",
     "AssembledPrompt",
     "AssistantMessage",
@@ -192,6 +193,7 @@ __all__ = [
     "estimate_context",
     "estimate_message_tokens",
     "estimate_tokens",
+    "fit_messages",
     "flatten_transcript",
     "format_report",
     "format_report_rich",

@@ -59,6 +59,7 @@ from window_budget.messages import (
     UserMessage,
     content_text,
 )
+from window_budget.shorten import shorten_message
 
 __all__ = [
     "CLAMP_NOTICE_TYPE",
@@ -418,7 +419,6 @@ def _shorten_last(current: list[AgentMessage], sizes: list[int], unit: list[int]
                   counter: TokenCounter | None) -> set[int]:
     """Shorten the messages of the last remaining unit, largest first, toward ``room``."""
     # Imported here: the condenser imports this module lazily, and vice versa.
-    from window_budget.condenser import shorten_message
 
     done: set[int] = set()
     for j in sorted(unit, key=lambda k: -sizes[k]):

@@ -355,14 +355,7 @@ def _first_firing(msgs: Sequence[AgentMessage], model: Model, pinned: int, limit
     grown: list[AgentMessage] = []
     for i, msg in enumerate(msgs):
         grown.append(msg)
-        prefix = ledger.prefix(grown)
-        anchor = ledger.anchor(grown, model, pinned_tokens=pinned)
-        usage = grown[anchor].usage if anchor is not None else None  # type: ignore[union-attr]
-        if anchor is not None and usage is not None:
-            figure = usage.context_tokens + prefix[i + 1] - prefix[anchor + 1]
-        else:
-            figure = prefix[i + 1] + pinned
-        if figure > limit:
+        if ledger.context(grown, model, pinned_tokens=pinned).context_tokens > limit:
             return i
     return None
 

@@ -25,24 +25,14 @@ from window_budget.contract import (
     CondenseResult,
     SummarizeDeps,
     Summary,
-    TokenCounter,
 )
 from window_budget.errors import BudgetError
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    Content,
-    CustomMessage,
     DigestMessage,
-    ImageBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultMessage,
-    UserMessage,
 )
+from window_budget.shorten import fit_messages
 from window_budget.summarize.condense import summarize, summarize_sync
 
 __all__ = [
@@ -53,7 +43,6 @@ __all__ = [
     "condense",
     "condense_sync",
     "create_condenser",
-    "shorten_message",
 ]
 
 DEFAULT_POLICY = BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048)
@@ -61,9 +50,6 @@ DEFAULT_POLICY = BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_toke
 
 MIN_DIGEST_TOKENS = 64
 """The smallest room a digest is ever given."""
-
-SHORTENED_MARKER = "[… {n} chars removed by window-budget to fit the context window …]"
-
 
 async def condense(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
                    ) -> Summary:
@@ -75,141 +61,6 @@ def condense_sync(messages: Sequence[AgentMessage], deps: SummarizeDeps | None =
                   ) -> Summary:
     """The sync twin of :func:`condense`."""
     return summarize_sync(messages, replace(deps or SummarizeDeps(), scope="session"))
-
-
-# ----------------------------------------------------------------- shortening
-
-
-def _shorten_text(text: str, keep: int) -> str:
-    if len(text) <= keep:
-        return text
-    keep = max(keep, 0)
-    head = keep * 2 // 3
-    tail = keep - head
-    removed = len(text) - head - tail
-    return text[:head] + SHORTENED_MARKER.format(n=removed) + (text[-tail:] if tail else "")
-
-
-def _shorten_content(content: Content, keep_chars: int) -> Content:
-    """Cut ``content`` to about ``keep_chars`` characters of text, the longest blocks first.
-
-    A cap is chosen so that blocks shorter than it stay whole (a one-line instruction next
-    to a huge paste survives) and longer ones are cut to it. Signed thinking blocks are
-    left intact: a provider rejects a changed signature. Images become a placeholder.
-    """
-    if isinstance(content, str):
-        return _shorten_text(content, keep_chars)
-    lengths = [len(b.text) if isinstance(b, TextBlock) else len(b.thinking)
-               for b in content if isinstance(b, TextBlock)
-               or (isinstance(b, ThinkingBlock) and not b.signature)]
-    fixed = sum(len(b.thinking) for b in content if isinstance(b, ThinkingBlock) and b.signature)
-    budget = max(keep_chars - fixed, 0)
-    cap = max(lengths, default=0)
-    if sum(lengths) > budget:
-        lo, hi = 0, cap
-        while lo < hi:  # the largest cap under which the cut blocks fit the budget
-            mid = (lo + hi + 1) // 2
-            if sum(min(n, mid) for n in lengths) <= budget:
-                lo = mid
-            else:
-                hi = mid - 1
-        cap = lo
-    out: list[Any] = []
-    for b in content:
-        if isinstance(b, TextBlock):
-            out.append(b if len(b.text) <= cap else TextBlock(_shorten_text(b.text, cap)))
-        elif isinstance(b, ThinkingBlock) and not b.signature:
-            out.append(b if len(b.thinking) <= cap
-                       else ThinkingBlock(_shorten_text(b.thinking, cap)))
-        elif isinstance(b, ImageBlock):
-            out.append(TextBlock(f"[image {b.mime_type} removed by window-budget to fit the "
-                                 "context window]"))
-        else:
-            out.append(b)
-    return tuple(out)
-
-
-def _shorten_once(message: AgentMessage, keep_chars: int) -> AgentMessage:
-    if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
-        return replace(message, content=_shorten_content(message.content, keep_chars))
-    if isinstance(message, BashExecutionMessage):
-        return replace(message, output=_shorten_text(message.output, keep_chars))
-    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        return replace(message, summary=_shorten_text(message.summary, keep_chars))
-    return message
-
-
-def shorten_message(message: AgentMessage, target_tokens: int,
-                    counter: TokenCounter | None = None) -> AgentMessage:
-    """A copy of ``message`` whose text is cut to about ``target_tokens``, with a visible marker.
-
-    Tool-call ids, names and arguments are kept intact (providers validate them), as are
-    signed thinking blocks; images become a text placeholder; short blocks next to a long
-    one stay whole. Returns ``message`` itself when it fits or cannot be shortened.
-    """
-    from window_budget.budget.estimate import message_parts
-
-    size = estimate_message_tokens(message, counter)
-    if size <= target_tokens:
-        return message
-    parts, _, _ = message_parts(message)
-    chars = sum(map(len, parts)) or 1
-    keep_chars = max(0, int(chars * max(target_tokens - 40, 0) / max(size, 1)))
-    best = message
-    for _ in range(6):  # the char/token ratio is uneven: tighten until it fits
-        candidate = _shorten_once(message, keep_chars)  # always from the original
-        cost = estimate_message_tokens(candidate, counter)
-        if cost < estimate_message_tokens(best, counter):
-            best = candidate
-        if cost <= target_tokens or keep_chars == 0:
-            break
-        keep_chars = int(keep_chars * min(0.9, target_tokens / max(cost, 1)))
-    return best
-
-
-def _water_level(sizes: Sequence[int], room: int) -> int:
-    """The largest cap under which ``sum(min(size, cap)) <= room``."""
-    lo, hi = 0, max(sizes, default=0)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if sum(min(n, mid) for n in sizes) <= room:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _fit_tail(kept: list[AgentMessage], room: int, counter: TokenCounter | None,
-              ) -> tuple[list[AgentMessage], tuple[int, ...]]:
-    """Shorten tail messages until the tail fits ``room`` tokens, fairly.
-
-    Every message above a common cap is cut to it (the largest first give way, small
-    ones stay whole), always from the original so markers never nest. Parts that cannot
-    shrink (tool-call arguments, signed thinking) tighten the cap for the rest.
-    """
-    sizes = [estimate_message_tokens(m, counter) for m in kept]
-    if sum(sizes) <= room:
-        return kept, ()
-    target = room
-    out, out_sizes = list(kept), list(sizes)
-    for _ in range(6):
-        cap = _water_level(sizes, max(target, 0))
-        out = [shorten_message(m, cap, counter) if n > cap else m
-               for m, n in zip(kept, sizes, strict=True)]
-        out_sizes = [estimate_message_tokens(m, counter) if m is not o else n
-                     for m, o, n in zip(out, kept, sizes, strict=True)]
-        excess = sum(out_sizes) - room
-        if excess <= 0:
-            return out, tuple(i for i, (m, o) in enumerate(zip(out, kept, strict=True))
-                              if m is not o)
-        if target <= 0:
-            break
-        target -= excess
-    total = sum(out_sizes)
-    raise BudgetError(
-        f"the kept tail needs {total:,} tokens even shortened but only {room:,} remain for it — "
-        "lower keep_recent, raise the context window, or shorten the newest messages",
-        needed=total, available=room)
 
 
 # ------------------------------------------------------------------ decision
@@ -287,15 +138,8 @@ class WindowCondenser:
         if model is None:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
         limit = budget_limit(model, policy)
+        before = self._ledger.context(messages, model, pinned_tokens=pinned_tokens).context_tokens
         prefix = self._ledger.prefix(messages)
-        anchor = self._ledger.anchor(messages, model, pinned_tokens=pinned_tokens)
-        if anchor is not None:
-            # A provider's figure already includes the system prompt: no pinned tokens here.
-            usage = messages[anchor].usage  # type: ignore[union-attr]
-            assert usage is not None
-            before = usage.context_tokens + prefix[-1] - prefix[anchor + 1]
-        else:
-            before = prefix[-1] + pinned_tokens
         if before <= limit:
             return self._noop(messages, plan_at(messages, 0), before, limit, "under-budget")
         room = int(limit) - pinned_tokens
@@ -337,7 +181,7 @@ class WindowCondenser:
                               tail_budget=min(policy.keep_recent, token_budget // 2))
         if plan.cut == 0:
             # No legal cut (one tool group holds everything): shorten oversized messages.
-            kept, shortened = _fit_tail(list(messages), int(room * scale), deps.counter)
+            kept, shortened = fit_messages(list(messages), int(room * scale), deps.counter)
             if not shortened:
                 return self._noop(messages, plan, before, limit, "nothing-condensable")
             after = estimate_tokens(kept, deps.counter) + pinned_tokens
@@ -371,7 +215,7 @@ class WindowCondenser:
         digest_tokens = estimate_message_tokens(summary.message, counter)
         if decision.room is not None:
             tail_room = decision.room - digest_tokens
-            kept, shortened = _fit_tail(kept, tail_room, counter)
+            kept, shortened = fit_messages(kept, tail_room, counter)
         if isinstance(summary.message, DigestMessage):
             # Record how many turns were kept: their usage figures measured the old transcript.
             summary = replace(summary, message=replace(summary.message, kept_count=len(kept)))

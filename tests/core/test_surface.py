@@ -84,3 +84,14 @@ def test_trim_result_usage_reading_and_state_change_shapes() -> None:
     scratch = ScratchModel()
     scratch.record_state_change("plan", "build")
     assert scratch.state_changes == [StateChange("plan", "build")]
+
+
+def test_fit_messages_shares_the_cut_and_marks_it() -> None:
+    from window_budget import SHORTENED_MARKER, fit_messages
+
+    msgs = [UserMessage("short ask"), ToolResultMessage("c", "read", "r" * 20_000)]
+    out, shortened = fit_messages(list(msgs), 1_000)
+    assert shortened == (1,)
+    assert out[0] is msgs[0]
+    assert SHORTENED_MARKER.split("{n}")[1] in out[1].content
+    assert sum(estimate_message_tokens(m) for m in out) <= 1_000

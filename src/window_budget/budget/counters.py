@@ -17,7 +17,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from window_budget.budget.estimate import CHARS_PER_TOKEN
 from window_budget.contract import TokenCounter
@@ -224,16 +224,19 @@ def _warn_once(key: str, message: str) -> None:
         warnings.warn(message, TokenizerFallbackWarning, stacklevel=3)
 
 
-def resolve_counter(counter: TokenCounter | Callable[[str], int] | Literal["tiktoken", "heuristic"]
-                    | None = None, *, encoding: str = DEFAULT_ENCODING) -> TokenCounter | None:
+def resolve_counter(counter: TokenCounter | Callable[[str], int] | str | None = None, *,
+                    encoding: str = DEFAULT_ENCODING) -> TokenCounter | None:
     """Apply the fallback chain: a given counter, else tiktoken, else the heuristic.
 
     ``None`` and ``"heuristic"`` mean the heuristic (returned as ``None``, the estimator's
-    fast path). ``"tiktoken"`` asks for exact counts and degrades to the heuristic, warning
-    once, when the encoding cannot be loaded. A plain callable is wrapped.
+    fast path). ``"tiktoken"`` (or ``"tiktoken:<encoding>"``, the name a ``TiktokenCounter``
+    reports, so names round-trip) asks for exact counts and degrades to the heuristic,
+    warning once, when the encoding cannot be loaded. A plain callable is wrapped.
     """
     if counter is None or counter == "heuristic":
         return None
+    if isinstance(counter, str) and counter.startswith("tiktoken:"):
+        counter, encoding = "tiktoken", counter.removeprefix("tiktoken:")
     if counter == "tiktoken":
         try:
             return TiktokenCounter(encoding)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from window_budget.budget.estimate import estimate_message_tokens
 from window_budget.budget.gate import same_model, usage_is_plausible
-from window_budget.contract import Model, TokenCounter
+from window_budget.contract import Model, TokenCounter, TokenEstimate
 from window_budget.digest import is_digest
 from window_budget.errors import MessageError
 from window_budget.messages import (
@@ -149,3 +149,19 @@ class TokenLedger:
         if not usage_is_plausible(msg.usage.context_tokens, self._prefix[i + 1] + pinned_tokens):
             return None
         return i
+
+    def context(self, messages: Sequence[AgentMessage], model: Model, *,
+                pinned_tokens: int = 0) -> TokenEstimate:
+        """The gate's figure for ``messages`` (what ``estimate_context`` returns).
+
+        The trusted usage anchor plus what follows it, else the estimate of every message
+        plus ``pinned_tokens``.
+        """
+        prefix = self.prefix(messages)
+        i = self.anchor(messages, model, pinned_tokens=pinned_tokens)
+        usage = messages[i].usage if i is not None else None  # type: ignore[union-attr]
+        if i is not None and usage is not None:
+            # A provider's figure already includes the system prompt: no pinned tokens here.
+            return TokenEstimate(usage.context_tokens + prefix[-1] - prefix[i + 1],
+                                 model.context_window, True)
+        return TokenEstimate(prefix[-1] + pinned_tokens, model.context_window, False)

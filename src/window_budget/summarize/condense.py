@@ -40,6 +40,7 @@ from window_budget.messages import (
     TextBlock,
     UserMessage,
 )
+from window_budget.shorten import water_level
 from window_budget.summarize.extract import build_local_digest
 from window_budget.summarize.prompt import (
     CONDENSER_BRIEF,
@@ -101,14 +102,9 @@ def _fit_calls(entries: list[str], allowed: int) -> list[str]:
     """
     if sum(len(e) + 1 for e in entries) <= allowed:
         return entries
-    lo, hi = 200, max(len(e) for e in entries)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if sum(min(len(e), mid) + 31 for e in entries) <= allowed:
-            lo = mid
-        else:
-            hi = mid - 1
-    clamped = [clamp_text(e, lo) for e in entries]
+    # Each clamped entry carries a marker of about 31 characters.
+    cap = max(200, water_level([len(e) for e in entries], allowed - 31 * len(entries)))
+    clamped = [clamp_text(e, cap) for e in entries]
     if sum(len(e) + 1 for e in clamped) <= allowed:
         return clamped
     kept: list[str] = []
