@@ -32,7 +32,7 @@ from window_budget.messages import (
     AssistantMessage,
     DigestMessage,
 )
-from window_budget.shorten import fit_messages
+from window_budget.shorten import fit_messages, shorten_message
 from window_budget.summarize.condense import summarize, summarize_sync
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "condense",
     "condense_sync",
     "create_condenser",
+    "shorten_message",
 ]
 
 DEFAULT_POLICY = BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048)
