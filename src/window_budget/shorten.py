@@ -123,7 +123,7 @@ def water_level(sizes: Sequence[int], room: int) -> int:
     return lo
 
 
-def fit_messages(kept: list[AgentMessage], room: int, counter: TokenCounter | None,
+def fit_messages(kept: list[AgentMessage], room: int, counter: TokenCounter | None = None,
               ) -> tuple[list[AgentMessage], tuple[int, ...]]:
     """Shorten tail messages until the tail fits ``room`` tokens, fairly.
 
