@@ -32,7 +32,7 @@ from langchain_core.messages import (
 )
 
 from window_budget.budget.estimate import estimate_message_tokens
-from window_budget.digest import SESSION_HEADER, is_digest
+from window_budget.digest import SESSION_HEADER
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
@@ -498,8 +498,3 @@ def shortened_copy(original: BaseMessage, shortened: AgentMessage) -> BaseMessag
     else:
         update["content"] = _rebuilt_content(original.content, sources, new_blocks)
     return original.model_copy(update=update)
-
-
-def is_core_digest(message: AgentMessage) -> bool:
-    """True when the converted message is a digest (this adapter's or a carried one)."""
-    return is_digest(message)

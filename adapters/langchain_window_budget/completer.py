@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_window_budget._convert import to_core
+from langchain_window_budget._convert import _usage, usage_is_stale
 from window_budget.budget.counters import CallableCounter
 from window_budget.contract import (
     CompleteFn,
@@ -76,8 +76,8 @@ def _reply(reply: BaseMessage, model: Model) -> AssistantMessage:
     text: Any = reply.text
     if not isinstance(text, str):  # langchain-core < 1.0 exposed .text() as a method
         text = text()
-    converted = to_core(reply) if isinstance(reply, AIMessage) else None
-    usage = converted.usage if isinstance(converted, AssistantMessage) else None
+    usage = _usage(reply) if isinstance(reply, AIMessage) and not usage_is_stale(reply) \
+        else None
     return AssistantMessage((TextBlock(str(text)),), usage=usage, model=model.id)
 
 

@@ -35,7 +35,6 @@ from window_budget.condenser import WindowCondenser, create_condenser
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.messages import AssistantMessage
-from window_budget.summarize.condense import summarize, summarize_sync
 
 __all__ = [
     "CounterSpec",
@@ -188,13 +187,9 @@ class LangChainCondenser:
 
     # -- shared halves ---------------------------------------------------------
 
-    def _decide(self, messages: Sequence[BaseMessage], force: bool, extra_pinned: int,
-                ) -> tuple[Converted, Any]:
-        with self._lock:  # the converter and the token ledger are per-instance caches
-            conv = self._converter.convert(messages)
-            decision = self.condenser.decide(conv.core, force=force,
-                                             pinned_tokens=conv.pinned_tokens + extra_pinned)
-        return conv, decision
+    def _convert(self, messages: Sequence[BaseMessage]) -> Converted:
+        with self._lock:  # the converter is a per-instance cache
+            return self._converter.convert(messages)
 
     def _finish(self, messages: Sequence[BaseMessage], conv: Converted, result: CondenseResult,
                 archive: ArchiveFn | None) -> LangChainResult:
@@ -261,14 +256,9 @@ class LangChainCondenser:
 
         """
         messages = as_message_list(messages)
-        conv, decision = self._decide(messages, force, extra_pinned_tokens)
-        if decision.result is not None:
-            return self._finish(messages, conv, decision.result, archive)
-        summary = None
-        if self.policy.strategy == "summarize" or force:
-            summary = summarize_sync(decision.plan.dropped,
-                                     self.condenser.summarize_deps(decision))
-        result = self.condenser.finish(conv.core, decision, summary, force=force)
+        conv = self._convert(messages)
+        result = self.condenser.run_sync(conv.core, force=force,
+                                         pinned_tokens=conv.pinned_tokens + extra_pinned_tokens)
         return self._finish(messages, conv, result, archive)
 
     async def arun(self, messages: Sequence[Any], *, force: bool = False,
@@ -276,20 +266,17 @@ class LangChainCondenser:
                    ) -> LangChainResult:
         """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``)."""
         messages = as_message_list(messages)
-        conv, decision = self._decide(messages, force, extra_pinned_tokens)
-        if decision.result is not None:
-            return self._finish(messages, conv, decision.result, archive)
-        summary = None
-        if self.policy.strategy == "summarize" or force:
-            summary = await summarize(decision.plan.dropped,
-                                      self.condenser.summarize_deps(decision))
-        result = self.condenser.finish(conv.core, decision, summary, force=force)
+        conv = self._convert(messages)
+        result = await self.condenser.run(conv.core, force=force,
+                                          pinned_tokens=conv.pinned_tokens + extra_pinned_tokens)
         return self._finish(messages, conv, result, archive)
 
     def estimate(self, messages: Sequence[Any], *, extra_pinned_tokens: int = 0) -> int:
         """The gate's token figure for ``messages`` (pinned system messages included)."""
         messages = as_message_list(messages)
-        _, decision = self._decide(messages, False, extra_pinned_tokens)
+        conv = self._convert(messages)
+        decision = self.condenser.decide(conv.core,
+                                         pinned_tokens=conv.pinned_tokens + extra_pinned_tokens)
         return int(decision.tokens_before)
 
     def count_messages(self, messages: Sequence[Any]) -> int:

@@ -567,3 +567,56 @@ def test_trim_strategy_is_refused_with_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="strategy='summarize' only"):
         WindowBudgetMemory.from_defaults(context_window=8000,
                                          policy=BudgetPolicy(strategy="trim"))
+
+
+def _long_memory(n: int = 2000) -> WindowBudgetMemory:
+    # Far under budget: the whole history stays in the store, as in a long chat that has
+    # not reached its window yet.
+    history = [ChatMessage(role="system", content="be brief")] + [
+        user(i, words=2) if i % 2 == 0 else bot(i, words=2) for i in range(n)]
+    return WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_history=history)
+
+
+def _count_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    import llama_index.memory.window_budget.base as base
+
+    calls = [0]
+    convert = base.to_core
+
+    def counting(message: ChatMessage) -> object:
+        calls[0] += 1
+        return convert(message)
+
+    monkeypatch.setattr(base, "to_core", counting)
+    return calls
+
+
+def test_put_on_long_history_converts_and_estimates_one_message(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = _long_memory()
+    memory.get()
+    calls = _count_conversions(monkeypatch)
+    ledger = memory._sync_condenser._ledger  # type: ignore[union-attr]
+    for i in range(3):
+        estimated, converted = ledger.estimated, calls[0]
+        memory.put(user(10_000 + i))
+        assert ledger.estimated - estimated == 1
+        assert calls[0] - converted == 1
+    estimated, converted = ledger.estimated, calls[0]
+    view = memory.get()
+    assert len(view) == 2004
+    assert ledger.estimated == estimated
+    assert calls[0] == converted  # the view is counted from the cached cores
+
+
+async def test_aput_on_long_history_converts_and_estimates_one_message(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = _long_memory()
+    await memory.aget()
+    calls = _count_conversions(monkeypatch)
+    ledger = memory._async_condenser._ledger  # type: ignore[union-attr]
+    for i in range(3):
+        estimated, converted = ledger.estimated, calls[0]
+        await memory.aput(user(10_000 + i))
+        assert ledger.estimated - estimated == 1
+        assert calls[0] - converted == 1

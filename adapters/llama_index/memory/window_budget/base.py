@@ -30,6 +30,7 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.convert import (
+    _TOOL_ROLES,
     DIGEST_COVERED_KEY,
     from_core_shortened,
     is_digest_message,
@@ -38,17 +39,13 @@ from llama_index.memory.window_budget.convert import (
     to_core,
 )
 from window_budget.budget.counters import CallableCounter, TiktokenCounter, resolve_counter
-from window_budget.budget.estimate import estimate_tokens
+from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
 from window_budget.budget.gate import budget_limit
-from window_budget.condenser import (
-    MIN_DIGEST_TOKENS,
-    WindowCondenser,
-    create_condenser,
-    shorten_message,
-)
+from window_budget.condenser import MIN_DIGEST_TOKENS, WindowCondenser, create_condenser
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import BudgetError, ConfigError, SummarizerError
 from window_budget.messages import AgentMessage
+from window_budget.shorten import shorten_message
 
 __all__ = ["ARCHIVE_SUFFIX", "CounterSpec", "WindowBudgetMemory", "default_policy"]
 
@@ -63,7 +60,6 @@ a ``TokenCounter`` or any ``str -> int`` callable."""
 
 _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
 _SERIAL_VERSION = 1
-_TOOL_ROLES = frozenset({MessageRole.TOOL, MessageRole.FUNCTION})
 # Per-process state rebuilt after pickling or copying; never part of the state itself.
 _RUNTIME_ATTRS = ("_lock", "_compact_lock", "_aloop", "_alock", "_sync_condenser",
                   "_async_condenser", "_cache")
@@ -87,9 +83,6 @@ def _resolve(counter: CounterSpec | str | None) -> tuple[TokenCounter | None, st
     """The counter and the name it is serialized under."""
     if counter is None or counter == "heuristic":
         return None, "heuristic"
-    if isinstance(counter, str) and counter.startswith("tiktoken:"):
-        # The name a TiktokenCounter serializes under: rebuild the same encoding.
-        return resolve_counter("tiktoken", encoding=counter.split(":", 1)[1]), counter
     if counter == "llama_index":
         from llama_index.core.utils import get_tokenizer
 
@@ -97,9 +90,12 @@ def _resolve(counter: CounterSpec | str | None) -> tuple[TokenCounter | None, st
                                name="llama_index"), "llama_index"
     if counter == "tiktoken":
         return resolve_counter("tiktoken"), "tiktoken"
-    resolved = resolve_counter(counter)  # type: ignore[arg-type]
+    # "tiktoken:<encoding>" (the name a TiktokenCounter serializes under) is resolve_counter's.
+    resolved = resolve_counter(counter)
     if isinstance(resolved, TiktokenCounter):
         return resolved, resolved.name  # "tiktoken:<encoding>", rebuilt by from_dict
+    if isinstance(counter, str):  # "tiktoken:<encoding>" that did not load: keep its name
+        return resolved, counter
     return resolved, getattr(resolved, "name", "custom")
 
 
@@ -140,6 +136,8 @@ class _Pass:
 
     snapshot: list[ChatMessage]
     """The store as read."""
+    cores: list[AgentMessage]
+    """``snapshot`` converted (cached by identity), index for index."""
     pinned: int
     """How many leading system messages are pinned."""
     result: CondenseResult | None
@@ -189,6 +187,7 @@ class WindowBudgetMemory(BaseMemory):
     _alock: Any = PrivateAttr(default=None)
     _cache: dict[int, tuple[ChatMessage, AgentMessage]] = PrivateAttr(default_factory=dict)
     _extra_pinned: int = PrivateAttr(default=0)
+    _resumed_tokens: int = PrivateAttr(default=0)
     _last_result: CondenseResult | None = PrivateAttr(default=None)
 
     @classmethod
@@ -273,6 +272,7 @@ class WindowBudgetMemory(BaseMemory):
         self._policy = policy
         self._counter, self._counter_name = _resolve(counter)
         self._cache.clear()
+        self._resumed_tokens = self.count_tokens([_resumed()])
         meta = getattr(llm, "metadata", None)
         model_id = getattr(meta, "model_name", None) or "llm"
         model = Model(model_id, self.context_window)
@@ -412,44 +412,52 @@ class WindowBudgetMemory(BaseMemory):
 
     # -------------------------------------------------------------- compaction
 
-    def _pinned_tokens(self, snapshot: list[ChatMessage], n: int, extra: int) -> int:
+    def _pinned_tokens(self, snapshot: list[ChatMessage], cores: list[AgentMessage], n: int,
+                       extra: int) -> int:
         # A history that does not open with a user message gets the resumed marker in
         # front of it (see _view): its cost is reserved up front.
-        lead = self.count_tokens([_resumed()]) \
+        lead = self._resumed_tokens \
             if len(snapshot) > n and snapshot[n].role != MessageRole.USER else 0
-        return estimate_tokens(self._core(snapshot[:n]), self._counter) + lead + extra
+        return estimate_tokens(cores[:n], self._counter) + lead + extra
 
     def _begin(self, snapshot: list[ChatMessage]) -> tuple[int, list[AgentMessage]]:
-        n = split_pinned(snapshot)
-        return n, self._core(snapshot[n:])
+        """The pinned count and the whole snapshot converted, in one pass over the cache.
+
+        Converting the snapshot as a whole (not its pinned part and body separately) lets
+        the cache purge only what left the store, so the body's cores stay the same objects
+        from call to call and the condenser's ledger estimates only what was appended.
+        """
+        return split_pinned(snapshot), self._core(snapshot)
 
     def _run_sync(self, snapshot: list[ChatMessage], extra: int, force: bool) -> _Pass:
-        n, body = self._begin(snapshot)
+        n, cores = self._begin(snapshot)
+        body = cores[n:]
         assert self._sync_condenser is not None
         for pinned_extra in dict.fromkeys((extra, 0)):
             try:
                 result = self._sync_condenser.run_sync(
                     body, force=force,
-                    pinned_tokens=self._pinned_tokens(snapshot, n, pinned_extra))
+                    pinned_tokens=self._pinned_tokens(snapshot, cores, n, pinned_extra))
             except BudgetError as exc:
                 logger.debug("window-budget: %s", exc)
                 continue
-            return _Pass(snapshot, n, result, extra, pinned_extra == extra)
-        return _Pass(snapshot, n, None, extra, False)
+            return _Pass(snapshot, cores, n, result, extra, pinned_extra == extra)
+        return _Pass(snapshot, cores, n, None, extra, False)
 
     async def _run_async(self, snapshot: list[ChatMessage], extra: int, force: bool) -> _Pass:
-        n, body = self._begin(snapshot)
+        n, cores = self._begin(snapshot)
+        body = cores[n:]
         assert self._async_condenser is not None
         for pinned_extra in dict.fromkeys((extra, 0)):
             try:
                 result = await self._async_condenser.run(
                     body, force=force,
-                    pinned_tokens=self._pinned_tokens(snapshot, n, pinned_extra))
+                    pinned_tokens=self._pinned_tokens(snapshot, cores, n, pinned_extra))
             except BudgetError as exc:
                 logger.debug("window-budget: %s", exc)
                 continue
-            return _Pass(snapshot, n, result, extra, pinned_extra == extra)
-        return _Pass(snapshot, n, None, extra, False)
+            return _Pass(snapshot, cores, n, result, extra, pinned_extra == extra)
+        return _Pass(snapshot, cores, n, None, extra, False)
 
     def _digest_for(self, p: _Pass) -> ChatMessage | None:
         result = p.result
@@ -515,12 +523,21 @@ class WindowBudgetMemory(BaseMemory):
             short = {i: result.messages[i] for i in result.shortened}
         tail = [from_core_shortened(m, short[i]) if i in short else _copy(m)
                 for i, m in enumerate(kept)]
+        # Counted from the originals' cached cores (a copy converts to an equal core), the
+        # shortened entries from their own copies: the view's count, without converting it.
+        counter = self._counter
+        kept_cores = p.cores[p.pinned + result.plan.cut:]
+        tokens = estimate_tokens(p.cores[:p.pinned], counter) + sum(
+            estimate_message_tokens(to_core(tail[i]) if i in short else core, counter)
+            for i, core in enumerate(kept_cores))
         if digest is not None:
             tail.insert(0, _copy(digest))
+            tokens += estimate_message_tokens(to_core(digest), counter)
         if tail and tail[0].role != MessageRole.USER:
             tail.insert(0, _resumed())  # providers want a user message first
+            tokens += self._resumed_tokens
         view = pinned + tail
-        if self.count_tokens(view) + p.extra > self.token_limit:
+        if tokens + p.extra > self.token_limit:
             return self._smallest_view(p)
         return view
 
@@ -541,7 +558,8 @@ class WindowBudgetMemory(BaseMemory):
                 start -= 1  # a tool result needs the call that asked for it
             turn = body[start:]
             lead = [_resumed()] if turn[0].role != MessageRole.USER else []
-            room = self.token_limit - p.extra - self.count_tokens([*pinned, *lead])
+            room = self.token_limit - p.extra - estimate_tokens(
+                p.cores[:p.pinned], self._counter) - (self._resumed_tokens if lead else 0)
             view = [*pinned, *lead, *self._fit_turn(turn, max(room, 0))]
         total = self.count_tokens(view) + p.extra
         if total > self.token_limit:
@@ -559,7 +577,7 @@ class WindowBudgetMemory(BaseMemory):
         the core never cuts (tool-call arguments, signed thinking) is taken as fixed.
         """
         cores = [to_core(m) for m in turn]
-        sizes = [estimate_tokens([c], self._counter) for c in cores]
+        sizes = [estimate_message_tokens(c, self._counter) for c in cores]
         out: list[AgentMessage] = list(cores)
         fixed: dict[int, int] = {}
         for _ in range(4):
@@ -573,7 +591,7 @@ class WindowBudgetMemory(BaseMemory):
             grew = False
             for i, target in targets.items():
                 out[i] = shorten_message(cores[i], target, self._counter)
-                got = estimate_tokens([out[i]], self._counter)
+                got = estimate_message_tokens(out[i], self._counter)
                 if got > target:
                     fixed[i] = got  # cannot go lower: the others make up for it
                     grew = True
@@ -586,13 +604,14 @@ class WindowBudgetMemory(BaseMemory):
                       want_view: bool = True) -> list[ChatMessage]:
         with self._compact_lock:
             p = self._run_sync(self._read(), extra, force)
+            digest = self._digest_for(p)
             for _ in range(3):
-                digest = self._digest_for(p)
                 if digest is None or not self._should_commit(p) or self._commit(p, digest):
                     break
                 p = self._run_sync(self._read(), extra, force)
+                digest = self._digest_for(p)
             self._last_result = p.result
-            return self._view(p, self._digest_for(p)) if want_view else []
+            return self._view(p, digest) if want_view else []
 
     def _async_lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -605,14 +624,15 @@ class WindowBudgetMemory(BaseMemory):
                              want_view: bool = True) -> list[ChatMessage]:
         async with self._async_lock():
             p = await self._run_async(await self._in_thread(self._read), extra, force)
+            digest = self._digest_for(p)
             for _ in range(3):
-                digest = self._digest_for(p)
                 if digest is None or not self._should_commit(p) or await self._in_thread(
                         self._commit, p, digest):
                     break
                 p = await self._run_async(await self._in_thread(self._read), extra, force)
+                digest = self._digest_for(p)
             self._last_result = p.result
-            return self._view(p, self._digest_for(p)) if want_view else []
+            return self._view(p, digest) if want_view else []
 
     # ----------------------------------------------------------- the memory API
 
