@@ -124,14 +124,18 @@ def last_user_turn_start(messages: Sequence[AgentMessage]) -> int:
     return -1
 
 
-def plan_force_slice(messages: Sequence[AgentMessage]) -> CondensePlan:
+def plan_force_slice(messages: Sequence[AgentMessage], *,
+                     blocked: Sequence[bool] | None = None) -> CondensePlan:
     """The manual ``/compact`` plan: fold everything before the last user turn.
 
     Cutting at a user message keeps every tool call with its result. ``cut == 0``
-    when there is no earlier turn to fold.
+    when there is no earlier turn to fold. ``blocked`` is a precomputed
+    :func:`blocked_cuts` (e.g. from a ``TokenLedger``).
     """
     cut = last_user_turn_start(messages)
-    if cut > 0 and blocked_cuts(messages)[cut]:
-        # A user message inside a tool group (unusual, but seen in aborted runs).
-        cut = _snap(blocked_cuts(messages), cut, len(messages))
+    if cut > 0:
+        blocked = blocked_cuts(messages) if blocked is None else blocked
+        if blocked[cut]:
+            # A user message inside a tool group (unusual, but seen in aborted runs).
+            cut = _snap(blocked, cut, len(messages))
     return plan_at(messages, max(cut, 0))
