@@ -72,15 +72,14 @@ def per_turn(fake: GenericFakeChatModel, policy: BudgetPolicy, msgs: list[BaseMe
     """Median ms of one re-gate after appending a message to an already-gated thread."""
     engine = LangChainCondenser(fake, context_window=10**9, policy=policy)
     state = list(msgs)
-    engine._decide(state, False, 0)
+    engine.run(state)
     extra = iter([HumanMessage(f"follow-up {k} " + "z" * 100) for k in range(turns)])
 
     def turn() -> None:
         nonlocal state
         state = [*state, next(extra)]  # a new list each turn, as a graph reducer makes
-        decision = engine._decide(state, False, 0)[1]
-        assert decision.result is not None
-        assert decision.result.reason == "under-budget"
+        result = engine.run(state)  # the full per-turn path: convert, gate, map back
+        assert not result.changed
 
     return median_ms(turn, turns)
 
@@ -102,7 +101,7 @@ def main() -> None:
         # A fresh engine per run (no cached conversion or ledger); built outside the timer.
         engines = iter([LangChainCondenser(fake, context_window=window, policy=policy)
                         for _ in range(repeats)])
-        return median_ms(lambda: next(engines)._decide(msgs, False, 0), repeats)
+        return median_ms(lambda: next(engines).estimate(msgs), repeats)
 
     def trim(msgs: list[BaseMessage]) -> None:
         trim_messages(msgs, max_tokens=limit, token_counter=count_tokens_approximately,

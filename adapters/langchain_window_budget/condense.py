@@ -293,6 +293,18 @@ def _same_text(a: object, b: object) -> bool:
     return a == b
 
 
+_MESSAGE_TYPES: set[type] = set()
+"""Message classes seen so far: a set lookup per message is much cheaper than pydantic's
+``isinstance``, which matters when a long thread is re-gated every turn."""
+
+
+def _is_message(m: object) -> bool:
+    if isinstance(m, BaseMessage):
+        _MESSAGE_TYPES.add(type(m))
+        return True
+    return False
+
+
 def as_message_list(messages: Sequence[Any]) -> Sequence[BaseMessage]:
     """``messages`` itself when it holds only messages, else LangChain's conversion of it.
 
@@ -304,7 +316,7 @@ def as_message_list(messages: Sequence[Any]) -> Sequence[BaseMessage]:
     if isinstance(messages, str | bytes):
         raise TypeError("pass a list of messages, not a single string; wrap it: "
                         "[HumanMessage(text)] or [(\"user\", text)]")
-    if all(isinstance(m, BaseMessage) for m in messages):
+    if all(type(m) in _MESSAGE_TYPES or _is_message(m) for m in messages):
         return messages
     try:
         return convert_to_messages(messages)
