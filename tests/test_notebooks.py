@@ -82,6 +82,7 @@ def executed(path: Path) -> object:
     return _execute(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_notebook_runs(path: Path) -> None:
     executed(path)

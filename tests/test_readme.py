@@ -29,3 +29,24 @@ def test_snippets_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             exec(compile(code, f"{doc.name}[block {i}]", "exec"), namespace)
         except ModuleNotFoundError as exc:
             pytest.skip(f"{doc.name} block {i} needs {exc.name}")
+
+
+def test_the_readme_stays_a_short_first_page() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move reference text to docs/"
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    fresh = re.search(r"^python3 -m venv \.venv && .*&& \.venv/bin/(python -m pytest.*)$",
+                      readme, re.MULTILINE)
+    assert fresh is not None, "the README's fresh-machine test command is gone"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert fresh.group(1) in ci
+
+
+def test_every_docs_page_is_in_the_site_nav() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")}
+    listed = set(re.findall(r"^\s+- (?:[^:\n]+: )?([\w.-]+\.md)$", nav, re.MULTILINE))
+    assert pages == listed

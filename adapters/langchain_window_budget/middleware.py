@@ -113,7 +113,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             replaces by a shortened copy (the originals), before the state changes, so
             nothing is lost. ``last_result`` holds the same account.
 
-    >>> # agent = create_agent(model, tools, middleware=[WindowBudgetMiddleware(model=model)])
+    Use: ``create_agent(model, tools, middleware=[WindowBudgetMiddleware(model=model)])``.
 
     """
 

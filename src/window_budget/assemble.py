@@ -51,7 +51,7 @@ TRUNCATION_MARKER = "\n[… truncated to fit the prompt budget …]"
 """Appended to the one section that was cut short, so the model (and a reader) can tell."""
 
 DEFAULT_MIN_TRUNCATED_TOKENS = 100
-"""Below this much room a section is dropped rather than cut to a useless stub (002's 100)."""
+"""Below this much room a section is dropped rather than cut to a useless stub."""
 
 _RESERVED_KEYS = frozenset({"event", "budget_tokens", "used_tokens", "sections_included",
                             "sections_truncated", "sections_dropped", "sections_empty"})

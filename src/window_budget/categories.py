@@ -1,7 +1,7 @@
 """Trimming by message category, without a model: the condenser's ``strategy="trim"``.
 
 Every message falls into one of five categories, each with a share of the budget
-(003's defaults):
+(the default shares):
 
 ========================  =====  ==============================================
 category                  share  what lands there
@@ -96,7 +96,7 @@ DEFAULT_SHARES: Mapping[MessageCategory, float] = {
     MessageCategory.SYSTEM_OUTPUT: 0.05,
     MessageCategory.ERROR: 0.05,
 }
-"""003's split of the budget. They add up to 105 % (ERROR is 003's fallback allowance);
+"""The default split of the budget. They add up to 105 % (ERROR is a fallback allowance);
 trimming uses them as relative weights, so they need not sum to 1."""
 
 TRIM_ORDER: tuple[MessageCategory, ...] = (

@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 DEFAULT_POLICY = BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048)
-"""000's defaults: fire at 75 % of the window less 2,048 reserved; keep ~6,000 tokens verbatim."""
+"""The defaults: fire at 75 % of the window less 2,048 reserved; keep ~6,000 tokens verbatim."""
 
 MIN_DIGEST_TOKENS = 64
 """The smallest room a digest is ever given."""

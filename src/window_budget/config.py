@@ -240,8 +240,8 @@ def policy_from_env(base: BudgetPolicy | None = None, *,
 
     Keyword arguments are ``BudgetPolicy`` fields; one passed as ``None`` counts as not
     given (use ``reserve_tokens=0`` for no reserve). With ``base``, its values replace
-    the defaults. With ``keep_unit="turns"`` and no base, unset fields take 004's turn
-    defaults (8 turns, ratio 0.8, no reserve) instead of the token ones.
+    the defaults. With ``keep_unit="turns"`` and no base, unset fields take the turn
+    policy's defaults (8 turns, ratio 0.8, no reserve) instead of the token ones.
 
     Raises:
         ConfigError: an invalid variable or argument; the message names it.

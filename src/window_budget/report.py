@@ -127,7 +127,7 @@ def analyze(messages: Sequence[AgentMessage], window: int | Model, *,
         policy: When given, ``over_budget`` uses the gate's limit (window less reserve,
             times the trigger ratio) instead of the whole window.
         pinned_tokens: Tokens of system prompts kept outside the transcript.
-        shares: Category shares for ``category_budgets`` (003's defaults when None).
+        shares: Category shares for ``category_budgets`` (the default shares when None).
         classify: How messages are put in categories.
         calibration: How the model's provider counts (see
             :func:`~window_budget.budget.calibrate.calibrate`); adds ``calibrated_total``.
@@ -156,7 +156,7 @@ def analyze(messages: Sequence[AgentMessage], window: int | Model, *,
         images += message_parts(message)[2]
     total = sum(per_category.values())
     limit = budget_limit(Model("report", size), policy) if policy is not None else float(size)
-    # Shares are applied as given: 003's defaults add up to 105 % (ERROR is a fallback
+    # Shares are applied as given: the default shares add up to 105 % (ERROR is a fallback
     # allowance), so the allowances overlap a little rather than partition the limit.
     norm = resolve_shares(shares)
     budgets = {c: int(limit * norm[c]) for c in MessageCategory}

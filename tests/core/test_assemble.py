@@ -14,7 +14,7 @@ CHARS = CallableCounter(len, name="chars")
 
 
 def _worker_sections() -> list[tuple[int, str, str]]:
-    """002's Worker attempt turn: seven sections adding up to about 2,500 characters."""
+    """A worker agent's turn: seven sections adding up to about 2,500 characters."""
     sizes = [("rule", 100), ("directive", 200), ("architect_plan", 400),
              ("episodic_lessons", 600), ("banned_patterns", 500),
              ("preferred_approaches", 400), ("strategic_lessons", 300)]
@@ -51,7 +51,7 @@ def test_worker_example_in_tokens_at_four_chars_per_token() -> None:
     result = assemble_prompt(_worker_sections(), 625, counter=HeuristicCounter(4.0))
     assert result.used_tokens <= 625
     # Six sections take 553 tokens; the 72 left are under the 100-token minimum for a
-    # cut section (002's rule), so the last one is dropped rather than stubbed.
+    # cut section (the default minimum), so the last one is dropped rather than stubbed.
     assert result.dropped == ("strategic_lessons",)
     assert result.truncated == ()
 

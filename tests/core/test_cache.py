@@ -138,6 +138,7 @@ def test_threads_share_the_cache_safely() -> None:
     assert cache.size_bytes <= 200_000
 
 
+@pytest.mark.slow
 @given(transcripts())
 def test_cached_estimates_match_the_estimator(messages: list) -> None:
     cache = ContentCache()

@@ -89,7 +89,7 @@ def test_classify(message: AgentMessage, category: MessageCategory) -> None:
 # ------------------------------------------------------------------ shares
 
 
-def test_default_shares_are_003s() -> None:
+def test_default_shares_add_up_to_105_percent() -> None:
     assert {c.name: v for c, v in DEFAULT_SHARES.items()} == {
         "SYSTEM": 0.10, "CONTEXT": 0.35, "DIALOG": 0.50, "SYSTEM_OUTPUT": 0.05, "ERROR": 0.05}
 

@@ -230,6 +230,7 @@ failing = st.sampled_from([
 ])
 
 
+@pytest.mark.slow
 @given(transcripts(max_groups=40), st.integers(2_000, 60_000), st.integers(0, 4000),
        st.integers(0, 8_000), failing)
 def test_result_fits_or_budget_error_and_nothing_is_lost(

@@ -81,7 +81,7 @@ def test_base_policy_fills_what_is_unset() -> None:
     assert policy.strategy == "trim"
 
 
-def test_turns_get_004s_defaults() -> None:
+def test_turns_get_the_turn_policy_defaults() -> None:
     assert policy_from_env(environ={"WINDOW_BUDGET_KEEP_UNIT": "messages"}).keep_unit == "messages"
     policy = policy_from_env(environ={"WINDOW_BUDGET_KEEP_UNIT": "turns"})
     assert policy == BudgetPolicy.turns()

@@ -202,6 +202,7 @@ def cl100k() -> TiktokenCounter:
     return TiktokenCounter("cl100k_base")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_the_heuristic_is_at_least_nine_tenths_of_cl100k(kind: str,
                                                          cl100k: TiktokenCounter) -> None:
@@ -240,6 +241,7 @@ def test_a_large_file_write_is_not_billed_as_escaped_json() -> None:
     assert estimate_message_tokens(call) >= text_tokens(body)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(*KINDS.values(), _prose(), st.text(min_size=8, max_size=300)))
 def test_skipping_the_pieces_of_prose_never_changes_a_result(text: str) -> None:

@@ -236,6 +236,7 @@ def test_rendering_never_exceeds_the_budget(msgs: list, max_tokens: int) -> None
 # ------------------------------------------------------------------ merge and carry
 
 
+@pytest.mark.slow
 @given(transcripts(), transcripts())
 def test_merge_is_deterministic(a: list, b: list) -> None:
     first = extract_facts(b, prior=extract_facts(a))

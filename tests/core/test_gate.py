@@ -34,7 +34,7 @@ def test_bad_policy_names_the_field(field: str, value: object) -> None:
         BudgetPolicy(**{field: value})  # type: ignore[arg-type]
 
 
-def test_turns_policy_defaults_come_from_004() -> None:
+def test_turns_policy_defaults_are_8_turns_at_0_8() -> None:
     p = BudgetPolicy.turns()
     assert (p.keep_recent, p.trigger_ratio, p.keep_unit) == (8, 0.8, "turns")
 

@@ -67,6 +67,7 @@ def test_ledger_recheck_of_an_appended_list_costs_the_new_messages(
     assert ledger.estimated == 2_000
 
 
+@pytest.mark.slow
 def test_replay_runs_the_condenser_only_where_the_gate_fires(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls = [0]

@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -86,6 +87,7 @@ def test_summarizer_failure_keeps_every_message() -> None:
     assert all(id(m) in everything for m in written)
 
 
+@pytest.mark.slow
 def test_lcel_chain_with_message_history_stays_in_window() -> None:
     window = 6000
     chat = RecordingChatModel(window=window, tool_rounds=0, reply_chars=1500, sizes=[],

@@ -42,6 +42,7 @@ def _agent(model: RecordingChatModel, **kw: object):  # type: ignore[no-untyped-
     return agent, middleware
 
 
+@pytest.mark.slow
 def test_two_hundred_model_calls_never_exceed_the_window(
         recording_model: RecordingChatModel) -> None:
     recording_model.window = WINDOW

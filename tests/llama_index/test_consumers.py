@@ -63,6 +63,7 @@ async def test_simple_chat_engine_async() -> None:
     assert set(llm.calls) == {"achat"}
 
 
+@pytest.mark.slow
 def test_condense_plus_context_chat_engine() -> None:
     llm = ScriptedLLM(window=4096)
     docs = [Document(text=f"Document {k}: " + "knowledge " * 30) for k in range(5)]
@@ -77,6 +78,7 @@ def test_condense_plus_context_chat_engine() -> None:
     check(llm, memory, TURNS)
 
 
+@pytest.mark.slow
 async def test_function_agent_with_tool() -> None:
     llm = ScriptedLLM(window=4096)
     memory = WindowBudgetMemory.from_defaults(llm=llm)
@@ -89,6 +91,7 @@ async def test_function_agent_with_tool() -> None:
     assert len(tools) == TURNS
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:is_running called from within a step:DeprecationWarning")
 async def test_react_agent() -> None:
     llm = ScriptedLLM(window=4096, react=True)

@@ -20,7 +20,7 @@ carry no usage at all.
 ...     msgs.append(ToolResultMessage(f"t{i}", "ls", "src/ tests/ docs/ README.md " * 40))
 >>> cal = calibrate(msgs)
 >>> round(cal.ratio, 2), cal.overhead_tokens, cal.samples
-(1.54, 2988, 5)
+(1.35, 2991, 5)
 """
 
 from __future__ import annotations

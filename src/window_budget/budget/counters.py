@@ -73,14 +73,14 @@ class TokenizerFallbackWarning(UserWarning):
 
 @dataclass(frozen=True, slots=True)
 class HeuristicCounter:
-    """The plain character rule ``ceil(len(text) / chars_per_token)`` (003 and 004's fallback).
+    """The plain character rule ``ceil(len(text) / chars_per_token)`` (a common fallback).
 
     The estimator's own default (``counter=None``) is stricter: it also raises the count
     for text that tokenizes densely (see ``text_tokens``).
     """
 
     chars_per_token: float = CHARS_PER_TOKEN
-    """Characters per token (3.6 by default; 004's engine uses 4)."""
+    """Characters per token (3.6 by default; some engines use 4)."""
     name: str = "heuristic"
     """Shown in reports."""
 

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 CHARS_PER_TOKEN = 3.6
-"""Characters per token of the plain character rule (000's value; 004 uses 4)."""
+"""Characters per token of the plain character rule (some engines use 4)."""
 FLOOR_CHARS_PER_TOKEN = 5.0
 """Characters per token below which the heuristic never goes, whatever the text."""
 IMAGE_TOKENS = 1024
