@@ -86,30 +86,35 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def check_written(read_back: Sequence[M], written: Sequence[M], store: str, *,
-                  same: Callable[[M, M], bool] = _equal) -> None:
-    """Refuse a store that did not keep exactly what was written to it.
+                  same: Callable[[M, M], bool] = _equal, exact: bool = False) -> None:
+    """Refuse a store that does not start with exactly what was written to it.
 
-    ``same`` compares a message read back with the one written (``==`` by default; pass
-    a looser test for stores whose serialization normalizes values).
+    Messages after the written ones are accepted (another writer appended them) unless
+    ``exact``: then the store must hold exactly ``written``. ``same`` compares a message
+    read back with the one written (``==`` by default; pass a looser test for stores whose
+    serialization normalizes values).
 
     Raises:
         StoreError: one sentence naming ``store`` and what it did (appended instead of
             replacing, lost messages, or changed them).
 
     """
-    if len(read_back) == len(written) and all(
-            same(a, b) for a, b in zip(read_back, written, strict=True)):
+    # Messages after what was written are appends by other writers, not a fault.
+    longer_ok = not exact and len(read_back) > len(written)
+    if (len(read_back) == len(written) or longer_ok) and all(
+            same(a, b) for a, b in zip(read_back, written, strict=False)):
         return
     if len(read_back) > len(written):
         what = (f"holds {len(read_back):,} messages after {len(written):,} were written "
-                "(it appended instead of replacing)")
+                "(it appended instead of replacing, or another process wrote meanwhile)")
     elif len(read_back) < len(written):
         what = f"holds {len(read_back):,} messages after {len(written):,} were written"
     else:
         what = "returned other messages than were written"
-    raise StoreError(f"the store {store} {what}; window-budget will not go on writing to a "
-                     "store that does not keep what is written — use a store whose "
-                     "set_messages replaces the list")
+    raise StoreError(f"the store {store} {what}; window-budget stops writing to it rather "
+                     "than multiply or lose messages — use a store whose set_messages "
+                     "replaces the list, and one with a transactional rewrite when several "
+                     "processes share a conversation")
 
 
 class LockedRewrite(Generic[M]):

@@ -73,13 +73,16 @@ def test_a_store_that_appends_on_set_is_refused_naming_it() -> None:
     store = ListStore(["a", "b", "c"], appends_on_set=True)
     rewrite = LockedRewrite(store.read, store.write, store.add_archive, store="AppendingStore")
     with pytest.raises(StoreError, match=r"AppendingStore holds 5 messages after 2 were "
-                                         r"written \(it appended instead of replacing\)"):
+                                         r"written \(it appended instead of replacing"):
         rewrite.rewrite(Fold(expected=("a", "b", "c"), replacement=("D", "c"),
                              archived=("a", "b")))
 
 
 def test_check_written_names_lost_and_changed_messages() -> None:
     check_written(["a"], ["a"], "S")
+    check_written(["a", "later"], ["a"], "S")  # appended by another writer meanwhile
+    with pytest.raises(StoreError, match="S holds 2 messages after 1 were written"):
+        check_written(["a", "later"], ["a"], "S", exact=True)
     with pytest.raises(StoreError, match="S holds 1 messages after 2 were written;"):
         check_written(["a"], ["a", "b"], "S")
     with pytest.raises(StoreError, match="S returned other messages than were written"):

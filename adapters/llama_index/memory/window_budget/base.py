@@ -174,27 +174,34 @@ def _same_message(a: ChatMessage, b: ChatMessage) -> bool:
 
 
 def _set_verified(store: BaseChatStore, key: str, messages: list[ChatMessage], *,
-                  check: bool = True) -> None:
+                  exact: bool = True) -> None:
     """Replace ``key``'s messages, and make sure the store did replace them.
 
     A store whose ``set_messages`` appends instead (LlamaIndex's SQLite integration,
     0.4.0) is handled by deleting the key and adding the messages one by one; a store
     that still does not hold what was written raises ``StoreError`` naming it, rather
-    than multiplying messages silently.
+    than multiplying messages silently. Without ``exact`` (a compaction, whose caller
+    checks again), messages after the written ones are others' appends, not a fault.
     """
-    store.set_messages(key, messages)
-    if _all_same(store.get_messages(key), messages):
+    if messages:
+        store.set_messages(key, messages)
+    else:
+        store.delete_messages(key)  # the SQLite integration's set_messages fails on []
+    if _same_list(store.get_messages(key), messages, exact=exact):
         return
     store.delete_messages(key)
     for m in messages:
         store.add_message(key, m)
-    if check:
-        check_written(store.get_messages(key), messages, store_name(store), same=_same_message)
+    if exact:
+        check_written(store.get_messages(key), messages, store_name(store),
+                      same=_same_message, exact=True)
 
 
-def _all_same(read_back: Sequence[ChatMessage], written: Sequence[ChatMessage]) -> bool:
-    return len(read_back) == len(written) and all(
-        _same_message(a, b) for a, b in zip(read_back, written, strict=True))
+def _same_list(read_back: Sequence[ChatMessage], written: Sequence[ChatMessage], *,
+               exact: bool) -> bool:
+    if len(read_back) != len(written) and (exact or len(read_back) < len(written)):
+        return False
+    return all(_same_message(a, b) for a, b in zip(read_back, written, strict=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,7 +570,7 @@ class WindowBudgetMemory(BaseMemory):
         store, key = self.chat_store, self.chat_store_key
 
         def write(messages: list[ChatMessage]) -> None:
-            _set_verified(store, key, messages, check=False)
+            _set_verified(store, key, messages, exact=False)
 
         def archive(messages: Sequence[ChatMessage]) -> None:
             for m in messages:

@@ -125,7 +125,7 @@ class PostgresRewrite:
 class SQLiteRewrite:
     """A compaction on ``SQLiteChatStore``: one ``BEGIN IMMEDIATE`` transaction."""
 
-    guarantee = ("several processes on one database file: exact (BEGIN IMMEDIATE takes "
+    guarantee = ("several processes: exact on one database file (BEGIN IMMEDIATE takes "
                  "SQLite's write lock; appends wait for it)")
 
     def __init__(self, store: BaseChatStore, key: str, archive_key: str) -> None:
