@@ -74,6 +74,23 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, log: Pat
                       f"127.0.0.1:{port} within {timeout:.0f} s")
 
 
+def _wait_for_postgres(url: str, proc: subprocess.Popen[bytes], log: Path,
+                       timeout: float = 30.0) -> None:
+    """Wait past "the database system is starting up": the port opens before that ends."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError as exc:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise ServerError(f"cannot start the test server: postgres does not accept "
+                                  f"connections: {str(exc).strip()[:200]!r}") from None
+            time.sleep(0.05)
+
+
 def _as_unprivileged(cmd: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return cmd
@@ -132,6 +149,8 @@ def postgres_server() -> Iterator[Server]:
                 stdout=out, stderr=subprocess.STDOUT, cwd=root)
         try:
             _wait_for_port(port, proc, "postgres", log)
+            url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            _wait_for_postgres(url, proc, log)
             yield Server("127.0.0.1", port, f"postgresql://postgres@127.0.0.1:{port}/postgres")
         finally:
             _stop(proc)
