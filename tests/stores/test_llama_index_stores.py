@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -23,6 +24,7 @@ from llama_index.memory.window_budget.convert import (
 )
 from window_budget.errors import StoreError
 from window_budget.messages import DigestMessage
+from window_budget.stores import Fold
 
 from .servers import Server
 from .workers import aclose_store, build_store, close_store, persist_simple
@@ -210,3 +212,38 @@ def test_a_store_that_loses_messages_is_refused_naming_it() -> None:
 
 def test_a_server_fixture_reports_where_it_listens(postgres: Server, redis_srv: Server) -> None:
     assert postgres.host == redis_srv.host == "127.0.0.1"
+
+
+@pytest.mark.parametrize("server_kind", ["redis", "postgres", "sqlite"])
+def test_each_rewrite_keeps_appends_and_refuses_a_stale_fold(
+        server_kind: str, key: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from llama_index.memory.window_budget.stores import rewrite_for
+
+    where = {"redis": lambda: request.getfixturevalue("redis_url"),
+             "postgres": lambda: request.getfixturevalue("pg_dsn"),
+             "sqlite": lambda: str(tmp_path / "fold.db")}[server_kind]()
+    store = build_store(server_kind, where)
+    request.addfinalizer(lambda: close_store(store))
+    archive_key = key + "::archive"
+
+    def fallback() -> Any:
+        raise AssertionError(f"{server_kind} should have a transactional rewrite")
+
+    rewrite = rewrite_for(store, store, key, archive_key, fallback=fallback)
+    messages = [ChatMessage(role=MessageRole.USER, content=f"m{i}") for i in range(4)]
+    for m in messages:
+        store.add_message(key, m)
+    read = store.get_messages(key)
+    digest = ChatMessage(role=MessageRole.USER, content="digest")
+    fold = Fold(expected=tuple(read), replacement=(digest, *read[2:]), archived=tuple(read[:2]))
+    store.add_message(key, ChatMessage(role=MessageRole.USER, content="appended meanwhile"))
+
+    assert rewrite.rewrite(fold)
+    assert [m.content for m in store.get_messages(key)] == [
+        "digest", "m2", "m3", "appended meanwhile"]
+    assert [m.content for m in store.get_messages(archive_key)] == ["m0", "m1"]
+
+    assert not rewrite.rewrite(fold)  # the same head again: the store no longer starts with it
+    assert [m.content for m in store.get_messages(key)] == [
+        "digest", "m2", "m3", "appended meanwhile"]
+    assert [m.content for m in store.get_messages(archive_key)] == ["m0", "m1"]
