@@ -551,8 +551,10 @@ class WindowBudgetMemory(BaseMemory):
         with self._lock:
             current = self._read()
             if len(current) >= len(messages) and current[-len(messages):] == list(messages):
-                _set_verified(self.chat_store, self.chat_store_key,
-                              current[:len(current) - len(messages)])
+                # Conditional, as a compaction: another worker's append meanwhile is kept.
+                self._rewrite().rewrite(Fold(
+                    expected=tuple(current),
+                    replacement=tuple(current[:len(current) - len(messages)])))
 
     def _rewrite(self) -> ConditionalRewrite:
         """The conditional rewrite for this memory's stores (see ``window_budget.stores``)."""
