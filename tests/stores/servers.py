@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["Server", "ServerError", "postgres_server", "redis_server"]
 
@@ -91,6 +92,16 @@ def _wait_for_postgres(url: str, proc: subprocess.Popen[bytes], log: Path,
             time.sleep(0.05)
 
 
+def _unprivileged() -> Any:
+    import pwd
+
+    try:
+        return pwd.getpwnam(_UNPRIVILEGED)
+    except KeyError:
+        raise ServerError(f"cannot start the test server: PostgreSQL refuses to run as root "
+                          f"and there is no {_UNPRIVILEGED!r} user to run it as") from None
+
+
 def _as_unprivileged(cmd: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return cmd
@@ -98,9 +109,7 @@ def _as_unprivileged(cmd: list[str]) -> list[str]:
     if setpriv is None:
         raise ServerError("cannot start the test server: PostgreSQL refuses to run as root "
                           "and 'setpriv' (util-linux) is missing to drop privileges")
-    import pwd
-
-    entry = pwd.getpwnam(_UNPRIVILEGED)
+    entry = _unprivileged()
     return [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}",
             "--clear-groups", *cmd]
 
@@ -126,9 +135,7 @@ def postgres_server() -> Iterator[Server]:
         data.mkdir()
         log = root / "server.log"
         if os.geteuid() == 0:
-            import pwd
-
-            entry = pwd.getpwnam(_UNPRIVILEGED)
+            entry = _unprivileged()
             for path in (root, data):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
         init = subprocess.run(
