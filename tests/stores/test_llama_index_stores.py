@@ -24,7 +24,7 @@ from llama_index.memory.window_budget.convert import (
 )
 from window_budget.errors import StoreError
 from window_budget.messages import DigestMessage
-from window_budget.stores import Fold
+from window_budget.stores import Fold, LockedRewrite
 
 from .servers import Server
 from .workers import aclose_store, build_store, close_store, persist_simple
@@ -247,3 +247,38 @@ def test_each_rewrite_keeps_appends_and_refuses_a_stale_fold(
     assert [m.content for m in store.get_messages(key)] == [
         "digest", "m2", "m3", "appended meanwhile"]
     assert [m.content for m in store.get_messages(archive_key)] == ["m0", "m1"]
+
+
+class RecordingRewrite:
+    """A store's own conditional rewrite, as a caller passes one: records each fold."""
+
+    guarantee = "several processes: exact (a test double over one SimpleChatStore)"
+
+    def __init__(self, store: SimpleChatStore, key: str, *, refuse: bool = False) -> None:
+        self.folds: list[Fold[ChatMessage]] = []
+        self.refuse = refuse
+        self._locked = LockedRewrite(
+            lambda: store.get_messages(key), lambda ms: store.set_messages(key, ms),
+            lambda ms: [store.add_message(key + "::archive", m) for m in ms],
+            store="SimpleChatStore")
+
+    def rewrite(self, fold: Fold[ChatMessage]) -> bool:
+        self.folds.append(fold)
+        return not self.refuse and self._locked.rewrite(fold)
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["commits", "refuses"])
+def test_a_callers_rewrite_is_used_for_every_compaction(refuse: bool) -> None:
+    store = SimpleChatStore()
+    rewrite = RecordingRewrite(store, "k", refuse=refuse)
+    memory = WindowBudgetMemory.from_defaults(context_window=2_000, chat_store=store,
+                                              chat_store_key="k", archive_key="k::archive",
+                                              store_rewrite=rewrite)
+    assert memory.store_guarantee == RecordingRewrite.guarantee
+    sent = [turn_text(i, role) for i in range(12) for role in ("user", "assistant")]
+    for i, text in enumerate(sent):
+        memory.put(ChatMessage(role="user" if i % 2 == 0 else "assistant", content=text))
+    assert rewrite.folds, "no compaction went through the caller's rewrite"
+    digests = sum(is_digest_message(m) for m in store.get_messages("k"))
+    assert digests == (0 if refuse else 1)
+    assert [str(m.content) for m in memory.get_all(include_archived=True)] == sent

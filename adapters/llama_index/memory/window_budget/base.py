@@ -85,7 +85,7 @@ _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
 _SERIAL_VERSION = 1
 # Per-process state rebuilt after pickling or copying; never part of the state itself.
 _RUNTIME_ATTRS = ("_lock", "_compact_lock", "_aloop", "_alock", "_sync_condenser",
-                  "_async_condenser", "_rewriter")
+                  "_async_condenser", "_rewriter", "_store_rewrite")
 
 
 class _Codec(LlamaIndexCodec):
@@ -287,6 +287,7 @@ class WindowBudgetMemory(BaseMemory):
     _last_compaction: Compaction | None = PrivateAttr(default=None)
     _rewriter: tuple[tuple[int, int, str, str], ConditionalRewrite] | None = \
         PrivateAttr(default=None)
+    _store_rewrite: ConditionalRewrite | None = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -312,6 +313,7 @@ class WindowBudgetMemory(BaseMemory):
         tokenizer_fn: Callable[[str], Sequence[Any]] | None = None,
         model: str | None = None,
         digest_role: DigestRole = "pair",
+        store_rewrite: ConditionalRewrite | None = None,
     ) -> WindowBudgetMemory:
         """Build the memory, the way LlamaIndex's own memories are built.
 
@@ -350,6 +352,11 @@ class WindowBudgetMemory(BaseMemory):
                 alternating everywhere), ``"system"`` (as ``ChatSummaryMemoryBuffer``
                 does; but ``ReActAgent`` drops a leading system message, digest
                 included) or ``"user"`` (followed by the next user message).
+            store_rewrite: how a compaction rewrites a store several processes share (a
+                ``window_budget.stores.ConditionalRewrite``); by default the memory picks
+                the store's own transaction (Redis, PostgreSQL, SQLite) or the in-process
+                fallback. Pass one for a store it does not know; it is not pickled or
+                copied with the memory.
 
         A ``policy`` is used as given; its token fields are absolute, so scale the
         default to your window and change only what you need:
@@ -411,6 +418,7 @@ class WindowBudgetMemory(BaseMemory):
                      archive_key=archive_key or chat_store_key + ARCHIVE_SUFFIX,
                      archive_store=archive_store, context_window=context_window,
                      digest_role=digest_role)
+        memory._store_rewrite = store_rewrite
         memory._configure(llm, policy or default_policy(context_window,
                                                         output_reserved=output_reserved),
                           spec)
@@ -558,6 +566,8 @@ class WindowBudgetMemory(BaseMemory):
 
     def _rewrite(self) -> ConditionalRewrite:
         """The conditional rewrite for this memory's stores (see ``window_budget.stores``)."""
+        if self._store_rewrite is not None:
+            return self._store_rewrite
         archive = self._archive
         where = (id(self.chat_store), id(archive), self.chat_store_key, self.archive_key)
         cached = self._rewriter
@@ -1179,7 +1189,7 @@ class WindowBudgetMemory(BaseMemory):
         object.__setattr__(self, "__pydantic_private__", {
             **private, "_lock": threading.RLock(), "_compact_lock": threading.Lock(),
             "_aloop": None, "_alock": None, "_sync_condenser": None,
-            "_async_condenser": None, "_rewriter": None})
+            "_async_condenser": None, "_rewriter": None, "_store_rewrite": None})
         name = private.get("_counter_name", "heuristic")
         counter = name if _serializable_counter(name) else private.get("_counter")
         last = private.get("_last_result")
