@@ -13,7 +13,8 @@ strongest :class:`~window_budget.stores.ConditionalRewrite` the pair offers:
   this rewrite never calls it.
 
 Each needs the archive in the same server or database (the default: the same store under
-``archive_key``), so that the archive and the live messages change in one transaction.
+``archive_key``), so that the archive and the live messages change in one transaction, and
+Redis a single server (a Cluster client gets the fallback).
 Any other store or pair gets :class:`~window_budget.stores.LockedRewrite`: exact within
 one process, with a read-back check that refuses a store that does not keep what it is
 given.
@@ -212,7 +213,9 @@ def rewrite_for(store: BaseChatStore, archive: BaseChatStore, key: str, archive_
     """
     module = _module_of(store)
     if type(archive) is type(store):
+        # A Redis Cluster client has no WATCH across nodes: it gets the fallback.
         if module.startswith("llama_index.storage.chat_store.redis") \
+                and type(getattr(store, "_redis_client", None)).__name__ != "RedisCluster" \
                 and _same_redis(store, archive):
             return RedisRewrite(store, key, archive_key)
         if module.startswith("llama_index.storage.chat_store.postgres") \
