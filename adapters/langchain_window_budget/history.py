@@ -34,8 +34,14 @@ from langchain_window_budget.condense import (
     OnSummarizerError,
 )
 from window_budget.contract import BudgetPolicy
+from window_budget.stores import check_written
 
 __all__ = ["ArchiveChatMessageHistory", "CondensingChatMessageHistory"]
+
+
+def _same(a: BaseMessage, b: BaseMessage) -> bool:
+    # What a store's serialization keeps whatever it normalizes: the kind and the content.
+    return a is b or (a.type == b.type and a.content == b.content)
 
 
 class ArchiveChatMessageHistory(BaseChatMessageHistory):
@@ -74,8 +80,11 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
 
     ``clear()`` empties the live history only; the archive keeps what it holds. The
     archive is written through its sync ``add_messages`` on both paths, before the live
-    history changes. Mixing sync and async writes to one wrapper from different threads
-    is not serialized; use one kind per wrapper.
+    history changes. After a rewrite the wrapped history is read back: one that does not
+    hold exactly ``[digest, *kept]`` (its ``clear()`` did nothing, or it lost a message)
+    raises ``StoreError`` naming it rather than grow silently. Mixing sync and async
+    writes to one wrapper from different threads is not serialized; use one kind per
+    wrapper. Writes are serialized per wrapper object, not across processes.
 
     """
 
@@ -181,7 +190,21 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
                 self._restore(current)
                 self._publish(None)
                 raise
+            self._check(list(self.history.messages), list(result.messages))
             self._publish(list(result.messages))
+
+    def _check(self, read_back: list[BaseMessage], written: list[BaseMessage]) -> None:
+        """Refuse a wrapped history that does not hold what the rewrite wrote.
+
+        A history whose ``clear()`` does nothing would otherwise keep the whole old
+        conversation in front of the digest, and grow by a digest every compaction.
+        """
+        try:
+            check_written(read_back, written, type(self.history).__name__, same=_same,
+                          exact=True)
+        except BaseException:
+            self._publish(None)
+            raise
 
     def _restore(self, previous: list[BaseMessage]) -> None:
         try:
@@ -210,6 +233,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
                 await self._arestore(current)
                 self._publish(None)
                 raise
+            self._check(list(await self.history.aget_messages()), list(result.messages))
             self._publish(list(result.messages))
 
     @asynccontextmanager

@@ -9,6 +9,7 @@ The tree::
     ├── BudgetError         the result cannot fit the window; says what does not fit
     ├── SummarizerError     the model call failed and the policy asked to propagate it
     ├── ConfigError         (also a ValueError) a WINDOW_BUDGET_* variable is invalid
+    ├── StoreError          a store did not keep what was written to it
     └── CancelledByToken    a ``CancelToken`` was cancelled (window_budget.cancel)
 
 Each message is one sentence that carries the numbers and how to fix the call.
@@ -21,6 +22,7 @@ __all__ = [
     "ConfigError",
     "MessageError",
     "ReadError",
+    "StoreError",
     "SummarizerError",
     "UsageError",
     "WindowBudgetError",
@@ -70,3 +72,11 @@ class SummarizerError(WindowBudgetError):
 
 class ConfigError(WindowBudgetError, ValueError):
     """A configuration value (argument or environment variable) is invalid."""
+
+
+class StoreError(WindowBudgetError):
+    """A store read back something other than what was written; the message names the store.
+
+    Raised instead of going on with a store that multiplies or drops messages: nothing more
+    is written to it by that call.
+    """

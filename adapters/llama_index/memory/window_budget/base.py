@@ -45,6 +45,7 @@ from llama_index.memory.window_budget.instrumentation import (
     CompactionEvent,
     dispatcher,
 )
+from llama_index.memory.window_budget.stores import rewrite_for, store_name
 from window_budget import bridge
 from window_budget.budget.counters import CallableCounter
 from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
@@ -59,6 +60,7 @@ from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCou
 from window_budget.errors import BudgetError, ConfigError, SummarizerError
 from window_budget.messages import AgentMessage, DigestMessage
 from window_budget.shorten import fit_messages
+from window_budget.stores import ConditionalRewrite, Fold, LockedRewrite, check_written
 from window_budget.summarize.facts import ledger_of
 
 __all__ = ["ARCHIVE_SUFFIX", "CounterSpec", "DigestRole", "InitialTokenCountError",
@@ -83,7 +85,7 @@ _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
 _SERIAL_VERSION = 1
 # Per-process state rebuilt after pickling or copying; never part of the state itself.
 _RUNTIME_ATTRS = ("_lock", "_compact_lock", "_aloop", "_alock", "_sync_condenser",
-                  "_async_condenser")
+                  "_async_condenser", "_rewriter", "_store_rewrite")
 
 
 class _Codec(LlamaIndexCodec):
@@ -164,6 +166,42 @@ def _check_policy(policy: BudgetPolicy, context_window: int) -> None:
             f"WindowBudgetMemory supports strategy='summarize' only, got {policy.strategy!r}; "
             "for trimming without a model use window_budget.trim_by_category on the messages")
     check_window(context_window, policy)  # the same refusal as the LangChain adapter's
+
+
+def _same_message(a: ChatMessage, b: ChatMessage) -> bool:
+    """Equal as stored: a store's JSON round trip may turn tuples into lists."""
+    return a is b or a == b or a.model_dump(mode="json") == b.model_dump(mode="json")
+
+
+def _set_verified(store: BaseChatStore, key: str, messages: list[ChatMessage], *,
+                  exact: bool = True) -> None:
+    """Replace ``key``'s messages, and make sure the store did replace them.
+
+    A store whose ``set_messages`` appends instead (LlamaIndex's SQLite integration,
+    0.4.0) is handled by deleting the key and adding the messages one by one; a store
+    that still does not hold what was written raises ``StoreError`` naming it, rather
+    than multiplying messages silently. Without ``exact`` (a compaction, whose caller
+    checks again), messages after the written ones are others' appends, not a fault.
+    """
+    if messages:
+        store.set_messages(key, messages)
+    else:
+        store.delete_messages(key)  # the SQLite integration's set_messages fails on []
+    if _same_list(store.get_messages(key), messages, exact=exact):
+        return
+    store.delete_messages(key)
+    for m in messages:
+        store.add_message(key, m)
+    if exact:
+        check_written(store.get_messages(key), messages, store_name(store),
+                      same=_same_message, exact=True)
+
+
+def _same_list(read_back: Sequence[ChatMessage], written: Sequence[ChatMessage], *,
+               exact: bool) -> bool:
+    if len(read_back) != len(written) and (exact or len(read_back) < len(written)):
+        return False
+    return all(_same_message(a, b) for a, b in zip(read_back, written, strict=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +285,9 @@ class WindowBudgetMemory(BaseMemory):
     _ack_tokens: int = PrivateAttr(default=0)
     _last_result: CondenseResult | None = PrivateAttr(default=None)
     _last_compaction: Compaction | None = PrivateAttr(default=None)
+    _rewriter: tuple[tuple[int, int, str, str], ConditionalRewrite] | None = \
+        PrivateAttr(default=None)
+    _store_rewrite: ConditionalRewrite | None = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -272,6 +313,7 @@ class WindowBudgetMemory(BaseMemory):
         tokenizer_fn: Callable[[str], Sequence[Any]] | None = None,
         model: str | None = None,
         digest_role: DigestRole = "pair",
+        store_rewrite: ConditionalRewrite | None = None,
     ) -> WindowBudgetMemory:
         """Build the memory, the way LlamaIndex's own memories are built.
 
@@ -310,6 +352,11 @@ class WindowBudgetMemory(BaseMemory):
                 alternating everywhere), ``"system"`` (as ``ChatSummaryMemoryBuffer``
                 does; but ``ReActAgent`` drops a leading system message, digest
                 included) or ``"user"`` (followed by the next user message).
+            store_rewrite: how a compaction rewrites a store several processes share (a
+                ``window_budget.stores.ConditionalRewrite``); by default the memory picks
+                the store's own transaction (Redis, PostgreSQL, SQLite) or the in-process
+                fallback. Pass one for a store it does not know; it is not pickled or
+                copied with the memory.
 
         A ``policy`` is used as given; its token fields are absolute, so scale the
         default to your window and change only what you need:
@@ -371,6 +418,7 @@ class WindowBudgetMemory(BaseMemory):
                      archive_key=archive_key or chat_store_key + ARCHIVE_SUFFIX,
                      archive_store=archive_store, context_window=context_window,
                      digest_role=digest_role)
+        memory._store_rewrite = store_rewrite
         memory._configure(llm, policy or default_policy(context_window,
                                                         output_reserved=output_reserved),
                           spec)
@@ -500,7 +548,7 @@ class WindowBudgetMemory(BaseMemory):
     def _replace(self, messages: Sequence[ChatMessage], clear_archive: bool = False) -> None:
         copies = [_copy(m) for m in messages]
         with self._lock:
-            self.chat_store.set_messages(self.chat_store_key, copies)
+            _set_verified(self.chat_store, self.chat_store_key, copies)
             if clear_archive:
                 self._archive.delete_messages(self.archive_key)
 
@@ -511,8 +559,47 @@ class WindowBudgetMemory(BaseMemory):
         with self._lock:
             current = self._read()
             if len(current) >= len(messages) and current[-len(messages):] == list(messages):
-                self.chat_store.set_messages(self.chat_store_key,
-                                             current[:len(current) - len(messages)])
+                # Conditional, as a compaction: another worker's append meanwhile is kept.
+                self._rewrite().rewrite(Fold(
+                    expected=tuple(current),
+                    replacement=tuple(current[:len(current) - len(messages)])))
+
+    def _rewrite(self) -> ConditionalRewrite:
+        """The conditional rewrite for this memory's stores (see ``window_budget.stores``)."""
+        if self._store_rewrite is not None:
+            return self._store_rewrite
+        archive = self._archive
+        where = (id(self.chat_store), id(archive), self.chat_store_key, self.archive_key)
+        cached = self._rewriter
+        if cached is not None and cached[0] == where:
+            return cached[1]
+        rewrite = rewrite_for(self.chat_store, archive, self.chat_store_key, self.archive_key,
+                              fallback=self._locked_rewrite)
+        self._rewriter = (where, rewrite)
+        return rewrite
+
+    def _locked_rewrite(self) -> LockedRewrite[ChatMessage]:
+        store, key = self.chat_store, self.chat_store_key
+
+        def write(messages: list[ChatMessage]) -> None:
+            _set_verified(store, key, messages, exact=False)
+
+        def archive(messages: Sequence[ChatMessage]) -> None:
+            for m in messages:
+                self._archive.add_message(self.archive_key, m)
+
+        return LockedRewrite(self._read, write, archive, store=store_name(store),
+                             lock=self._lock, same=_same_message)
+
+    @property
+    def store_guarantee(self) -> str:
+        """What this memory's stores guarantee when several processes compact one conversation.
+
+        One sentence from the conditional rewrite in use: exact across processes for
+        ``RedisChatStore``, ``PostgresChatStore`` and ``SQLiteChatStore`` with the archive
+        in the same server or database; within one process only for any other store.
+        """
+        return self._rewrite().guarantee
 
     def _clear(self) -> None:
         with self._lock:
@@ -635,27 +722,19 @@ class WindowBudgetMemory(BaseMemory):
     def _commit(self, p: _Pass, digest: ChatMessage) -> bool:
         """Rewrite the store as ``[pinned, digest, tail, anything appended meanwhile]``.
 
-        Returns False (and writes nothing) when the store changed under the snapshot.
+        A conditional rewrite (``window_budget.stores``): re-read, check the store still
+        starts with the snapshot, archive the folded messages and write, as one step
+        against other writers. Returns False (and writes nothing) when the store changed
+        under the snapshot.
         """
         assert p.result is not None
         cut = p.result.plan.cut
-        snapshot = p.snapshot
+        body = p.body
+        fold = Fold(expected=tuple(p.snapshot),
+                    replacement=(*p.snapshot[:p.pinned], digest, *body[cut:]),
+                    archived=tuple(m for m in body[:cut] if not is_digest_message(m)))
         with self._lock:
-            current = self._read()
-            if len(current) < len(snapshot) or any(
-                    a is not b and a != b for a, b in zip(current, snapshot, strict=False)):
-                return False
-            appended = current[len(snapshot):]
-            body = p.body
-            dropped = [m for m in body[:cut] if not is_digest_message(m)]
-            # Archive first: if the second write fails, a message is archived twice, never
-            # lost. Appended, so the archive is never read back here.
-            archive = self._archive
-            for m in dropped:
-                archive.add_message(self.archive_key, m)
-            self.chat_store.set_messages(
-                self.chat_store_key, [*snapshot[:p.pinned], digest, *body[cut:], *appended])
-        return True
+            return self._rewrite().rewrite(fold)
 
     def _view(self, p: _Pass, digest: ChatMessage | None) -> list[ChatMessage]:
         """Copies of what the LLM should see: pinned, digest, tail (shortened where needed).
@@ -1110,7 +1189,7 @@ class WindowBudgetMemory(BaseMemory):
         object.__setattr__(self, "__pydantic_private__", {
             **private, "_lock": threading.RLock(), "_compact_lock": threading.Lock(),
             "_aloop": None, "_alock": None, "_sync_condenser": None,
-            "_async_condenser": None})
+            "_async_condenser": None, "_rewriter": None, "_store_rewrite": None})
         name = private.get("_counter_name", "heuristic")
         counter = name if _serializable_counter(name) else private.get("_counter")
         last = private.get("_last_result")
@@ -1203,8 +1282,8 @@ class WindowBudgetMemory(BaseMemory):
         live = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
         archived = [ChatMessage.model_validate(m) for m in data.get("archive", [])]
         with memory._lock:
-            store.set_messages(key, live)
-            memory._archive.set_messages(memory.archive_key, archived)
+            _set_verified(store, key, live)
+            _set_verified(memory._archive, memory.archive_key, archived)
         return memory
 
     @classmethod
