@@ -236,7 +236,8 @@ class WindowCondenser:
             return None
         saved = sum(estimate_message_tokens(messages[i], counter)
                     - estimate_message_tokens(out[i], counter) for i in replaced)
-        after = int((prefix[-1] - saved) * scale) + pinned
+        # In the provider's units, as ``before`` is: ``scale`` is heuristic / provider (<= 1).
+        after = math.ceil((prefix[-1] + pinned - saved) / scale)
         # Leave headroom: masking that only just fits would fire again on the next turn.
         if after > limit * MASK_TARGET:
             return None
@@ -246,7 +247,8 @@ class WindowCondenser:
         gone = set(replaced)
         masked_plan = CondensePlan(0, tuple(m for i, m in enumerate(messages) if i not in gone),
                                    tuple(messages[i] for i in replaced))
-        return CondenseResult(out, masked_plan, None, before, after, limit, "masked")
+        return CondenseResult(out, masked_plan, None, before, after, limit, "masked",
+                              masked=tuple(replaced))
 
     def _noop(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
               limit: float, reason: str) -> CondenseDecision:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +17,7 @@ from window_budget import (
     Usage,
     UserMessage,
     create_condenser,
+    estimate_tokens,
 )
 from window_budget.budget.slice import blocked_cuts
 from window_budget.pipeline.mask import MASK_MARKER, is_masked, mask_tool_outputs
@@ -109,7 +112,28 @@ def test_not_enough_masking_summarizes_from_the_originals() -> None:
     assert not any(is_masked(m) for m in result.messages)
 
 
-def test_masking_is_off_by_default() -> None:
-    assert BudgetPolicy().mask_keep_outputs is None
+def test_masking_is_on_by_default_and_none_turns_it_off() -> None:
+    assert BudgetPolicy().mask_keep_outputs == 3
     condenser = create_condenser(model=Model("m", 40_000), policy=BudgetPolicy(keep_recent=3000))
-    assert condenser.run_sync(agent_run(14)).reason == "condensed"
+    result = condenser.run_sync(agent_run(14))
+    assert result.reason == "masked"
+    assert result.summary is None
+    assert len(result.masked) == len(result.plan.dropped) == 11  # 14 outputs, the last 3 kept
+    assert result.tokens_freed == result.tokens_before - result.tokens_after > 0
+    off = create_condenser(model=Model("m", 40_000),
+                           policy=BudgetPolicy(keep_recent=3000, mask_keep_outputs=None))
+    assert off.run_sync(agent_run(14)).reason == "condensed"
+
+
+def test_masking_counts_in_the_providers_units_when_usage_says_more() -> None:
+    # The provider reported twice what the heuristic sees: masking that looks enough by the
+    # heuristic alone must be measured in the provider's units, else the result overflows.
+    msgs = agent_run(14)
+    heuristic = estimate_tokens(msgs)
+    msgs[-2] = replace(msgs[-2], usage=Usage(2 * heuristic, 10))
+    model = Model("m", 40_000)
+    result = create_condenser(model=model, policy=BudgetPolicy(keep_recent=3000)).run_sync(msgs)
+    assert result.tokens_before > 2 * heuristic
+    assert result.tokens_after <= result.limit
+    if result.reason == "masked":
+        assert result.tokens_after >= estimate_tokens(result.messages)
