@@ -57,6 +57,7 @@ __all__ = [
     "ledger_of",
     "ledger_to_json",
     "merge_ledgers",
+    "pin_lines",
     "pin_priority",
     "render_ledger",
 ]
@@ -799,6 +800,35 @@ def fact_line(fact: Fact, root: str | None = None) -> str:
              "decision": "decided", "plan": "next", "step": "last step"}.get(fact.kind)
     limit = 300 if fact.kind in ("objective", "constraint") else 160
     return f"{label}: {cut_words(fact.text, limit)}" if label else cut_words(fact.text, limit)
+
+
+def pin_lines(facts: Sequence[Fact], root: str | None = None, level: int = 0) -> list[str]:
+    """``facts`` as digest lines, compressed the way the network-free digest compresses.
+
+    Level 0 gives one :func:`fact_line` each; from level 1 files share a line per directory
+    (at 4 a lone file joins the folder above and names go bare) and errors lose their tally
+    (at 4 they keep their distinguishing part only). Prose facts keep one labelled line.
+    """
+    constraints = {f.text for f in facts if f.kind == "constraint"}
+
+    def line(f: Fact) -> str:
+        if f.kind == "objective" and constraints:  # its constraints have lines of their own
+            rest = [x for x in _sentences(f.text) if x not in constraints]
+            if rest:
+                return fact_line(replace(f, text=" ".join(rest)), root)
+        return fact_line(f, root)
+
+    if level == 0:
+        return [line(f) for f in facts]
+    out: list[str] = []
+    for f in facts:
+        if f.kind == "error":
+            out.append(_error_text(f, short=True, level=level))
+        elif f.kind != "file" or f.status == "read":
+            out.append(line(f))
+    files = [f for f in facts if f.kind == "file" and f.status != "read"]
+    _grouped_files(files, root, lambda _section, text, *_of: out.append(text), level=level)
+    return out
 
 
 def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
