@@ -50,6 +50,7 @@ from window_budget.readers import (
     write_transcript,
 )
 from window_budget.readers._base import PICK_FORMAT, PICK_RUN, SKIP_BAD
+from window_budget.report import carried_digest
 
 __all__ = ["main"]
 
@@ -444,6 +445,7 @@ def inspect_transcript(transcript: Transcript, settings: _Settings) -> dict[str,
                  "trigger_ratio": settings.policy.trigger_ratio, "limit": limit,
                  "over_budget": context.context_tokens > limit, "fires_at": fires_at},
         "cut": cut,
+        "digest": carried_digest(msgs, transcript.archive),
     }
 
 
@@ -480,6 +482,35 @@ def _n(count: int, noun: str) -> str:
 
 def _pct(part: float, whole: float) -> str:
     return f"{part / whole * 100:.1f}%" if whole else "-"
+
+
+def _render_digest(digest: dict[str, Any] | None) -> list[str]:
+    """The carried digest's ledger, audit and pointer form, for ``inspect``."""
+    if digest is None:
+        return []
+    kinds = ", ".join(f"{kind} {n}" for kind, n in digest["by_kind"].items())
+    audit = digest["audit"]
+    lines = [f"  digest            message #{digest['index'] + 1}, ledger "
+             f"{digest['written_by']}: {_n(digest['facts'], 'fact')} after "
+             f"{_n(digest['compactions'], 'compaction')} ({kinds})"]
+    if digest["objective"]:
+        lines.append(f"                    objective: {_short(digest['objective'], 100)}")
+    lines.append(f"                    audit: {audit['found']} of {audit['checked']} key facts "
+                 f"in its text, {audit['pinned']} pinned under '# Pinned facts'")
+    pointer = digest["pointer"]
+    if pointer is not None:
+        where = (f"archived message #{pointer['source'] + 1} ({pointer['role']}): "
+                 f"{_short(pointer['text'], 70)}" if pointer["archived"]
+                 else "not in this file (the archive of the store that compacted it)")
+        lines.append(f"                    pointer: a fact's source N is the Nth folded message "
+                     f"(digests left out); {pointer['kind']} "
+                     f"{_short(pointer['fact'], 50)!r} -> source {pointer['source']} = {where}")
+    return lines
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def _render_inspect(info: dict[str, Any]) -> str:
@@ -542,6 +573,7 @@ def _render_inspect(info: dict[str, Any]) -> str:
     else:
         lines.append(f"                    first fires at message #{gate['fires_at'] + 1} "
                      "as the transcript grows")
+    lines.extend(_render_digest(info["digest"]))
     cut = info["cut"]
     if cut["reason"] == "masked":
         outputs = _n(cut["masked_outputs"], "old tool output")
