@@ -33,7 +33,7 @@ from window_budget.messages import (
     AssistantMessage,
     DigestMessage,
 )
-from window_budget.pipeline.mask import mask_tool_outputs
+from window_budget.pipeline.mask import is_masked, mask_tool_outputs
 from window_budget.shorten import fit_messages, shorten_message
 from window_budget.summarize.condense import summarize, summarize_sync
 
@@ -258,10 +258,13 @@ class WindowCondenser:
     def summarize_deps(self, decision: CondenseDecision) -> SummarizeDeps:
         """The deps for the digest call of ``decision``."""
         deps = self.deps
+        kept = sum(map(is_masked, decision.plan.kept))
         return SummarizeDeps(complete=deps.complete, complete_sync=deps.complete_sync,
                              model=deps.summarizer_model or deps.model, scope="session",
                              signal=deps.signal, max_tokens=decision.digest_budget,
-                             policy=deps.policy, counter=deps.counter)
+                             policy=deps.policy, counter=deps.counter,
+                             masked_total=sum(map(is_masked, decision.plan.dropped)) + kept,
+                             masked_kept=kept)
 
     def finish(self, messages: Sequence[AgentMessage], decision: CondenseDecision,
                summary: Summary | None, *, force: bool = False) -> CondenseResult:

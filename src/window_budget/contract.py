@@ -326,6 +326,13 @@ class SummarizeDeps:
     """Which header and framing line to use."""
     prior_digest: str | None = None
     """A previous digest to carry in (found automatically at the head of the messages too)."""
+    masked_total: int = 0
+    """Placeholders of masked tool outputs in the whole transcript (folded part and kept
+    tail). With the carried ledger's ``masked_kept`` it tells how many masked originals were
+    handed back since that digest — they sit in the archive ahead of the messages folded
+    now, so the ledger's pointers skip them."""
+    masked_kept: int = 0
+    """Placeholders in the tail kept after this digest (recorded in its ledger)."""
     signal: CancelToken | None = None
     """Cancellation token forwarded to the completer."""
     max_tokens: int | None = None

@@ -120,3 +120,34 @@ def test_when_masking_is_not_enough_the_head_is_folded_into_a_digest() -> None:
     assert archived == result.dropped
     n = len(result.messages) - 1
     assert all(a is b for a, b in zip(result.messages[1:], msgs[-n:], strict=True))
+
+
+def test_pointers_resolve_in_the_history_archive_with_masked_originals_in_it() -> None:
+    from langchain_core.messages import AIMessage
+
+    from langchain_window_budget import digest_record
+    from langchain_window_budget._convert import to_core
+    from window_budget.summarize.facts import ledger_of
+
+    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
+                                           context_window=WINDOW, policy=POLICY)
+    for i in range(150):
+        output = "line of build output\n" * 300 if i % 3 == 0 else f"part {i} ok " + "y" * 1500
+        history.add_messages([
+            AIMessage("", id=f"a{i}", tool_calls=[{"name": "bash", "id": f"c{i}",
+                                                   "args": {"command": f"make part{i}"},
+                                                   "type": "tool_call"}]),
+            ToolMessage(output, tool_call_id=f"c{i}", name="bash", id=f"t{i}"),
+            HumanMessage(f"next {i}", id=f"h{i}")])
+    archived = history.archive.messages
+    assert any(isinstance(m, ToolMessage) and not m.text.startswith(MASK_MARKER)
+               and m.text.startswith("line of build") for m in archived)  # masked originals
+    ledger = ledger_of(to_core(history.messages[0]))
+    assert ledger is not None
+    archive = [m for m in archived if digest_record(m) is None]
+    commands = [f for f in ledger.facts if f.kind == "command" and f.source is not None]
+    assert len(commands) > 30
+    for fact in commands:
+        call = archive[fact.source]
+        assert isinstance(call, AIMessage)
+        assert call.tool_calls[0]["args"]["command"] == fact.text

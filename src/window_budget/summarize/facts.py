@@ -118,6 +118,9 @@ class FactLedger:
     """How many messages the archive holds so far: the next one folded gets this position."""
     generations: int = 0
     """How many compactions fed the ledger."""
+    masked_kept: int = 0
+    """Placeholders of masked tool outputs in the tail kept with the digest: their originals
+    are archived already, so the next compaction does not count them again."""
 
     def of_kind(self, kind: FactKind) -> tuple[Fact, ...]:
         """The facts of one kind, in first-seen order."""
@@ -612,6 +615,7 @@ def ledger_to_json(ledger: FactLedger) -> dict[str, Any]:
     """The ledger as a JSON-safe mapping (what :attr:`DigestMessage.facts` holds)."""
     return {
         "format": LEDGER_FORMAT, "archived": ledger.archived, "generations": ledger.generations,
+        **({"masked_kept": ledger.masked_kept} if ledger.masked_kept else {}),
         "facts": [[getattr(f, name) for name in _FIELDS] for f in ledger.facts],
     }
 
@@ -643,9 +647,12 @@ def ledger_from_json(raw: object) -> FactLedger:
         facts.append(Fact(kind, key, text, first, last, count, source, status, detail,
                           resolved_by))
     archived, generations = raw.get("archived", 0), raw.get("generations", 0)
-    if not isinstance(archived, int) or not isinstance(generations, int):
-        raise ValueError("digest facts: 'archived' and 'generations' must be integers")
-    return FactLedger(tuple(facts), archived, generations)
+    masked_kept = raw.get("masked_kept", 0)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+               for n in (archived, generations, masked_kept)):
+        raise ValueError("digest facts: 'archived', 'generations' and 'masked_kept' must be "
+                         "non-negative integers")
+    return FactLedger(tuple(facts), archived, generations, masked_kept)
 
 
 _HEADING_KIND: Final[dict[str, FactKind]] = {
