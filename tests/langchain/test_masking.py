@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langgraph.graph.message import add_messages
@@ -151,3 +153,27 @@ def test_pointers_resolve_in_the_history_archive_with_masked_originals_in_it() -
         call = archive[fact.source]
         assert isinstance(call, AIMessage)
         assert call.tool_calls[0]["args"]["command"] == fact.text
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 12_000), min_size=1, max_size=30),
+       window=st.integers(8_000, 60_000), keep=st.integers(0, 4))
+def test_any_masked_run_keeps_pairs_ids_and_the_callers_objects(
+        sizes: list[int], window: int, keep: int) -> None:
+    msgs = [m for i, n in enumerate(sizes) for m in tool_loop(1, result_chars=n, start=i)]
+    before = snapshot(msgs)
+    engine = LangChainCondenser(digest_model(), context_window=window,
+                                policy=BudgetPolicy(keep_recent=2000, mask_keep_outputs=keep))
+    result = engine.run(msgs)
+    assert snapshot(msgs) == before
+    out = list(result.messages)
+    assert provider_valid(out)
+    event(result.core.reason)
+    if result.core.reason != "masked":
+        return
+    _check_masked(msgs, out, result.masked)
+    tools = [m for m in msgs if isinstance(m, ToolMessage)]
+    assert len(tools) - result.masked >= min(keep, len(tools))  # the newest K stay whole
+    originals = {id(m) for m in result.dropped}
+    assert {m.id for m in out if m.text.startswith(MASK_MARKER)} == \
+        {m.id for m in msgs if id(m) in originals}
