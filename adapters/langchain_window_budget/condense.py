@@ -138,7 +138,8 @@ class LangChainResult:
     """The output: the input object itself when nothing was done, else a new list of
     ``[*pinned system messages, digest, *kept tail]``."""
     dropped: list[BaseMessage]
-    """The caller's messages that left the transcript (folded into the digest)."""
+    """The caller's messages that left the transcript (folded into the digest, or the
+    originals of masked tool outputs)."""
     digest: HumanMessage | None
     """The digest message, when one was written."""
     core: CondenseResult
@@ -149,6 +150,20 @@ class LangChainResult:
     reused: bool = False
     """True when a digest written earlier for the same head was put in its place (no
     summary call for that head; see ``remember_digests``)."""
+
+    @property
+    def masked(self) -> int:
+        """How many old tool outputs this run replaced by a placeholder (no digest then).
+
+        The output holds copies of those tool messages (same id, ``tool_call_id`` and
+        name, the placeholder as content); their originals are in :attr:`dropped`.
+        """
+        return len(self.core.masked)
+
+    @property
+    def tokens_freed(self) -> int:
+        """Estimated tokens this run took out of the transcript."""
+        return self.core.tokens_freed
 
     @property
     def changed(self) -> bool:
@@ -325,16 +340,23 @@ class LangChainCondenser:
         offset = 1 if summary is not None else 0
         tail: list[BaseMessage] = []
         dropped_ids = {id(c) for c in result.plan.dropped}
+        masked = set(result.masked)
         # The kept messages' sources, in output order. A trim keeps a subsequence of the
-        # input and may rewrite some of it (usage cleared, text shortened, images removed).
+        # input and may rewrite some of it (usage cleared, text shortened, images removed);
+        # masking keeps every position, a placeholder where an output was.
         sources = (list(result.plan.kept) if summary is not None or result.plan.cut
+                   else list(conv.core) if masked
                    else [c for c in conv.core if id(c) not in dropped_ids])
         outs = result.messages[offset:]
         if len(sources) != len(outs):  # pragma: no cover - a core contract violation
             raise RuntimeError("window-budget: the condensed tail does not match its plan")
         for i, (src, out) in enumerate(zip(sources, outs, strict=True), start=offset):
             original = messages[lc_of[id(src)]]
-            if i in shortened or not _same_text(src, out):
+            if i in masked:
+                # A copy with the placeholder (same id, tool_call_id, name): the original
+                # is in ``dropped`` and goes to the archive like a folded message.
+                tail.append(shortened_copy(original, out))
+            elif i in shortened or not _same_text(src, out):
                 tail.append(shortened_copy(original, out))
                 replaced.append(original)
             else:

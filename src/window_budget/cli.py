@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -50,6 +50,7 @@ from window_budget.readers import (
     write_transcript,
 )
 from window_budget.readers._base import PICK_FORMAT, PICK_RUN, SKIP_BAD
+from window_budget.report import carried_digest
 
 __all__ = ["main"]
 
@@ -185,6 +186,10 @@ def _policy_options(fn: F) -> F:
         click.option("--trigger-ratio", type=click.FloatRange(0, 1, min_open=True),
                      default=DEFAULT_POLICY.trigger_ratio, show_default=True,
                      help="Fraction of the usable window at which the gate fires."),
+        click.option("--no-mask", is_flag=True, default=False,
+                     help="Do not mask old tool outputs before folding (masking keeps the "
+                          "3 most recent outputs whole and replaces older ones above 2,000 "
+                          "characters by a one-line placeholder)."),
         click.option("--window", type=click.IntRange(min=1), default=None,
                      help="The model's context window in tokens [default: the window of "
                           "the transcript's model when it is well known; 128,000 when the "
@@ -203,14 +208,16 @@ class _Settings:
 
 
 def _settings(window: int | None, trigger_ratio: float, keep_recent: int, reserve: int,
-              keep_turns: int | None, counter: str) -> _Settings:
+              keep_turns: int | None, counter: str, no_mask: bool = False) -> _Settings:
+    mask = None if no_mask else DEFAULT_POLICY.mask_keep_outputs
     try:
         if keep_turns is not None:
             policy = BudgetPolicy(trigger_ratio=trigger_ratio, keep_recent=keep_turns,
-                                  reserve_tokens=reserve, keep_unit="turns")
+                                  reserve_tokens=reserve, keep_unit="turns",
+                                  mask_keep_outputs=mask)
         else:
             policy = BudgetPolicy(trigger_ratio=trigger_ratio, keep_recent=keep_recent,
-                                  reserve_tokens=reserve)
+                                  reserve_tokens=reserve, mask_keep_outputs=mask)
     except ValueError as exc:
         _fail(str(exc))
     tokens = resolve_counter("tiktoken") if counter == "tiktoken" else None
@@ -384,7 +391,11 @@ def inspect_transcript(transcript: Transcript, settings: _Settings) -> dict[str,
     except WindowBudgetError as exc:
         cut = {"index": None, "reason": "cannot-fit", "error": str(exc)}
     else:
-        if decision.result is not None:
+        if decision.result is not None and decision.result.masked:
+            masked = decision.result
+            cut = {"index": None, "reason": "masked", "masked_outputs": len(masked.masked),
+                   "tokens_freed": masked.tokens_freed, "tokens_after": masked.tokens_after}
+        elif decision.result is not None:
             cut = {"index": None, "reason": decision.result.reason}
         else:
             plan = decision.plan
@@ -434,6 +445,7 @@ def inspect_transcript(transcript: Transcript, settings: _Settings) -> dict[str,
                  "trigger_ratio": settings.policy.trigger_ratio, "limit": limit,
                  "over_budget": context.context_tokens > limit, "fires_at": fires_at},
         "cut": cut,
+        "digest": carried_digest(msgs, transcript.archive),
     }
 
 
@@ -470,6 +482,35 @@ def _n(count: int, noun: str) -> str:
 
 def _pct(part: float, whole: float) -> str:
     return f"{part / whole * 100:.1f}%" if whole else "-"
+
+
+def _render_digest(digest: dict[str, Any] | None) -> list[str]:
+    """The carried digest's ledger, audit and pointer form, for ``inspect``."""
+    if digest is None:
+        return []
+    kinds = ", ".join(f"{kind} {n}" for kind, n in digest["by_kind"].items())
+    audit = digest["audit"]
+    lines = [f"  digest            message #{digest['index'] + 1}, ledger "
+             f"{digest['written_by']}: {_n(digest['facts'], 'fact')} after "
+             f"{_n(digest['compactions'], 'compaction')} ({kinds})"]
+    if digest["objective"]:
+        lines.append(f"                    objective: {_short(digest['objective'], 100)}")
+    lines.append(f"                    audit: {audit['found']} of {audit['checked']} key facts "
+                 f"in its text, {audit['pinned']} pinned under '# Pinned facts'")
+    pointer = digest["pointer"]
+    if pointer is not None:
+        where = (f"archived message #{pointer['source'] + 1} ({pointer['role']}): "
+                 f"{_short(pointer['text'], 70)}" if pointer["archived"]
+                 else "not in this file (the archive of the store that compacted it)")
+        lines.append(f"                    pointer: a fact's source N is the Nth folded message "
+                     f"(digests left out); {pointer['kind']} "
+                     f"{_short(pointer['fact'], 50)!r} -> source {pointer['source']} = {where}")
+    return lines
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def _render_inspect(info: dict[str, Any]) -> str:
@@ -532,8 +573,14 @@ def _render_inspect(info: dict[str, Any]) -> str:
     else:
         lines.append(f"                    first fires at message #{gate['fires_at'] + 1} "
                      "as the transcript grows")
+    lines.extend(_render_digest(info["digest"]))
     cut = info["cut"]
-    if cut["index"] is None:
+    if cut["reason"] == "masked":
+        outputs = _n(cut["masked_outputs"], "old tool output")
+        lines.append(f"  cut               none needed: masking {outputs} frees "
+                     f"{cut['tokens_freed']:,} tokens ({cut['tokens_after']:,} after), no "
+                     "digest (--no-mask to fold instead)")
+    elif cut["index"] is None:
         why = cut.get("error") or {"under-budget": "nothing to cut: under budget",
                                    "nothing-condensable": "over budget but nothing can be "
                                    "cut"}.get(cut["reason"], cut["reason"])
@@ -719,8 +766,14 @@ def _compact_one(path: Path, transcript: Transcript, settings: _Settings, output
                  complete_sync: SyncCompleteFn | None, claimed: dict[Path, Path]) -> None:
     """Condense one transcript and write it (or show the plan, for ``--dry-run``)."""
     pinned = _system_tokens(transcript, settings.counter)
+    target_format = transcript.format if out_format == "input" else out_format
+    policy = settings.policy
+    if target_format in _LOG_FORMATS:
+        # A session log keeps what a compaction folds ahead of its boundary; it has no place
+        # for the originals of masked outputs, so a log is compacted with a digest.
+        policy = replace(policy, mask_keep_outputs=None)
     condenser = create_condenser(model=_model_for(transcript, settings.window),
-                                 policy=settings.policy, counter=settings.counter,
+                                 policy=policy, counter=settings.counter,
                                  complete_sync=complete_sync)
     msgs = list(transcript.messages)
     try:
@@ -728,6 +781,10 @@ def _compact_one(path: Path, transcript: Transcript, settings: _Settings, output
             decision = condenser.decide(msgs, force=force, pinned_tokens=pinned)
             plan, limit = decision.plan, decision.limit
             reason = decision.result.reason if decision.result else "would condense"
+            if decision.result is not None and decision.result.masked:
+                outputs = _n(len(decision.result.masked), "old tool output")
+                reason = (f"would mask {outputs}, freeing {decision.result.tokens_freed:,} "
+                          "tokens, no digest")
             click.echo(f"{path}: {len(msgs)} messages, {decision.tokens_before:,} tokens, "
                        f"limit {limit:,.0f}: {reason}"
                        + (f"; cut before message #{plan.cut + 1}: {len(plan.dropped)} "
@@ -737,7 +794,6 @@ def _compact_one(path: Path, transcript: Transcript, settings: _Settings, output
         result = condenser.run_sync(msgs, force=force, pinned_tokens=pinned)
     except WindowBudgetError as exc:
         _fail(f"{path}: {exc}")
-    target_format = transcript.format if out_format == "input" else out_format
     target = _output_path(path, output, many, target_format)
     if target is not None and many:
         _claim(claimed, path, target)
@@ -763,10 +819,12 @@ def _compact_one(path: Path, transcript: Transcript, settings: _Settings, output
     left_out = "" if archive or not transcript.archive else (
         f"; the {_n(len(transcript.archive), 'message')} before its last compaction are "
         f"left out of the {target_format} output")
+    what = (f"{_n(len(result.masked), 'old tool output')} masked, "
+            f"{result.tokens_freed:,} tokens freed, no digest" if result.masked
+            else f"{len(result.plan.dropped)} messages folded")
     click.echo(f"{path}: {result.reason}, {result.tokens_before:,} -> "
-               f"{result.tokens_after:,} tokens ({len(result.plan.dropped)} messages "
-               f"folded, {len(result.messages)} remain{left_out})"
-               + (f" -> {target}" if target else ""), err=True)
+               f"{result.tokens_after:,} tokens ({what}, {len(result.messages)} "
+               f"remain{left_out})" + (f" -> {target}" if target else ""), err=True)
     from window_budget.report import analyze, audit_lines
 
     for line in audit_lines(analyze(result.messages, 1, audit=result.audit)):

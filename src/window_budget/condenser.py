@@ -33,7 +33,7 @@ from window_budget.messages import (
     AssistantMessage,
     DigestMessage,
 )
-from window_budget.pipeline.mask import mask_tool_outputs
+from window_budget.pipeline.mask import is_masked, mask_tool_outputs
 from window_budget.shorten import fit_messages, shorten_message
 from window_budget.summarize.condense import summarize, summarize_sync
 
@@ -236,7 +236,8 @@ class WindowCondenser:
             return None
         saved = sum(estimate_message_tokens(messages[i], counter)
                     - estimate_message_tokens(out[i], counter) for i in replaced)
-        after = int((prefix[-1] - saved) * scale) + pinned
+        # In the provider's units, as ``before`` is: ``scale`` is heuristic / provider (<= 1).
+        after = math.ceil((prefix[-1] + pinned - saved) / scale)
         # Leave headroom: masking that only just fits would fire again on the next turn.
         if after > limit * MASK_TARGET:
             return None
@@ -246,7 +247,8 @@ class WindowCondenser:
         gone = set(replaced)
         masked_plan = CondensePlan(0, tuple(m for i, m in enumerate(messages) if i not in gone),
                                    tuple(messages[i] for i in replaced))
-        return CondenseResult(out, masked_plan, None, before, after, limit, "masked")
+        return CondenseResult(out, masked_plan, None, before, after, limit, "masked",
+                              masked=tuple(replaced))
 
     def _noop(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
               limit: float, reason: str) -> CondenseDecision:
@@ -256,10 +258,13 @@ class WindowCondenser:
     def summarize_deps(self, decision: CondenseDecision) -> SummarizeDeps:
         """The deps for the digest call of ``decision``."""
         deps = self.deps
+        kept = sum(map(is_masked, decision.plan.kept))
         return SummarizeDeps(complete=deps.complete, complete_sync=deps.complete_sync,
                              model=deps.summarizer_model or deps.model, scope="session",
                              signal=deps.signal, max_tokens=decision.digest_budget,
-                             policy=deps.policy, counter=deps.counter)
+                             policy=deps.policy, counter=deps.counter,
+                             masked_total=sum(map(is_masked, decision.plan.dropped)) + kept,
+                             masked_kept=kept)
 
     def finish(self, messages: Sequence[AgentMessage], decision: CondenseDecision,
                summary: Summary | None, *, force: bool = False) -> CondenseResult:

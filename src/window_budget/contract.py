@@ -111,12 +111,14 @@ class BudgetPolicy:
     as the completer takes. A sync completer given a timeout or a cancel token runs in a worker
     thread so the caller can stop waiting; the late call itself is not killed, its reply is
     discarded."""
-    mask_keep_outputs: int | None = None
+    mask_keep_outputs: int | None = 3
     """Masking, tried before any summary call when the gate fires: tool outputs outside the
     kept tail, other than the ``mask_keep_outputs`` most recent, longer than
     ``mask_min_chars``, become a one-line placeholder (tool, arguments, outcome); the
     originals go to ``plan.dropped``. The digest is written only if that is not enough.
-    ``None`` (the default) turns masking off: see ``docs/memory.md`` for the measurement."""
+    On by default (3, as LangChain's ``ClearToolUsesEdit`` and Anthropic's tool-result
+    clearing keep): measured, it replaces summary calls where outputs are large and does
+    nothing elsewhere (see ``docs/memory.md``). ``None`` turns masking off."""
     mask_min_chars: int = 2000
     """Tool outputs of at most this many characters are never masked."""
 
@@ -324,6 +326,13 @@ class SummarizeDeps:
     """Which header and framing line to use."""
     prior_digest: str | None = None
     """A previous digest to carry in (found automatically at the head of the messages too)."""
+    masked_total: int = 0
+    """Placeholders of masked tool outputs in the whole transcript (folded part and kept
+    tail). With the carried ledger's ``masked_kept`` it tells how many masked originals were
+    handed back since that digest — they sit in the archive ahead of the messages folded
+    now, so the ledger's pointers skip them."""
+    masked_kept: int = 0
+    """Placeholders in the tail kept after this digest (recorded in its ledger)."""
     signal: CancelToken | None = None
     """Cancellation token forwarded to the completer."""
     max_tokens: int | None = None
@@ -379,6 +388,14 @@ class CondenseResult:
     ``"nothing-condensable"``)."""
     shortened: tuple[int, ...] = ()
     """Indexes into ``messages`` of tail messages shortened with a visible marker to fit."""
+    masked: tuple[int, ...] = ()
+    """Indexes into ``messages`` of tool results whose output masking replaced by a
+    placeholder (``reason == "masked"``); their originals are ``plan.dropped``, in order."""
+
+    @property
+    def tokens_freed(self) -> int:
+        """Estimated tokens this run took out of the transcript (0 on a no-op)."""
+        return max(0, self.tokens_before - self.tokens_after) if self.changed else 0
 
     @property
     def changed(self) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
 from window_budget.budget.gate import budget_limit
 from window_budget.condenser import DEFAULT_POLICY, create_condenser
-from window_budget.contract import BudgetPolicy, Model
+from window_budget.contract import BudgetPolicy, CondenseResult, Model
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
@@ -22,6 +22,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    message_text,
 )
 
 __all__ = ["DEMO_MODEL", "build_demo_transcript", "run_demo"]
@@ -99,9 +100,39 @@ def _rule(title: str, width: int) -> str:
     return f"── {title} " + "─" * max(0, width - len(title) - 4)
 
 
+def _grow(msgs: list[AgentMessage], run: Callable[..., CondenseResult],
+          echo: Callable[[str], None], width: int) -> None:
+    """Replay the session one message at a time, as an agent loop would, and say what ran."""
+    history: list[AgentMessage] = []
+    passes = masked = digests = 0
+    first: CondenseResult | None = None
+    for m in msgs:
+        result = run([*history, m])
+        masked += len(result.masked)
+        passes += bool(result.masked)
+        digests += result.summary is not None
+        if first is None and result.changed:
+            first = result
+        history = list(result.messages)
+    echo(_rule("the session growing one message at a time", width))
+    echo(f"masking passes  {passes:>6}   {masked} outputs masked   digests written {digests}   "
+         f"end {estimate_tokens(history):,} tokens")
+    if first is not None and first.masked:
+        echo(f"first gate      {len(first.masked)} old tool outputs masked, "
+             f"{first.tokens_freed:,} tokens freed, no summary call")
+        placeholder = first.messages[first.masked[0]]
+        for part in textwrap.wrap(message_text(placeholder), width=width,
+                                  initial_indent="e.g. ", subsequent_indent="  "):
+            echo(part)
+
+
 def run_demo(echo: Callable[[str], None] = print, *, width: int = 78,
              policy: BudgetPolicy = DEFAULT_POLICY) -> None:
-    """Print the gate, the cut, the token counts and the digest on the demo transcript."""
+    """Print the gate, masking, the cut, the token counts and the digest on the demo transcript.
+
+    Under the default policy masking is enough for the demo session (no digest needed); the
+    walk-through then shows what a manual compaction of the masked session folds.
+    """
     msgs = build_demo_transcript()
     model = DEMO_MODEL
     total = estimate_tokens(msgs)
@@ -121,9 +152,11 @@ def run_demo(echo: Callable[[str], None] = print, *, width: int = 78,
             break
 
     condenser = create_condenser(model=model, policy=policy)
-    result = condenser.run_sync(msgs)
+    _grow(msgs, condenser.run_sync, echo, width)
+
+    result = condenser.run_sync(msgs)  # all at once, masking is not enough: a digest
     plan = result.plan
-    echo(_rule("the cut", width))
+    echo(_rule("the whole session at once: the cut", width))
     echo(f"dropped         {len(plan.dropped):>6} messages   "
          f"{estimate_tokens(plan.dropped):>7,} tokens → folded into one digest")
     echo(f"kept verbatim   {len(plan.kept):>6} messages   {estimate_tokens(plan.kept):>7,} tokens"

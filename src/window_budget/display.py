@@ -178,6 +178,9 @@ def condense_result_text(result: CondenseResult) -> str:
     if plan.cut:
         lines.append(f"cut before message {plan.cut}: {len(plan.dropped):,} dropped, "
                      f"{len(plan.kept):,} kept verbatim")
+    if result.masked:
+        lines.append(f"masked: {len(result.masked)} tool output(s) replaced by a placeholder, "
+                     f"{result.tokens_freed:,} tokens freed, no digest needed")
     if result.shortened:
         lines.append(f"shortened to fit: {len(result.shortened)} kept message(s)")
     if result.summary is not None:
@@ -228,6 +231,9 @@ def condense_result_html(result: CondenseResult) -> str:
         facts.append(f"cut before message {plan.cut:,}: <b>{len(plan.dropped):,}</b> dropped "
                      f"(archived, handed back in <code>plan.dropped</code>), "
                      f"<b>{len(plan.kept):,}</b> kept verbatim")
+    if result.masked:
+        facts.append(f"<b>{len(result.masked)}</b> tool output(s) masked (originals in "
+                     f"<code>plan.dropped</code>), no digest needed")
     if result.shortened:
         facts.append(f"{len(result.shortened)} kept message(s) shortened to fit")
     body += '<div style="margin-top:6px">' + " · ".join(facts) + "</div>"

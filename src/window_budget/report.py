@@ -14,6 +14,7 @@ it is not.
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -30,10 +31,11 @@ from window_budget.categories import (
 )
 from window_budget.contract import BudgetPolicy, Model, TokenCounter
 from window_budget.errors import ConfigError
-from window_budget.messages import AgentMessage, DigestMessage
+from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage
 from window_budget.summarize.audit import DigestAudit
 
-__all__ = ["UsageReport", "analyze", "audit_lines", "format_report", "format_report_rich"]
+__all__ = ["UsageReport", "analyze", "audit_lines", "carried_digest", "format_report",
+           "format_report_rich"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,6 +215,65 @@ def format_report(report: UsageReport) -> str:
         lines.append(f"  {role:<13} {tokens:>9,} tokens  {_pct(tokens, report.total):5.1f}%")
     lines.extend(audit_lines(report))
     return "\n".join(lines)
+
+
+def carried_digest(messages: Sequence[AgentMessage],
+                   archive: Sequence[AgentMessage] = ()) -> dict[str, Any] | None:
+    """What the transcript's carried digest holds, JSON-ready; None when it carries none.
+
+    The last digest in ``messages`` (one window-budget wrote, or a compaction summary another
+    tool wrote, read by heading): its ledger's facts per kind, the objective, the audit of its
+    text against the ledger (:func:`~window_budget.summarize.audit.check_digest`), and how a
+    fact's ``source`` points back into the archive — resolved against ``archive`` (the
+    messages before the compaction, digests left out) when the transcript keeps them.
+    """
+    from window_budget.digest import digest_body, is_digest
+    from window_budget.messages import message_text
+    from window_budget.summarize.audit import check_digest
+    from window_budget.summarize.facts import FACT_KINDS, ledger_of
+
+    found = None
+    for i, message in enumerate(messages):
+        ledger = ledger_of(message)
+        if ledger is not None:
+            found = (i, message, ledger)
+    if found is None:
+        return None
+    index, message, ledger = found
+    text = digest_body(message) or message_text(message)
+    audit = check_digest(text, ledger)
+    by_kind = {k: n for k in FACT_KINDS if (n := len(ledger.of_kind(k)))}
+    objective = next((f.text for f in ledger.facts if f.kind == "objective"), None)
+    sources = [f for f in ledger.facts if f.source is not None]
+    # An error, then a file or a decision: the facts a reader most wants the original of.
+    rank = {"error": 0, "file": 1, "decision": 2}
+    example = min(sources, key=lambda f: (rank.get(f.kind, 3), -f.last), default=None)
+    pointer: dict[str, Any] | None = None
+    if example is not None and example.source is not None:
+        kept = [m for m in archive if not is_digest(m)]
+        target = kept[example.source] if example.source < len(kept) else None
+        said = None
+        if target is not None:
+            said = " ".join(message_text(target).split())[:160]
+            calls = target.tool_calls if isinstance(target, AssistantMessage) else ()
+            if not said and calls:  # an error's or a file's source is the call; then its result
+                said = (f"calls {calls[0].name} "
+                        f"{json.dumps(dict(calls[0].arguments), default=repr)[:100]}"
+                        " (its result is the next archived message)")
+        pointer = {"kind": example.kind, "fact": example.text, "source": example.source,
+                   "archived": target is not None,
+                   "role": None if target is None else str(getattr(target, "role", "?")),
+                   "text": said}
+    return {
+        "index": index,
+        "written_by": "window-budget" if isinstance(message, DigestMessage) and message.facts
+        else "read from its text",
+        "facts": len(ledger.facts), "by_kind": by_kind, "objective": objective,
+        "compactions": ledger.generations, "archived": ledger.archived,
+        "audit": {"in_ledger": audit.in_ledger, "checked": audit.checked,
+                  "found": audit.found, "pinned": audit.appended},
+        "pointer": pointer,
+    }
 
 
 def audit_lines(report: UsageReport) -> list[str]:

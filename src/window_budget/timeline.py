@@ -108,7 +108,8 @@ def simulate(messages: Sequence[AgentMessage], model: Model,
             cut = result.plan.cut
             firings.append(Firing(i, result.tokens_before, result.tokens_after,
                                   origin[cut] if cut < len(origin) else i + 1, cut))
-            origin = [-1, *origin[cut:]]
+            if result.summary is not None:  # masking or shortening keeps every position
+                origin = [-1, *origin[cut:]]
             context = list(result.messages)
         size = result.tokens_after
         sizes.append(size)

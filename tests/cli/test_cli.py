@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from window_budget import is_digest
 from window_budget.cli import main
+from window_budget.pipeline.mask import is_masked
 from window_budget.readers import read_transcript
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
@@ -41,7 +42,7 @@ def test_inspect_every_format(path: Path) -> None:
 
 def test_inspect_json_shape() -> None:
     result = run("inspect", FIXTURES / "claude_code_session.jsonl", LONG, "--json",
-                 "--window", "32768")
+                 "--window", "32768", "--no-mask")
     assert result.exit_code == 0
     reports = json.loads(result.output)
     assert isinstance(reports, list)
@@ -155,7 +156,7 @@ def test_compact_with_a_langchain_model(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setattr(cli, "_load_chat_model", lambda spec: fake)
     out = tmp_path / "out.json"
     result = run("compact", LONG, "--window", "32768", "--model", "fake:model", "--to",
-                 "json", "-o", out)
+                 "json", "--no-mask", "-o", out)
     assert result.exit_code == 0, result.output
     digest = read_transcript(out).messages[0]
     assert "port the loader" in digest.content  # type: ignore[union-attr,operator]
@@ -186,7 +187,7 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 10_000
-    assert "5 condensations over 193 messages" in result.output
+    assert "7 condensations over 193 messages" in result.output
 
 
 def test_plot_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch,
@@ -404,3 +405,37 @@ def test_inspect_names_the_model_of_each_new_format() -> None:
         result = run("inspect", FIXTURES / name)
         assert result.exit_code == 0, result.output
         assert f"model             {model}" in result.output
+
+
+def test_inspect_and_compact_say_what_masking_does(tmp_path: Path) -> None:
+    info = json.loads(run("inspect", LONG, "--window", "32768", "--json").stdout)[0]
+    cut = info["cut"]
+    assert cut["reason"] == "masked"
+    assert cut["index"] is None
+    assert cut["masked_outputs"] > 0
+    assert cut["tokens_after"] + cut["tokens_freed"] == info["context_tokens"]
+    text = run("inspect", LONG, "--window", "32768").stdout
+    assert f"masking {cut['masked_outputs']} old tool outputs frees" in text
+    assert "no digest (--no-mask to fold instead)" in text
+
+    dry = run("compact", LONG, "--window", "32768", "--dry-run", "--to", "json")
+    assert f"would mask {cut['masked_outputs']} old tool outputs" in dry.output
+
+    out = tmp_path / "masked.json"
+    result = run("compact", LONG, "--window", "32768", "--to", "json", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert f"{cut['masked_outputs']} old tool outputs masked" in result.output
+    back = read_transcript(out).messages
+    original = read_transcript(LONG).messages
+    assert len(back) == len(original)
+    assert not is_digest(back[0])
+    assert sum(is_masked(m) for m in back) == cut["masked_outputs"]
+
+
+def test_compact_folds_a_session_log_instead_of_masking(tmp_path: Path) -> None:
+    # A log keeps what a compaction folds ahead of its boundary, never a masked original.
+    out = tmp_path / "c.jsonl"
+    result = run("compact", LONG, "--window", "32768", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "masked" not in result.output
+    assert is_digest(read_transcript(out).messages[0])

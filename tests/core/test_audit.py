@@ -119,3 +119,63 @@ def test_mentions_matches_paths_relative_to_the_root_and_prose_by_words() -> Non
     text, audit = audit_digest("nothing useful", ledger, max_tokens=2000)
     assert audit.appended == audit.checked
     assert text.startswith("nothing useful\n\n# Pinned facts\n")
+
+
+def _big_head(files: int = 36, errors: int = 6) -> list:
+    msgs: list = [UserMessage("Port the settings service to TOML. Never touch migrations/. "
+                              "Keep the public API of loader.py unchanged.")]
+    for i in range(files):
+        path = f"{ROOT}/services/settings/src/{('core', 'io', 'cli')[i % 3]}/module_{i}.py"
+        msgs += [AssistantMessage((ToolCallBlock(f"e{i}", "Edit", {"file_path": path}),)),
+                 ToolResultMessage(f"e{i}", "Edit", "ok")]
+    for i in range(errors):
+        msgs += [AssistantMessage((ToolCallBlock(f"t{i}", "Bash",
+                                                 {"command": f"pytest tests/test_part{i}.py"}),)),
+                 ToolResultMessage(f"t{i}", "Bash", f"E   KeyError: 'setting_{i}'\n1 failed",
+                                   is_error=True)]
+    for i in range(40):  # lower-priority facts competing for the same room
+        msgs += [AssistantMessage(f"Decided to keep option {i} because the callers read it."),
+                 AssistantMessage((ToolCallBlock(f"r{i}", "Bash",
+                                                 {"command": f"make target{i}"}),)),
+                 ToolResultMessage(f"r{i}", "Bash", "done")]
+    return msgs
+
+
+def _holds_file(text: str, path: str, root: str) -> bool:
+    """The path verbatim (relative to the root), or its folder and its name on one line."""
+    rel = path[len(root) + 1:]
+    folder, _, name = rel.rpartition("/")
+    return rel in text or any(f"{folder}/" in line and f"`{name}`" in line
+                              for line in text.splitlines())
+
+
+def test_floor_facts_are_pinned_first_compressed_within_the_budget() -> None:
+    ledger = extract_facts(_big_head())
+    forgetful = "# Objective\nSomething about settings.\n# Carryover\n" + "- musing\n" * 400
+    budget = 800
+    out, audit = audit_digest(forgetful, ledger, max_tokens=budget)
+    assert count_text(out) <= budget
+    assert out.startswith("# Objective\nSomething about settings.")  # the model's head stays
+    files = [f for f in ledger.facts if f.kind == "file"]
+    assert len(files) == 36
+    assert ledger.root == f"{ROOT}/services/settings"
+    assert all(_holds_file(out, f.text, ledger.root) for f in files)
+    for f in ledger.facts:
+        if f.kind in ("objective", "constraint"):
+            assert mentions(out, f, ROOT), f.text
+        if f.kind == "error":
+            assert f.status == "open"
+            assert f.text.split(" failed", 1)[0].strip("`") in out
+            assert f.text.rsplit("KeyError: ", 1)[1].split()[0] in out
+    assert audit.appended > 0
+    assert audit.left_out > 0  # the decisions and commands did not all fit: they come after
+
+
+def test_a_tiny_budget_keeps_the_objective_and_constraints_before_files() -> None:
+    ledger = extract_facts(_big_head())
+    out, audit = audit_digest("# Objective\n?", ledger, max_tokens=120)
+    assert count_text(out) <= 120
+    for f in ledger.facts:
+        if f.kind in ("objective", "constraint"):
+            assert mentions(out, f, ROOT), f.text
+    assert audit.left_out > 0

@@ -17,6 +17,11 @@ def test_demo_prints_gate_cut_counts_and_digest() -> None:
     text = "\n".join(lines)
     assert "over budget: yes" in text
     assert "gate fires at" in text
+    # Growing one message at a time, the default policy masks old outputs: no summary call.
+    assert "masking passes" in text
+    assert "digests written 0" in text
+    assert "no summary call" in text
+    assert "[output masked by window-budget: read_file" in text
     assert "dropped" in text
     assert "kept verbatim" in text
     assert "[session digest — older turns condensed]" in text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,9 +17,12 @@ from window_budget import (
     Usage,
     UserMessage,
     create_condenser,
+    estimate_tokens,
+    is_digest,
 )
 from window_budget.budget.slice import blocked_cuts
 from window_budget.pipeline.mask import MASK_MARKER, is_masked, mask_tool_outputs
+from window_budget.summarize.facts import ledger_of
 from window_budget.testing import ScriptedCompleter
 
 BIG = "line of build output\n" * 400  # ~8,400 characters
@@ -109,7 +114,88 @@ def test_not_enough_masking_summarizes_from_the_originals() -> None:
     assert not any(is_masked(m) for m in result.messages)
 
 
-def test_masking_is_off_by_default() -> None:
-    assert BudgetPolicy().mask_keep_outputs is None
+def test_masking_is_on_by_default_and_none_turns_it_off() -> None:
+    assert BudgetPolicy().mask_keep_outputs == 3
     condenser = create_condenser(model=Model("m", 40_000), policy=BudgetPolicy(keep_recent=3000))
-    assert condenser.run_sync(agent_run(14)).reason == "condensed"
+    result = condenser.run_sync(agent_run(14))
+    assert result.reason == "masked"
+    assert result.summary is None
+    assert len(result.masked) == len(result.plan.dropped) == 11  # 14 outputs, the last 3 kept
+    assert result.tokens_freed == result.tokens_before - result.tokens_after > 0
+    off = create_condenser(model=Model("m", 40_000),
+                           policy=BudgetPolicy(keep_recent=3000, mask_keep_outputs=None))
+    assert off.run_sync(agent_run(14)).reason == "condensed"
+
+
+def test_masking_counts_in_the_providers_units_when_usage_says_more() -> None:
+    # The provider reported twice what the heuristic sees: masking that looks enough by the
+    # heuristic alone must be measured in the provider's units, else the result overflows.
+    msgs = agent_run(14)
+    heuristic = estimate_tokens(msgs)
+    msgs[-2] = replace(msgs[-2], usage=Usage(2 * heuristic, 10))
+    model = Model("m", 40_000)
+    result = create_condenser(model=model, policy=BudgetPolicy(keep_recent=3000)).run_sync(msgs)
+    assert result.tokens_before > 2 * heuristic
+    assert result.tokens_after <= result.limit
+    if result.reason == "masked":
+        assert result.tokens_after >= estimate_tokens(result.messages)
+
+
+def _grow_with_masking(steps: int) -> tuple[list, list, list[str]]:
+    """A session growing one step at a time; the archive is every run's non-digest dropped."""
+    condenser = create_condenser(model=Model("m", 40_000), policy=BudgetPolicy(keep_recent=3000))
+    history: list = [UserMessage("Build every part. Never skip the tests.")]
+    archive: list = []
+    reasons: list[str] = []
+    for i in range(steps):
+        output = "line of build output\n" * 300 if i % 3 == 0 else f"part {i} ok " + "y" * 1500
+        history += [AssistantMessage((ToolCallBlock(f"c{i}", "bash",
+                                                    {"command": f"make part{i}"}),)),
+                    ToolResultMessage(f"c{i}", "bash", output), UserMessage(f"next {i}")]
+        result = condenser.run_sync(history)
+        reasons.append(result.reason)
+        archive += [m for m in result.plan.dropped if not is_digest(m)]
+        history = list(result.messages)
+    return history, archive, reasons
+
+
+def test_pointers_skip_the_masked_originals_handed_back_before_a_fold() -> None:
+    history, archive, reasons = _grow_with_masking(200)
+    assert reasons.count("masked") >= 3
+    assert reasons.count("condensed") >= 2
+    ledger = ledger_of(history[0])
+    assert ledger is not None
+    commands = [f for f in ledger.facts if f.kind == "command" and f.source is not None]
+    assert len(commands) > 50
+    for fact in commands:  # each points at the call that ran it, masked originals between
+        call = archive[fact.source]
+        assert isinstance(call, AssistantMessage)
+        assert call.tool_calls[0].arguments["command"] == fact.text
+
+
+def test_placeholders_kept_with_a_digest_are_not_counted_twice() -> None:
+    model = Model("m", 40_000)
+    msgs = agent_run(14)
+    masked = create_condenser(model=model, policy=BudgetPolicy(keep_recent=3000)).run_sync(msgs)
+    assert masked.reason == "masked"
+    archive = list(masked.plan.dropped)  # the originals, handed back first
+    # A manual compaction keeping a long tail: some placeholders stay with the digest.
+    first = create_condenser(model=model, policy=BudgetPolicy(keep_recent=7600)).run_sync(
+        list(masked.messages), force=True)
+    ledger = ledger_of(first.messages[0])
+    assert ledger is not None
+    assert ledger.masked_kept == sum(map(is_masked, first.plan.kept)) > 0
+    archive += [m for m in first.plan.dropped if not is_digest(m)]
+    more = [m for i in range(14, 20) for m in (
+        AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make step{i}"}),)),
+        ToolResultMessage(f"c{i}", "bash", "ok"))]
+    second = create_condenser(model=model, policy=BudgetPolicy(keep_recent=100)).run_sync(
+        [*first.messages, *more, UserMessage("go on")], force=True)
+    archive += [m for m in second.plan.dropped if not is_digest(m)]
+    ledger = ledger_of(second.messages[0])
+    assert ledger is not None
+    commands = [f for f in ledger.facts if f.kind == "command"]
+    assert len(commands) >= 15  # the newest steps stay verbatim
+    for fact in commands:
+        assert fact.source is not None
+        assert archive[fact.source].tool_calls[0].arguments["command"] == fact.text

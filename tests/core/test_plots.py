@@ -164,3 +164,38 @@ def test_a_calibration_adds_the_estimate_as_the_provider_would_count_it() -> Non
     lines = {line.get_label(): list(line.get_ydata()) for line in top.get_lines()}
     label = f"calibrated (×{cal.ratio:.2f} + {cal.overhead_tokens:,})"
     assert lines[label] == [cal.apply(p.estimated) for p in usage_points(msgs)]
+
+
+def test_a_masking_pass_keeps_the_replay_aligned_with_the_transcript() -> None:
+    from window_budget import (
+        AssistantMessage,
+        BudgetPolicy,
+        ToolCallBlock,
+        ToolResultMessage,
+        UserMessage,
+    )
+
+    msgs: list = [UserMessage("Build every part.")]
+    for i in range(120):
+        output = "line of build output\n" * 300 if i % 3 == 0 else f"part {i} " + "y" * 1500
+        msgs += [AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make {i}"}),)),
+                 ToolResultMessage(f"c{i}", "bash", output), UserMessage(f"next {i}")]
+    timeline = simulate(msgs, Model("m", 40_000), BudgetPolicy(keep_recent=3000))
+    # The same replay by hand: where each digest's kept tail starts in the transcript.
+    condenser = create_condenser(model=Model("m", 40_000), policy=BudgetPolicy(keep_recent=3000))
+    context: list = []
+    starts: list[int] = []
+    kinds: list[str] = []
+    for m in msgs:
+        result = condenser.run_sync([*context, m])
+        if result.changed:
+            kinds.append(result.reason)
+            if result.summary is not None:
+                first = result.messages[1]
+                starts.append(next(i for i, x in enumerate(msgs) if x is first))
+        context = list(result.messages)
+    assert "masked" in kinds
+    assert "condensed" in kinds
+    digests = [f.cut for f, kind in zip(timeline.firings, kinds, strict=True)
+               if kind != "masked"]
+    assert digests == starts

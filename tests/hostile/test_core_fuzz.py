@@ -114,10 +114,11 @@ def _check(msgs: list[Any], condenser: Any, pinned: int) -> None:
         return
     # dropped + kept == input: in order for a cut; trimming drops by category, anywhere
     plan = result.plan
-    if result.reason == "trimmed":
+    if result.reason in ("trimmed", "masked"):  # masked: the replaced outputs' originals
         assert len(plan.dropped) + len(plan.kept) == len(msgs)
         ids = {id(m) for m in msgs}
         assert all(id(m) in ids for m in plan.dropped)
+        assert [msgs[i] for i in result.masked] == list(plan.dropped) or not result.masked
     else:
         assert [id(m) for m in (*plan.dropped, *plan.kept)] == [id(m) for m in msgs]
     out = list(result.messages)

@@ -3,9 +3,10 @@
 A model rewrites the digest at every compaction, and each rewrite can drop a path, a
 failing command or a user's constraint. After the model writes, :func:`audit_digest`
 checks the ledger's high-priority facts against the text and appends the ones it
-omits under ``# Pinned facts``, within the digest's token budget (the model's text
-gives way when pins need the room, down to two thirds of the budget; pins never take
-more than half).
+omits under ``# Pinned facts``, within the digest's token budget. The objective, the
+constraints, the edited files and the open errors are pinned first, compressed as the
+network-free digest compresses, and may take all but a quarter of the budget (the model's
+text gives way from its end); other key facts fill at most half of it.
 """
 
 from __future__ import annotations
@@ -16,10 +17,17 @@ from typing import Final
 
 from window_budget.budget.estimate import count_text
 from window_budget.contract import TokenCounter
-from window_budget.summarize.facts import Fact, FactLedger, fact_line, pin_priority
+from window_budget.summarize.facts import (
+    Fact,
+    FactLedger,
+    fact_line,
+    pin_lines,
+    pin_priority,
+)
 from window_budget.summarize.prompt import cut_to_tokens
 
-__all__ = ["PINNED_HEADING", "DigestAudit", "audit_digest", "mentions"]
+__all__ = ["PINNED_HEADING", "DigestAudit", "audit_digest", "check_digest", "is_floor_fact",
+           "mentions"]
 
 PINNED_HEADING: Final = "# Pinned facts"
 """The heading the audit appends the omitted facts under."""
@@ -84,9 +92,47 @@ def _key_facts(ledger: FactLedger) -> list[Fact]:
     return sorted(out, key=lambda f: (-pin_priority(f), -f.last, f.key))
 
 
+def is_floor_fact(fact: Fact) -> bool:
+    """True for the facts a digest must always hold (pinned first by the audit).
+
+    The objective, the user's constraints, the files created / edited / deleted, and the
+    errors still open.
+    """
+    return fact.kind in ("objective", "constraint") \
+        or (fact.kind == "file" and fact.status != "read") \
+        or (fact.kind == "error" and fact.status != "resolved")
+
+
+def _fit_lines(facts: list[Fact], root: str | None, room: int,
+               counter: TokenCounter | None) -> tuple[list[str], list[Fact]]:
+    """The least compressed lines of ``facts`` within ``room`` tokens, and the facts they hold.
+
+    Compressed level by level as the network-free digest is; when even the tightest level
+    does not fit, the lowest-priority, oldest facts are left out (never the objective or a
+    constraint).
+    """
+    kept = list(facts)
+    while True:
+        for level in range(5):
+            lines = [f"- {line}" for line in pin_lines(kept, root, level)]
+            if not lines or count_text("\n".join(lines) + "\n", counter) <= room:
+                return lines, kept
+        evictable = [f for f in kept if f.kind not in ("objective", "constraint")]
+        if not evictable:
+            return [], []
+        kept.remove(min(evictable, key=lambda f: (pin_priority(f), f.last, f.key)))
+
+
 def audit_digest(text: str, ledger: FactLedger, *, max_tokens: int,
                  counter: TokenCounter | None = None) -> tuple[str, DigestAudit]:
     """Append the key facts ``text`` omits under ``# Pinned facts``, within ``max_tokens``.
+
+    The floor facts (:func:`is_floor_fact`) are pinned first and may take the budget the
+    model's text does not keep: the model's text keeps at least a quarter of the budget (or
+    all of itself when shorter), and gives way from its end — the template's later sections
+    first. Floor pins are compressed the way the network-free digest compresses (files
+    grouped by directory, errors to their key part) before any is left out. Other key facts
+    fill what the model left free, within half the budget.
 
     Returns the (possibly shortened) text with the pins, and the audit's figures.
     """
@@ -97,19 +143,30 @@ def audit_digest(text: str, ledger: FactLedger, *, max_tokens: int,
     if not missing:
         return text, DigestAudit(len(ledger.facts), len(key), found, 0)
     own = count_text(text, counter)
-    # Pins take what the model left free, at least a third and at most half of the budget:
-    # a digest that grows to its cap every time makes the next compaction come sooner.
-    room = min(max(max_tokens - own - 8, max_tokens // 3), max_tokens // 2)
     heading_cost = count_text(f"\n\n{PINNED_HEADING}\n", counter)
-    pins: list[str] = []
-    used = heading_cost
+    floor = [f for f in missing if is_floor_fact(f)]
+    model_keeps = min(own, max_tokens // 4)
+    floor_lines, floor_kept = _fit_lines(floor, root, max_tokens - model_keeps - heading_cost - 8,
+                                         counter)
+    used = heading_cost + (count_text("\n".join(floor_lines) + "\n", counter)
+                           if floor_lines else 0)
+    # Other pins take what the model left free, at least a third and at most half of the
+    # budget (floor pins included): a digest that grows to its cap every time makes the
+    # next compaction come sooner.
+    room = min(max(max_tokens - own - 8, max_tokens // 3), max_tokens // 2,
+               max_tokens - model_keeps - 8)
+    pins = list(floor_lines)
+    appended = len(floor_kept)
     for fact in missing:
+        if is_floor_fact(fact):
+            continue
         line = f"- {fact_line(fact, root)}"
         cost = count_text(line + "\n", counter)
         if used + cost > room:
             continue  # a shorter fact further down may still fit
         pins.append(line)
         used += cost
+        appended += 1
     if not pins:
         return text, DigestAudit(len(ledger.facts), len(key), found, 0, len(missing))
     block = f"{PINNED_HEADING}\n" + "\n".join(pins)
@@ -117,5 +174,19 @@ def audit_digest(text: str, ledger: FactLedger, *, max_tokens: int,
     body = cut_to_tokens(text, max(body_room, 1), counter)
     out = f"{body}\n\n{block}" if body else block
     out = cut_to_tokens(out, max_tokens, counter)
-    return out, DigestAudit(len(ledger.facts), len(key), found, len(pins),
-                            len(missing) - len(pins))
+    return out, DigestAudit(len(ledger.facts), len(key), found, appended,
+                            len(missing) - appended)
+
+
+def check_digest(text: str, ledger: FactLedger) -> DigestAudit:
+    """The audit figures of a digest already written: key facts its text holds, lines pinned.
+
+    For a carried digest read back from a transcript (``window-budget inspect``): nothing is
+    appended; ``appended`` counts the lines under ``# Pinned facts`` the digest already has.
+    """
+    root = ledger.root
+    key = _key_facts(ledger)
+    found = sum(mentions(text, f, root) for f in key)
+    pinned = text.split(f"{PINNED_HEADING}\n", 1)[1] if f"{PINNED_HEADING}\n" in text else ""
+    appended = sum(1 for line in pinned.splitlines() if line.startswith("- "))
+    return DigestAudit(len(ledger.facts), len(key), found, appended, len(key) - found)

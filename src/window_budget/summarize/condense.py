@@ -227,6 +227,7 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
     body_tokens = max(16, max_tokens - count_text(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
     prior = deps.prior_digest
     prior_ledger: FactLedger | None = None
+    counted_masks = 0
     body_messages = list(messages)
     # A digest at the head of the dropped part is carried in, not flattened again; its
     # ledger (or, for a digest without one, what its text states) is merged.
@@ -236,10 +237,18 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
         prior = f"{prior.strip()}\n\n{carried}" if prior and prior.strip() else carried
         carried_ledger = ledger_of(head)
         if carried_ledger is not None:
+            counted_masks = carried_ledger.masked_kept
             prior_ledger = carried_ledger if prior_ledger is None else merge_ledgers(
                 prior_ledger, carried_ledger)
+    # Originals of outputs masked since the carried digest went to the archive when they were
+    # masked, ahead of what is folded now: the pointers start after them.
+    handed_back = max(0, deps.masked_total - counted_masks)
+    if handed_back:
+        base = prior_ledger or FactLedger()
+        prior_ledger = replace(base, archived=base.archived + handed_back)
     ledger = local_ledger(body_messages, prior_facts=prior_ledger,
                           prior_digest=deps.prior_digest)
+    ledger = replace(ledger, masked_kept=deps.masked_kept)
     covered = len(messages)
 
     def fallback(reason: str) -> Summary:

@@ -57,6 +57,7 @@ __all__ = [
     "ledger_of",
     "ledger_to_json",
     "merge_ledgers",
+    "pin_lines",
     "pin_priority",
     "render_ledger",
 ]
@@ -117,6 +118,9 @@ class FactLedger:
     """How many messages the archive holds so far: the next one folded gets this position."""
     generations: int = 0
     """How many compactions fed the ledger."""
+    masked_kept: int = 0
+    """Placeholders of masked tool outputs in the tail kept with the digest: their originals
+    are archived already, so the next compaction does not count them again."""
 
     def of_kind(self, kind: FactKind) -> tuple[Fact, ...]:
         """The facts of one kind, in first-seen order."""
@@ -611,6 +615,7 @@ def ledger_to_json(ledger: FactLedger) -> dict[str, Any]:
     """The ledger as a JSON-safe mapping (what :attr:`DigestMessage.facts` holds)."""
     return {
         "format": LEDGER_FORMAT, "archived": ledger.archived, "generations": ledger.generations,
+        **({"masked_kept": ledger.masked_kept} if ledger.masked_kept else {}),
         "facts": [[getattr(f, name) for name in _FIELDS] for f in ledger.facts],
     }
 
@@ -642,9 +647,12 @@ def ledger_from_json(raw: object) -> FactLedger:
         facts.append(Fact(kind, key, text, first, last, count, source, status, detail,
                           resolved_by))
     archived, generations = raw.get("archived", 0), raw.get("generations", 0)
-    if not isinstance(archived, int) or not isinstance(generations, int):
-        raise ValueError("digest facts: 'archived' and 'generations' must be integers")
-    return FactLedger(tuple(facts), archived, generations)
+    masked_kept = raw.get("masked_kept", 0)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+               for n in (archived, generations, masked_kept)):
+        raise ValueError("digest facts: 'archived', 'generations' and 'masked_kept' must be "
+                         "non-negative integers")
+    return FactLedger(tuple(facts), archived, generations, masked_kept)
 
 
 _HEADING_KIND: Final[dict[str, FactKind]] = {
@@ -799,6 +807,35 @@ def fact_line(fact: Fact, root: str | None = None) -> str:
              "decision": "decided", "plan": "next", "step": "last step"}.get(fact.kind)
     limit = 300 if fact.kind in ("objective", "constraint") else 160
     return f"{label}: {cut_words(fact.text, limit)}" if label else cut_words(fact.text, limit)
+
+
+def pin_lines(facts: Sequence[Fact], root: str | None = None, level: int = 0) -> list[str]:
+    """``facts`` as digest lines, compressed the way the network-free digest compresses.
+
+    Level 0 gives one :func:`fact_line` each; from level 1 files share a line per directory
+    (at 4 a lone file joins the folder above and names go bare) and errors lose their tally
+    (at 4 they keep their distinguishing part only). Prose facts keep one labelled line.
+    """
+    constraints = {f.text for f in facts if f.kind == "constraint"}
+
+    def line(f: Fact) -> str:
+        if f.kind == "objective" and constraints:  # its constraints have lines of their own
+            rest = [x for x in _sentences(f.text) if x not in constraints]
+            if rest:
+                return fact_line(replace(f, text=" ".join(rest)), root)
+        return fact_line(f, root)
+
+    if level == 0:
+        return [line(f) for f in facts]
+    out: list[str] = []
+    for f in facts:
+        if f.kind == "error":
+            out.append(_error_text(f, short=True, level=level))
+        elif f.kind != "file" or f.status == "read":
+            out.append(line(f))
+    files = [f for f in facts if f.kind == "file" and f.status != "read"]
+    _grouped_files(files, root, lambda _section, text, *_of: out.append(text), level=level)
+    return out
 
 
 def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:

@@ -59,6 +59,7 @@ from window_budget.condenser import (
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import BudgetError, ConfigError, SummarizerError
 from window_budget.messages import AgentMessage, DigestMessage
+from window_budget.pipeline.mask import MASK_MARKER
 from window_budget.shorten import fit_messages
 from window_budget.stores import ConditionalRewrite, Fold, LockedRewrite, check_written
 from window_budget.summarize.facts import ledger_of
@@ -150,6 +151,33 @@ def _ack() -> ChatMessage:
 def _resumed() -> ChatMessage:
     """The user message put first when the view would not open with one (counted)."""
     return ChatMessage(role=MessageRole.USER, content=_RESUMED_TEXT)
+
+
+def _unmasked(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` with each masked output's original put back in its placeholder's place.
+
+    The original was archived when its output was masked; it is not listed there again.
+    """
+    def call_id(m: ChatMessage) -> object:
+        return m.additional_kwargs.get("tool_call_id") if m.role in _TOOL_ROLES else None
+
+    masked = {call_id(m) for m in messages if call_id(m) and m.content
+              and m.content.startswith(MASK_MARKER)}
+    originals: dict[object, ChatMessage] = {}
+    for m in messages:
+        cid = call_id(m)
+        if cid in masked and cid not in originals and not (m.content or "").startswith(
+                MASK_MARKER):
+            originals[cid] = m
+    out: list[ChatMessage] = []
+    for m in messages:
+        cid = call_id(m)
+        if cid in originals:
+            if m is not originals[cid] and (m.content or "").startswith(MASK_MARKER):
+                out.append(originals.pop(cid))
+        else:
+            out.append(m)
+    return out
 
 
 def _copy(message: ChatMessage) -> ChatMessage:
@@ -736,6 +764,28 @@ class WindowBudgetMemory(BaseMemory):
         with self._lock:
             return self._rewrite().rewrite(fold)
 
+    def _commit_masked(self, p: _Pass) -> bool:
+        """Archive the masked outputs' originals, then store copies carrying the placeholders.
+
+        Returns False (and writes nothing) when the store changed under the snapshot.
+        """
+        result, snapshot, body = p.result, p.snapshot, p.body
+        assert result is not None
+        with self._lock:
+            current = self._read()
+            if len(current) < len(snapshot) or any(
+                    a is not b and a != b for a, b in zip(current, snapshot, strict=False)):
+                return False
+            new_body = list(body)
+            for i in result.masked:
+                new_body[i] = from_core_shortened(body[i], result.messages[i])
+            # Archive first, as for a digest: a failed second write archives twice, never loses.
+            for i in result.masked:
+                self._archive.add_message(self.archive_key, body[i])
+            self.chat_store.set_messages(
+                self.chat_store_key, [*snapshot[:p.pinned], *new_body, *current[len(snapshot):]])
+        return True
+
     def _view(self, p: _Pass, digest: ChatMessage | None) -> list[ChatMessage]:
         """Copies of what the LLM should see: pinned, digest, tail (shortened where needed).
 
@@ -760,8 +810,8 @@ class WindowBudgetMemory(BaseMemory):
         # digest; without one (no legal cut) the messages line up with the body.
         if result.summary is not None:
             short = {i - 1: result.messages[i] for i in result.shortened}
-        else:
-            short = {i: result.messages[i] for i in result.shortened}
+        else:  # masked outputs too: copies carrying the placeholder, at the same places
+            short = {i: result.messages[i] for i in (*result.shortened, *result.masked)}
         tail = [from_core_shortened(m, short[i]) if i in short else _copy(m)
                 for i, m in enumerate(kept)]
         # Counted from the originals' cached cores (a copy converts to an equal core), the
@@ -929,6 +979,12 @@ class WindowBudgetMemory(BaseMemory):
         """Keep the core's account; for a new digest, :attr:`last_compaction` and the event."""
         self._last_result = p.result
         result = p.result
+        if digest is None and result is not None and result.masked:
+            self._last_compaction = Compaction(
+                covered=0, folded=0, kept=len(p.body), digest_tokens=0, fallback=False,
+                fallback_reason=None, audit=None, ledger_facts=None, committed=committed,
+                masked=len(result.masked), tokens_freed=result.tokens_freed)
+            return
         if digest is None or result is None or result.summary is None:
             return
         core = to_core(digest)
@@ -963,6 +1019,8 @@ class WindowBudgetMemory(BaseMemory):
                     break
                 p = self._run_sync(self._read(), extra, force)
                 digest = self._digest_for(p)
+            if digest is None and p.result is not None and p.result.masked:
+                committed = self._commit_masked(p)
             self._record(p, digest, committed)
             return self._view(p, digest) if want_view else []
 
@@ -992,6 +1050,8 @@ class WindowBudgetMemory(BaseMemory):
                     break
                 p = await self._run_async(await self._aread(), extra, force)
                 digest = self._digest_for(p)
+            if digest is None and p.result is not None and p.result.masked:
+                committed = await self._in_thread(self._commit_masked, p)
             self._record(p, digest, committed)
             return self._view(p, digest) if want_view else []
 
@@ -1066,7 +1126,7 @@ class WindowBudgetMemory(BaseMemory):
                 unclaimed -= covered  # its originals are in the archive
             else:
                 rest.append(m)
-        return [_copy(m) for m in (*live[:n], *archived, *rest)]
+        return [_copy(m) for m in (*live[:n], *_unmasked([*archived, *rest]))]
 
     async def aget_all(self, include_archived: bool = False) -> list[ChatMessage]:
         """Async :meth:`get_all`."""

@@ -54,6 +54,12 @@ class Compaction:
     committed: bool
     """True when the store was rewritten; False when only the view used the digest (a
     failing LLM leaves the store as it was)."""
+    masked: int = 0
+    """Old tool outputs replaced by a one-line placeholder. A compaction that only masked
+    writes no digest (``covered``, ``folded`` and ``digest_tokens`` are 0); the originals
+    are in the archive."""
+    tokens_freed: int = 0
+    """Estimated tokens the compaction took out of the history."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (the audit as its fields)."""
@@ -62,7 +68,8 @@ class Compaction:
             "covered": self.covered, "folded": self.folded, "kept": self.kept,
             "digest_tokens": self.digest_tokens, "fallback": self.fallback,
             "fallback_reason": self.fallback_reason, "ledger_facts": self.ledger_facts,
-            "committed": self.committed,
+            "committed": self.committed, "masked": self.masked,
+            "tokens_freed": self.tokens_freed,
             "audit": None if audit is None else {
                 "in_ledger": audit.in_ledger, "checked": audit.checked, "found": audit.found,
                 "appended": audit.appended, "left_out": audit.left_out},
