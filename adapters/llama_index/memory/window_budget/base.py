@@ -765,26 +765,21 @@ class WindowBudgetMemory(BaseMemory):
             return self._rewrite().rewrite(fold)
 
     def _commit_masked(self, p: _Pass) -> bool:
-        """Archive the masked outputs' originals, then store copies carrying the placeholders.
+        """Archive the masked outputs' originals and store copies carrying the placeholders.
 
-        Returns False (and writes nothing) when the store changed under the snapshot.
+        The same conditional rewrite as :meth:`_commit`: returns False (and writes nothing)
+        when the store changed under the snapshot.
         """
         result, snapshot, body = p.result, p.snapshot, p.body
         assert result is not None
+        new_body = list(body)
+        for i in result.masked:
+            new_body[i] = from_core_shortened(body[i], result.messages[i])
+        fold = Fold(expected=tuple(snapshot),
+                    replacement=(*snapshot[:p.pinned], *new_body),
+                    archived=tuple(body[i] for i in result.masked))
         with self._lock:
-            current = self._read()
-            if len(current) < len(snapshot) or any(
-                    a is not b and a != b for a, b in zip(current, snapshot, strict=False)):
-                return False
-            new_body = list(body)
-            for i in result.masked:
-                new_body[i] = from_core_shortened(body[i], result.messages[i])
-            # Archive first, as for a digest: a failed second write archives twice, never loses.
-            for i in result.masked:
-                self._archive.add_message(self.archive_key, body[i])
-            self.chat_store.set_messages(
-                self.chat_store_key, [*snapshot[:p.pinned], *new_body, *current[len(snapshot):]])
-        return True
+            return self._rewrite().rewrite(fold)
 
     def _view(self, p: _Pass, digest: ChatMessage | None) -> list[ChatMessage]:
         """Copies of what the LLM should see: pinned, digest, tail (shortened where needed).
