@@ -282,3 +282,49 @@ def test_a_callers_rewrite_is_used_for_every_compaction(refuse: bool) -> None:
     digests = sum(is_digest_message(m) for m in store.get_messages("k"))
     assert digests == (0 if refuse else 1)
     assert [str(m.content) for m in memory.get_all(include_archived=True)] == sent
+
+
+def test_a_masking_pass_survives_each_store(kind: str, separate: bool, key: str,
+                                            request: pytest.FixtureRequest,
+                                            tmp_path: Path) -> None:
+    """Masking (on by default) writes placeholder copies through the store's rewrite; the
+    originals come back from the archive in their places, a request at a time."""
+    from llama_index.core.base.llms.types import ToolCallBlock
+
+    from window_budget.pipeline.mask import MASK_MARKER
+
+    open_stores = _opener(kind, separate, request, tmp_path)
+    sent: list[ChatMessage] = []
+    masked_passes = 0
+    for i in range(12):
+        live, archive, persist = open_stores()
+        memory = WindowBudgetMemory.from_defaults(context_window=12_000, chat_store=live,
+                                                  chat_store_key=key, archive_store=archive)
+        cid = f"call-{i}"
+        for message in (
+                ChatMessage(role=MessageRole.USER, content=f"step {i}: run the build"),
+                ChatMessage(role=MessageRole.ASSISTANT, blocks=[ToolCallBlock(
+                    tool_call_id=cid, tool_name="bash", tool_kwargs={"command": f"make p{i}"})]),
+                ChatMessage(role=MessageRole.TOOL, content=f"build {i}\n" + "log line\n" * 400,
+                            additional_kwargs={"tool_call_id": cid, "name": "bash"}),
+                ChatMessage(role=MessageRole.ASSISTANT, content=f"part {i} built")):
+            sent.append(message)
+            memory.put(message)
+            done = memory.last_compaction
+            masked_passes += bool(done and done.committed and done.masked)
+            memory._last_compaction = None
+        persist()
+    assert masked_passes >= 2
+
+    live, archive, _ = open_stores()
+    memory = WindowBudgetMemory.from_defaults(context_window=12_000, chat_store=live,
+                                              chat_store_key=key, archive_store=archive)
+    stored = memory.get_all()
+    placeholders = [m for m in stored if str(m.content or "").startswith(MASK_MARKER)]
+    assert placeholders, "no placeholder came back from the store"
+    assert all(m.additional_kwargs.get("tool_call_id") for m in placeholders)
+    everything = memory.get_all(include_archived=True)
+    # nothing lost or doubled: the originals stand in their places again
+    assert [(m.role, str(m.content)) for m in everything] == [
+        (m.role, str(m.content)) for m in sent]
+    assert not any(str(m.content or "").startswith(MASK_MARKER) for m in everything)
