@@ -538,8 +538,19 @@ class Converter:
         last, known = self._last, self._last_input
         k = len(known)
         if (last is not None and k and len(messages) >= k and messages[k - 1] is known[-1]
-                and list(messages[:k]) == known and last.pinned < k):
-            start = k
+                and last.pinned < k):
+            if len(messages) == k and type(messages) is list and messages == known:
+                # The same list again: one comparison of pointers, and the same result
+                # (callers treat it as read-only), so the core's ledger sees the same list.
+                return last
+            if list(messages[:k]) != known:
+                return self._convert_from(messages, None)
+            return self._convert_from(messages, last)
+        return self._convert_from(messages, None)
+
+    def _convert_from(self, messages: Sequence[object], last: Converted | None) -> Converted:
+        if last is not None:
+            start = len(self._last_input)
             out = Converted(last.pinned, last.pinned_tokens, list(last.core), list(last.origin))
         else:
             pinned = bridge.pinned_count(self._trusted, messages)

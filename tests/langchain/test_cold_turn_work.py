@@ -229,3 +229,55 @@ def test_the_middleware_recognises_a_checkpointed_thread_every_turn(
         assert not last.changed
         firsts.append(last.messages[0])
     assert firsts[0] is firsts[1] is firsts[2]  # one stand-in, not each turn's object
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the passes that read messages: type scans, field dicts, fingerprints, estimates."""
+    from langchain_window_budget import condense
+    from window_budget import bridge
+    from window_budget.budget import ledger
+
+    counts = {"scanned": 0, "fields": 0, "fingerprinted": 0, "estimated": 0}
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(condense, "as_message_list",
+                        counted("scanned", condense.as_message_list))
+    monkeypatch.setattr(condense, "message_fields", counted("fields", condense.message_fields))
+    monkeypatch.setattr(bridge, "head_chain", counted("fingerprinted", bridge.head_chain))
+    monkeypatch.setattr(ledger, "cached_estimates",
+                        counted("estimated", ledger.cached_estimates))
+    return counts
+
+
+@pytest.mark.parametrize("remember", [False, True])
+def test_regating_the_same_list_reads_no_message(reads: dict[str, int], remember: bool) -> None:
+    thread = tool_loop(500)
+    engine = LangChainCondenser(context_window=WINDOW, remember_digests=remember)
+    first = engine.run(thread)
+    estimated = engine.condenser._ledger.estimated
+    reads.update(scanned=0, fields=0, fingerprinted=0, estimated=0)
+    for _ in range(3):
+        out = engine.run(thread)
+        assert out.messages is thread
+        assert out.core.tokens_before == first.core.tokens_before
+    # One comparison of pointers per layer; no message is scanned, keyed or estimated.
+    assert reads == {"scanned": 0, "fields": 0, "fingerprinted": 0, "estimated": 0}
+    assert engine.condenser._ledger.estimated == estimated
+
+
+def test_a_grown_list_reads_only_what_was_appended(reads: dict[str, int]) -> None:
+    thread = tool_loop(200)
+    engine = LangChainCondenser(context_window=WINDOW, remember_digests=True)
+    engine.run(thread)
+    estimated = engine.condenser._ledger.estimated
+    reads.update(scanned=0, fields=0, fingerprinted=0, estimated=0)
+    grown = [*thread, HumanMessage("one more", id="more")]
+    assert engine.run(grown).messages is grown
+    assert engine.condenser._ledger.estimated == estimated + 1
+    assert reads["scanned"] == 0  # the known objects' types are not scanned again
