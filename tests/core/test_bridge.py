@@ -134,3 +134,16 @@ def test_named_counters_resolve_through_one_registry() -> None:
     assert counter.count("abcd") == 4
     with pytest.raises(ConfigError, match="unknown counter"):
         resolve_counter_spec("no-such-counter")
+
+
+def test_the_id_memo_is_bounded_and_keyed_by_codec() -> None:
+    from window_budget.bridge import Recognised
+
+    memo = Recognised(limit=4)
+    core = UserMessage("x")
+    memo.put_many("a", [("m1", "native", core), (None, "skipped", core)])
+    assert memo.get_many("a", ["m1", "m2", None]) == [("native", core), None, None]
+    assert memo.get_many("b", ["m1"]) == [None]  # another codec's options
+    memo.put_many("a", [(f"n{i}", i, core) for i in range(4)])
+    assert len(memo) <= 4  # past the bound it starts over
+    assert memo.get_many("a", ["n3"]) == [(3, core)]

@@ -51,6 +51,7 @@ def work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     from window_budget import bridge
 
     monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.Recognised())
     monkeypatch.setattr(bridge, "DIGESTS", bridge.ContentCache())
     return counts
 
@@ -281,3 +282,56 @@ def test_a_grown_list_reads_only_what_was_appended(reads: dict[str, int]) -> Non
     assert engine.run(grown).messages is grown
     assert engine.condenser._ledger.estimated == estimated + 1
     assert reads["scanned"] == 0  # the known objects' types are not scanned again
+
+
+def test_a_new_engine_recognises_a_thread_another_engine_converted(
+        work: dict[str, int]) -> None:
+    thread = tool_loop(300)
+    first = LangChainCondenser(context_window=WINDOW).estimate(reload(thread))
+    work.update(keys=0, compared=0, converted=0)
+    for _ in range(2):
+        fresh = LangChainCondenser(context_window=WINDOW)  # a new request's engine, say
+        assert fresh.estimate(reload(thread)) == first
+    # Every id looked up at once and the fields compared in C: no key, no conversion.
+    assert work == {"keys": 0, "compared": 0, "converted": 0}
+
+
+def test_a_new_engine_still_sees_an_edit_under_a_known_id(work: dict[str, int]) -> None:
+    thread = tool_loop(40)
+    before = LangChainCondenser(context_window=WINDOW).estimate(reload(thread))
+    edited = reload(thread)
+    call = dict(edited[5].tool_calls[0])
+    call["args"] = {"i": "a much longer argument " * 40}
+    edited[5] = edited[5].model_copy(update={"tool_calls": [call]})  # same id
+    work.update(keys=0, compared=0, converted=0)
+    assert LangChainCondenser(context_window=WINDOW).estimate(edited) > before
+    assert work["converted"] == 1  # the edited message only
+
+
+def test_threads_taking_turns_on_one_middleware_build_no_keys(work: dict[str, int]) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_window_budget import WindowBudgetMiddleware
+
+    from .conftest import RecordingChatModel
+
+    model = RecordingChatModel(sizes=[], summary_calls=[])
+    model.window = WINDOW
+    model.tool_rounds = 0
+    middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW)
+    agent = create_agent(model, tools=[], middleware=[middleware],
+                         checkpointer=InMemorySaver())
+    configs = [{"configurable": {"thread_id": name}} for name in ("alice", "bob")]
+    for i, config in enumerate(configs):
+        agent.update_state(config, {"messages": tool_loop(100, start=1000 * i)})
+        agent.invoke({"messages": [HumanMessage("first")]}, config)
+    for turn in range(2):
+        for config in configs:
+            work.update(keys=0, compared=0, converted=0)
+            agent.invoke({"messages": [HumanMessage(f"turn {turn}")]}, config)
+            # The other thread ran in between: its messages are recognised by id, and
+            # only this turn's new messages (the question, the reply) are keyed.
+            assert work["keys"] <= 2
+            assert work["converted"] <= 2
+            assert work["compared"] == 0  # no message compared one by one
