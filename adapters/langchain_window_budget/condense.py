@@ -396,12 +396,12 @@ class LangChainCondenser:
         canon = messages if canon is None else canon
         codec = self._converter.codec
         pinned = bridge.pinned_count(codec, canon)
-        body = canon[pinned:]
         chain = self._chain(codec, canon, pinned)
         hit = None if force else bridge.recall_digest(chain, self._digest_seed)
         if hit is None:
             return _Recall(messages, pinned, chain, 0, None, canon=canon)
         length, digest = hit
+        body = canon[pinned:]
         if not _legal_cut(body, length):
             # The same head, but what follows answers a call in it: cutting there would
             # orphan a tool result. Summarize afresh.
