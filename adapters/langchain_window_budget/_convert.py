@@ -562,18 +562,30 @@ class Converter:
             self._ids = set()  # rebuilt from the first message
             self._stale_until = self._find_stale(messages, pinned)
         # An instruction to the graph's reducer is not context.
-        origin = [i for i in range(start, len(messages))
-                  if type(messages[i]) in _KEYED or not isinstance(messages[i], RemoveMessage)]
+        if _KEYED.issuperset(map(type, messages[start:])):  # the rule: no reducer command
+            origin = list(range(start, len(messages)))
+        else:
+            origin = [i for i in range(start, len(messages)) if type(messages[i]) in _KEYED
+                      or not isinstance(messages[i], RemoveMessage)]
         # Usage figures up to the newest digest's kept turns are stale: converted untrusted.
         split = next((j for j, i in enumerate(origin) if i > self._stale_until), len(origin))
-        new = [*self._by_id(self._untrusted, [messages[i] for i in origin[:split]]),
-               *self._by_id(self._trusted, [messages[i] for i in origin[split:]])]
+        if len(origin) == len(messages) - start:  # contiguous: slices, not a lookup each
+            chosen = list(messages[start:])
+        else:
+            chosen = [messages[i] for i in origin]
+        new = [*self._by_id(self._untrusted, chosen[:split]),
+               *self._by_id(self._trusted, chosen[split:])]
         seen = self._ids
-        for j, c in enumerate(new):
-            if id(c) in seen:  # the same core object twice would confuse the mapping back
-                new[j] = (self._untrusted if j < split else self._trusted).to_core(
-                    messages[origin[j]])
-            seen.add(id(new[j]))
+        fresh = set(map(id, new))
+        if len(fresh) == len(new) and seen.isdisjoint(fresh):
+            seen |= fresh
+        else:
+            # The same core object twice would confuse the mapping back: re-make repeats.
+            for j, c in enumerate(new):
+                if id(c) in seen:
+                    new[j] = (self._untrusted if j < split else self._trusted).to_core(
+                        messages[origin[j]])
+                seen.add(id(new[j]))
         out.core.extend(new)
         out.origin.extend(origin)
         self._last_input = list(messages)

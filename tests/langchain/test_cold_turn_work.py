@@ -335,3 +335,13 @@ def test_threads_taking_turns_on_one_middleware_build_no_keys(work: dict[str, in
             assert work["keys"] <= 2
             assert work["converted"] <= 2
             assert work["compared"] == 0  # no message compared one by one
+
+
+def test_a_message_listed_twice_gets_two_core_objects() -> None:
+    from langchain_window_budget._convert import Converter
+
+    again = HumanMessage("the same words " * 20, id="dup")
+    thread = [again, AIMessage("between", id="b"), again, reload([again])[0]]
+    core = Converter().convert(thread).core
+    assert len({id(c) for c in core}) == len(thread)  # the mapping back is by identity
+    assert core[0] == core[2] == core[3]
