@@ -143,6 +143,8 @@ class Recognised:
 
     def put_many(self, name: str, items: Sequence[tuple[Hashable, Any, AgentMessage]]) -> None:
         """Remember ``(id, native message, core message)`` triples (None ids are skipped)."""
+        if len(items) > self.limit:
+            items = items[len(items) - self.limit:]  # the newest a bound's worth
         with self._lock:
             if len(self._data) + len(items) > self.limit:
                 self._data.clear()

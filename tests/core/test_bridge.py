@@ -147,6 +147,9 @@ def test_the_id_memo_is_bounded_and_keyed_by_codec() -> None:
     memo.put_many("a", [(f"n{i}", i, core) for i in range(4)])
     assert len(memo) <= 4  # past the bound it starts over
     assert memo.get_many("a", ["n3"]) == [(3, core)]
+    memo.put_many("a", [(f"big{i}", i, core) for i in range(10)])  # one batch past it
+    assert len(memo) == 4
+    assert memo.get_many("a", ["big9", "big0"]) == [(9, core), None]
 
 
 def test_the_id_memo_is_safe_to_share_between_threads() -> None:
