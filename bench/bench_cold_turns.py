@@ -12,10 +12,11 @@ runs, with the ratio to the peer beside it. Sections:
   medians, noisy beside the invoke's own cost) and the CPU time spent inside its hooks.
 * ``condense``  -- ``condense_messages`` at 10k messages, cold (new objects each turn, as
   read from a store), a new engine's first sight of a thread another engine converted,
-  and warm (the same list again), against ``count_tokens_approximately`` and
-  ``trim_messages``; with two floors: one bare pass summing ``len(content)`` over the
-  messages, and one C-level comparison of every message's fields with the turn before's
-  (what recognising new objects *exactly* cannot go below).
+  one engine whose other thread took a turn in between, and warm (the same list again),
+  against ``count_tokens_approximately`` and ``trim_messages``; with two floors: one bare
+  pass summing ``len(content)`` over the messages, and one C-level comparison of every
+  message's fields with the turn before's (what recognising new objects *exactly* cannot
+  go below).
 * ``llama``     -- a fresh LlamaIndex memory + ``get()`` per request over a store read from
   disk, at 1k and 10k messages: ``WindowBudgetMemory`` (archive in its own store) vs
   ``ChatSummaryMemoryBuffer``.
@@ -239,6 +240,15 @@ def bench_condense(n: int, runs: int) -> None:
     def cold_ours() -> None:
         condense_messages(copy, context_window=window)
 
+    # One engine serving two threads that take turns (one middleware, many users): the
+    # other thread ran in between, so this one is not the engine's previous list.
+    shared = LangChainCondenser(context_window=window)
+    other = messages_from_dict(messages_to_dict(lc_transcript(n // 2)))
+    shared.run(messages_from_dict(dumped))
+
+    def other_thread_between() -> None:
+        shared.run(copy)
+
     def first_sight() -> None:
         # A new engine (a new request's, say) on a thread another engine has converted.
         LangChainCondenser(context_window=window).run(copy)
@@ -259,6 +269,7 @@ def bench_condense(n: int, runs: int) -> None:
                                       token_counter="approximate"),
         "cold": cold_ours,
         "first": first_sight,
+        "turns": other_thread_between,
         "warm": lambda: condense_messages(history, context_window=warm_window),
     }
     # Round robin with a collection before each call, CPU time of this process: a load
@@ -266,8 +277,10 @@ def bench_condense(n: int, runs: int) -> None:
     times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(runs):
         for name, fn in variants.items():
-            if name in ("exact", "cold", "first"):
+            if name in ("exact", "cold", "first", "turns"):
                 copy = messages_from_dict(dumped)  # new objects, built outside the timing
+            if name == "turns":
+                shared.run(other)  # the other thread's turn, outside the timing
             gc.collect()
             t = time.process_time()
             fn()
@@ -281,6 +294,7 @@ def bench_condense(n: int, runs: int) -> None:
     row("floor: exact comparison of every field (C-level)", ms["exact"])
     row("condense_messages, cold (new objects), vs approx", ms["cold"], ms["approx"])
     row("new engine, first sight of a known thread, vs approx", ms["first"], ms["approx"])
+    row("one engine, another thread's turn between, vs approx", ms["turns"], ms["approx"])
     row("condense_messages, warm (same list), vs fastest peer", ms["warm"], fastest)
 
 
