@@ -23,6 +23,7 @@ import json
 import uuid
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from langchain_core.messages import (
@@ -364,6 +365,7 @@ def _ai_key(m: AIMessage, content: str, kwargs: str) -> Hashable:
             repr([meta.get(k) for k in _META_KEYS]) if meta else "")
 
 
+_MESSAGE_ID, _NATIVE, _CORE = attrgetter("id"), itemgetter(0), itemgetter(1)
 _KEYED = frozenset({HumanMessage, AIMessage, ToolMessage, SystemMessage})
 _KEY_NAMES: dict[type, str] = {HumanMessage: "human", SystemMessage: "system"}
 _MEMO_LIMIT = 50_000
@@ -530,7 +532,6 @@ class Converter:
         self._last_input: list[object] = []
         self._last: Converted | None = None
         self._ids: set[int] = set()  # ids of ``_last.core``: a repeated object is re-made
-        self._id_memo: dict[tuple[str, str], tuple[Any, AgentMessage]] = {}
         self._stale_until = -1  # index (in the LangChain list) up to which usage is stale
 
     def convert(self, messages: Sequence[object]) -> Converted:
@@ -538,8 +539,19 @@ class Converter:
         last, known = self._last, self._last_input
         k = len(known)
         if (last is not None and k and len(messages) >= k and messages[k - 1] is known[-1]
-                and list(messages[:k]) == known and last.pinned < k):
-            start = k
+                and last.pinned < k):
+            if len(messages) == k and type(messages) is list and messages == known:
+                # The same list again: one comparison of pointers, and the same result
+                # (callers treat it as read-only), so the core's ledger sees the same list.
+                return last
+            if list(messages[:k]) != known:
+                return self._convert_from(messages, None)
+            return self._convert_from(messages, last)
+        return self._convert_from(messages, None)
+
+    def _convert_from(self, messages: Sequence[object], last: Converted | None) -> Converted:
+        if last is not None:
+            start = len(self._last_input)
             out = Converted(last.pinned, last.pinned_tokens, list(last.core), list(last.origin))
         else:
             pinned = bridge.pinned_count(self._trusted, messages)
@@ -550,18 +562,30 @@ class Converter:
             self._ids = set()  # rebuilt from the first message
             self._stale_until = self._find_stale(messages, pinned)
         # An instruction to the graph's reducer is not context.
-        origin = [i for i in range(start, len(messages))
-                  if type(messages[i]) in _KEYED or not isinstance(messages[i], RemoveMessage)]
+        if _KEYED.issuperset(map(type, messages[start:])):  # the rule: no reducer command
+            origin = list(range(start, len(messages)))
+        else:
+            origin = [i for i in range(start, len(messages)) if type(messages[i]) in _KEYED
+                      or not isinstance(messages[i], RemoveMessage)]
         # Usage figures up to the newest digest's kept turns are stale: converted untrusted.
         split = next((j for j, i in enumerate(origin) if i > self._stale_until), len(origin))
-        new = [*self._by_id(self._untrusted, [messages[i] for i in origin[:split]]),
-               *self._by_id(self._trusted, [messages[i] for i in origin[split:]])]
+        if len(origin) == len(messages) - start:  # contiguous: slices, not a lookup each
+            chosen = list(messages[start:])
+        else:
+            chosen = [messages[i] for i in origin]
+        new = [*self._by_id(self._untrusted, chosen[:split]),
+               *self._by_id(self._trusted, chosen[split:])]
         seen = self._ids
-        for j, c in enumerate(new):
-            if id(c) in seen:  # the same core object twice would confuse the mapping back
-                new[j] = (self._untrusted if j < split else self._trusted).to_core(
-                    messages[origin[j]])
-            seen.add(id(new[j]))
+        fresh = set(map(id, new))
+        if len(fresh) == len(new) and seen.isdisjoint(fresh):
+            seen |= fresh
+        else:
+            # The same core object twice would confuse the mapping back: re-make repeats.
+            for j, c in enumerate(new):
+                if id(c) in seen:
+                    new[j] = (self._untrusted if j < split else self._trusted).to_core(
+                        messages[origin[j]])
+                seen.add(id(new[j]))
         out.core.extend(new)
         out.origin.extend(origin)
         self._last_input = list(messages)
@@ -571,31 +595,39 @@ class Converter:
     def _by_id(self, codec: LangChainCodec, messages: list[Any]) -> list[AgentMessage]:
         """Conversions, first by message id: an equal message under a known id is a hit.
 
-        A checkpointer hands back new objects with the ids they had; comparing their fields
-        with the message last seen under that id (C-level equality, no hashing of the
-        content) is far cheaper than building a content key. Anything else goes through
-        the bridge's content cache.
+        A checkpointer hands back new objects with the ids they had, to this engine or to
+        a new one (the memo, :data:`window_budget.bridge.RECOGNISED`, is process-wide).
+        All ids are looked up at once; when the leading run of known ids (all but what was
+        appended, as a rule) holds messages equal to the remembered ones field for field
+        (:func:`same_messages`: C-level comparisons, no content hashed) their core messages
+        are the answer. Anything else is checked on its own, and what is still unknown goes
+        through the bridge's content cache.
         """
-        memo = self._id_memo
+        memo = bridge.RECOGNISED
         name = codec.name
-        out: list[AgentMessage | None] = [None] * len(messages)
+        hits: list[Any] = memo.get_many(name, list(map(_MESSAGE_ID, messages)))
+        try:
+            k = hits.index(None)  # usually the messages appended since: at the end
+        except ValueError:
+            k = len(hits)
+        out: list[AgentMessage | None]
+        if k and same_messages(messages[:k], list(map(_NATIVE, hits[:k]))):
+            out = [*map(_CORE, hits[:k]), *[None] * (len(messages) - k)]
+        else:
+            out, k = [None] * len(messages), 0
         missing: list[int] = []
-        for i, m in enumerate(messages):
-            mid = m.id
-            hit = memo.get((name, mid)) if mid is not None else None
-            if hit is not None and _same_message(hit[0], m):
+        for i in range(k, len(messages)):
+            hit = hits[i]
+            if hit is not None and _same_message(hit[0], messages[i]):
                 out[i] = hit[1]
             else:
                 missing.append(i)
         if missing:
-            if len(memo) > _MEMO_LIMIT:
-                memo.clear()
             fresh = bridge.convert(codec, [messages[i] for i in missing])
             for i, core in zip(missing, fresh, strict=True):
                 out[i] = core
-                mid = messages[i].id
-                if mid is not None:
-                    memo[(name, mid)] = (messages[i], core)
+            memo.put_many(name, [(messages[i].id, messages[i], fresh[j])
+                                 for j, i in enumerate(missing)])
         return out  # type: ignore[return-value]
 
     def forget(self) -> None:

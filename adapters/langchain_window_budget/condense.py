@@ -258,6 +258,7 @@ class LangChainCondenser:
                              repr(self.condenser.policy), window)
         self._chain_src: list[BaseMessage] = []
         self._chain_last: list[int] = []
+        self._chain_pinned = 0
         self._seen: list[BaseMessage] = []  # what the last run converted
         self._seen_fields: MessageFields | None = None  # message_fields(self._seen), if known
         self.reused_prefix = 0
@@ -289,6 +290,15 @@ class LangChainCondenser:
 
     # -- shared halves ---------------------------------------------------------
 
+    def _message_list(self, messages: Sequence[Any]) -> Sequence[BaseMessage]:
+        """:func:`as_message_list`, without reading a list the previous run already read."""
+        seen = self._seen
+        k = len(seen)
+        if type(messages) is list and _holds_objects(messages, seen) and all(
+                type(m) in _MESSAGE_TYPES or _is_message(m) for m in messages[k:]):
+            return messages
+        return as_message_list(messages)
+
     def _canonical(self, messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
         """``messages``, with the previous run's objects in place of an equal prefix.
 
@@ -307,8 +317,17 @@ class LangChainCondenser:
             canon: Sequence[BaseMessage] = messages
             fields = None
             self.reused_prefix = 0
-            if k and len(messages) >= k and not (
-                    messages[k - 1] is last[-1] and list(messages[:k]) == last):
+            if _holds_objects(messages, last):
+                # The previous run's very objects (the caller's list again, perhaps grown):
+                # one comparison of pointers, nothing read from the messages themselves.
+                if len(messages) == k:
+                    return messages
+                if self._seen_fields is not None:
+                    grown = message_fields(messages[k:])
+                    if grown is not None:
+                        fields = (self._seen_fields[0] + grown[0],
+                                  self._seen_fields[1] + grown[1])
+            elif k and len(messages) >= k:
                 mine = message_fields(messages)
                 theirs = self._seen_fields or message_fields(last)
                 if mine is not None and theirs is not None \
@@ -399,12 +418,12 @@ class LangChainCondenser:
         canon = messages if canon is None else canon
         codec = self._converter.codec
         pinned = bridge.pinned_count(codec, canon)
-        body = canon[pinned:]
-        chain = self._chain(codec, body)
+        chain = self._chain(codec, canon, pinned)
         hit = None if force else bridge.recall_digest(chain, self._digest_seed)
         if hit is None:
             return _Recall(messages, pinned, chain, 0, None, canon=canon)
         length, digest = hit
+        body = canon[pinned:]
         if not _legal_cut(body, length):
             # The same head, but what follows answers a call in it: cutting there would
             # orphan a tool result. Summarize afresh.
@@ -414,17 +433,19 @@ class LangChainCondenser:
         return _Recall(view, pinned, chain, length, digest,
                        list(messages[pinned:pinned + length]), canon=canon_view)
 
-    def _chain(self, codec: Any, body: Sequence[BaseMessage]) -> list[int]:
-        """The head fingerprints of ``body``, extending last call's when ``body`` only grew."""
+    def _chain(self, codec: Any, canon: Sequence[BaseMessage], pinned: int) -> list[int]:
+        """The head fingerprints of ``canon[pinned:]``, extending last call's when it only grew."""
         with self._lock:
             src, chain = self._chain_src, self._chain_last
             k = len(src)
-            if k and len(body) >= k and len(chain) == k and body[k - 1] is src[-1] \
-                    and list(body[:k]) == src:
-                chain = bridge.head_chain(codec, body[k:], self._digest_seed, prev=chain)
+            if pinned == self._chain_pinned and len(chain) == k - pinned \
+                    and _holds_objects(canon, src):
+                if len(canon) == k:
+                    return chain  # the same list again: nothing to fingerprint
+                chain = bridge.head_chain(codec, canon[k:], self._digest_seed, prev=chain)
             else:
-                chain = bridge.head_chain(codec, body, self._digest_seed)
-            self._chain_src, self._chain_last = list(body), chain
+                chain = bridge.head_chain(codec, canon[pinned:], self._digest_seed)
+            self._chain_src, self._chain_last, self._chain_pinned = list(canon), chain, pinned
             return chain
 
     def _remember(self, recall: _Recall | None, out: LangChainResult) -> LangChainResult:
@@ -478,7 +499,7 @@ class LangChainCondenser:
     def _prepare(self, messages: Sequence[Any], force: bool,
                  extra_pinned_tokens: int) -> _Prepared:
         """Everything before the core runs, shared by :meth:`run` and :meth:`arun`."""
-        messages = as_message_list(messages)
+        messages = self._message_list(messages)
         canon = self._canonical(messages)
         force = force or self._counted_trigger(canon, extra_pinned_tokens)
         try:
@@ -509,7 +530,7 @@ class LangChainCondenser:
 
     def estimate(self, messages: Sequence[Any], *, extra_pinned_tokens: int = 0) -> int:
         """The gate's token figure for ``messages`` (pinned system messages included)."""
-        conv = self._convert(self._canonical(as_message_list(messages)))
+        conv = self._convert(self._canonical(self._message_list(messages)))
         decision = self.condenser.decide(conv.core,
                                          pinned_tokens=conv.pinned_tokens + extra_pinned_tokens)
         return int(decision.tokens_before)
@@ -555,6 +576,21 @@ class _Recall:
     """The originals it stands for."""
     canon: Sequence[BaseMessage] = ()
     """``view`` with the engine's stand-ins for unchanged messages (what is converted)."""
+
+
+def _holds_objects(messages: Sequence[object], known: Sequence[object]) -> bool:
+    """True when ``messages`` begins with ``known``'s very objects (or objects equal to them).
+
+    Made for re-gating one list: when the last objects are the same, a list comparison
+    finds its items identical by pointer without reading them, so the check costs one
+    C-level pass over two arrays of pointers. New objects fail the first test at once.
+    """
+    k = len(known)
+    if not k or len(messages) < k or messages[k - 1] is not known[-1]:
+        return False
+    if len(messages) == k and type(messages) is list and type(known) is list:
+        return messages == known
+    return list(messages[:k]) == known
 
 
 def _legal_cut(body: Sequence[BaseMessage], cut: int) -> bool:

@@ -15,6 +15,7 @@ import dataclasses
 import math
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from itertools import repeat
 from typing import Any, Final, Protocol
 
 from window_budget.budget.cache import ContentCache, fingerprint, key_size
@@ -28,8 +29,10 @@ __all__ = [
     "DIGESTS",
     "LEGACY_COVERED_KEY",
     "LEGACY_FLAG_KEY",
+    "RECOGNISED",
     "RECORD_KEY",
     "Codec",
+    "Recognised",
     "convert",
     "digest_from_record",
     "digest_record",
@@ -110,6 +113,53 @@ def convert(codec: Codec, messages: Sequence[Any], *,
                 out[i] = codec.to_core(messages[i])
             seen.add(id(out[i]))
     return out
+
+
+class Recognised:
+    """Per (codec name, native message id): the message last converted under it, and its core.
+
+    Process-wide and bounded. A thread that reaches a *new* engine (a new middleware or
+    memory per request, another thread's turn on a shared one) arrives as new objects under
+    ids seen before. An adapter looks every id up at once (:meth:`get_many` is one C-level
+    map over a dict), checks the remembered messages against the new ones in the
+    framework's own terms (it decides what "equal" means), and reuses their core messages:
+    no content key is built.
+    The bound is a count of entries; past it the memo starts over (a cheap reset, not an
+    eviction order: the content caches behind it still hold every conversion).
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        """Entries kept before the memo starts over."""
+        self._data: dict[tuple[str, Hashable], tuple[Any, AgentMessage]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get_many(self, name: str, ids: Sequence[Hashable]) -> list[tuple[Any, AgentMessage] | None]:
+        """Per id, ``(native message, core message)`` remembered under it, or None."""
+        return list(map(self._data.get, zip(repeat(name), ids)))
+
+    def put_many(self, name: str, items: Sequence[tuple[Hashable, Any, AgentMessage]]) -> None:
+        """Remember ``(id, native message, core message)`` triples (None ids are skipped)."""
+        if len(items) > self.limit:
+            items = items[len(items) - self.limit:]  # the newest a bound's worth
+        with self._lock:
+            if len(self._data) + len(items) > self.limit:
+                self._data.clear()
+            for mid, native, core in items:
+                if mid is not None:
+                    self._data[(name, mid)] = (native, core)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._data.clear()
+
+
+RECOGNISED: Final = Recognised()
+"""The process-wide id memo the adapters share (see :class:`Recognised`)."""
 
 
 def pinned_count(codec: Codec, messages: Sequence[Any]) -> int:

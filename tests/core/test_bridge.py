@@ -134,3 +134,46 @@ def test_named_counters_resolve_through_one_registry() -> None:
     assert counter.count("abcd") == 4
     with pytest.raises(ConfigError, match="unknown counter"):
         resolve_counter_spec("no-such-counter")
+
+
+def test_the_id_memo_is_bounded_and_keyed_by_codec() -> None:
+    from window_budget.bridge import Recognised
+
+    memo = Recognised(limit=4)
+    core = UserMessage("x")
+    memo.put_many("a", [("m1", "native", core), (None, "skipped", core)])
+    assert memo.get_many("a", ["m1", "m2", None]) == [("native", core), None, None]
+    assert memo.get_many("b", ["m1"]) == [None]  # another codec's options
+    memo.put_many("a", [(f"n{i}", i, core) for i in range(4)])
+    assert len(memo) <= 4  # past the bound it starts over
+    assert memo.get_many("a", ["n3"]) == [(3, core)]
+    memo.put_many("a", [(f"big{i}", i, core) for i in range(10)])  # one batch past it
+    assert len(memo) == 4
+    assert memo.get_many("a", ["big9", "big0"]) == [(9, core), None]
+
+
+def test_the_id_memo_is_safe_to_share_between_threads() -> None:
+    import threading
+
+    from window_budget.bridge import Recognised
+
+    memo = Recognised(limit=500)
+    core = UserMessage("x")
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(300):
+                memo.put_many("c", [(f"{k}-{i}", (k, i), core)])
+                for hit in memo.get_many("c", [f"{k}-{i}", f"{k}-{i - 1}"]):
+                    assert hit is None or hit[1] is core
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(memo) <= 500

@@ -51,6 +51,7 @@ def work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     from window_budget import bridge
 
     monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.Recognised())
     monkeypatch.setattr(bridge, "DIGESTS", bridge.ContentCache())
     return counts
 
@@ -229,3 +230,118 @@ def test_the_middleware_recognises_a_checkpointed_thread_every_turn(
         assert not last.changed
         firsts.append(last.messages[0])
     assert firsts[0] is firsts[1] is firsts[2]  # one stand-in, not each turn's object
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the passes that read messages: type scans, field dicts, fingerprints, estimates."""
+    from langchain_window_budget import condense
+    from window_budget import bridge
+    from window_budget.budget import ledger
+
+    counts = {"scanned": 0, "fields": 0, "fingerprinted": 0, "estimated": 0}
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(condense, "as_message_list",
+                        counted("scanned", condense.as_message_list))
+    monkeypatch.setattr(condense, "message_fields", counted("fields", condense.message_fields))
+    monkeypatch.setattr(bridge, "head_chain", counted("fingerprinted", bridge.head_chain))
+    monkeypatch.setattr(ledger, "cached_estimates",
+                        counted("estimated", ledger.cached_estimates))
+    return counts
+
+
+@pytest.mark.parametrize("remember", [False, True])
+def test_regating_the_same_list_reads_no_message(reads: dict[str, int], remember: bool) -> None:
+    thread = tool_loop(500)
+    engine = LangChainCondenser(context_window=WINDOW, remember_digests=remember)
+    first = engine.run(thread)
+    estimated = engine.condenser._ledger.estimated
+    reads.update(scanned=0, fields=0, fingerprinted=0, estimated=0)
+    for _ in range(3):
+        out = engine.run(thread)
+        assert out.messages is thread
+        assert out.core.tokens_before == first.core.tokens_before
+    # One comparison of pointers per layer; no message is scanned, keyed or estimated.
+    assert reads == {"scanned": 0, "fields": 0, "fingerprinted": 0, "estimated": 0}
+    assert engine.condenser._ledger.estimated == estimated
+
+
+def test_a_grown_list_reads_only_what_was_appended(reads: dict[str, int]) -> None:
+    thread = tool_loop(200)
+    engine = LangChainCondenser(context_window=WINDOW, remember_digests=True)
+    engine.run(thread)
+    estimated = engine.condenser._ledger.estimated
+    reads.update(scanned=0, fields=0, fingerprinted=0, estimated=0)
+    grown = [*thread, HumanMessage("one more", id="more")]
+    assert engine.run(grown).messages is grown
+    assert engine.condenser._ledger.estimated == estimated + 1
+    assert reads["scanned"] == 0  # the known objects' types are not scanned again
+
+
+def test_a_new_engine_recognises_a_thread_another_engine_converted(
+        work: dict[str, int]) -> None:
+    thread = tool_loop(300)
+    first = LangChainCondenser(context_window=WINDOW).estimate(reload(thread))
+    work.update(keys=0, compared=0, converted=0)
+    for _ in range(2):
+        fresh = LangChainCondenser(context_window=WINDOW)  # a new request's engine, say
+        assert fresh.estimate(reload(thread)) == first
+    # Every id looked up at once and the fields compared in C: no key, no conversion.
+    assert work == {"keys": 0, "compared": 0, "converted": 0}
+
+
+def test_a_new_engine_still_sees_an_edit_under_a_known_id(work: dict[str, int]) -> None:
+    thread = tool_loop(40)
+    before = LangChainCondenser(context_window=WINDOW).estimate(reload(thread))
+    edited = reload(thread)
+    call = dict(edited[5].tool_calls[0])
+    call["args"] = {"i": "a much longer argument " * 40}
+    edited[5] = edited[5].model_copy(update={"tool_calls": [call]})  # same id
+    work.update(keys=0, compared=0, converted=0)
+    assert LangChainCondenser(context_window=WINDOW).estimate(edited) > before
+    assert work["converted"] == 1  # the edited message only
+
+
+def test_threads_taking_turns_on_one_middleware_build_no_keys(work: dict[str, int]) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_window_budget import WindowBudgetMiddleware
+
+    from .conftest import RecordingChatModel
+
+    model = RecordingChatModel(sizes=[], summary_calls=[])
+    model.window = WINDOW
+    model.tool_rounds = 0
+    middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW)
+    agent = create_agent(model, tools=[], middleware=[middleware],
+                         checkpointer=InMemorySaver())
+    configs = [{"configurable": {"thread_id": name}} for name in ("alice", "bob")]
+    for i, config in enumerate(configs):
+        agent.update_state(config, {"messages": tool_loop(100, start=1000 * i)})
+        agent.invoke({"messages": [HumanMessage("first")]}, config)
+    for turn in range(2):
+        for config in configs:
+            work.update(keys=0, compared=0, converted=0)
+            agent.invoke({"messages": [HumanMessage(f"turn {turn}")]}, config)
+            # The other thread ran in between: its messages are recognised by id, and
+            # only this turn's new messages (the question, the reply) are keyed.
+            assert work["keys"] <= 2
+            assert work["converted"] <= 2
+            assert work["compared"] == 0  # no message compared one by one
+
+
+def test_a_message_listed_twice_gets_two_core_objects() -> None:
+    from langchain_window_budget._convert import Converter
+
+    again = HumanMessage("the same words " * 20, id="dup")
+    thread = [again, AIMessage("between", id="b"), again, reload([again])[0]]
+    core = Converter().convert(thread).core
+    assert len({id(c) for c in core}) == len(thread)  # the mapping back is by identity
+    assert core[0] == core[2] == core[3]

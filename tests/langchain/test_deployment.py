@@ -50,6 +50,7 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     from window_budget import bridge
 
     monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.Recognised())
     return calls
 
 
