@@ -20,14 +20,14 @@ from window_budget import (
     AgentMessage,
     AssistantMessage,
     TextBlock,
-    TiktokenCounter,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
     estimate_tokens,
 )
-from window_budget.assemble import assemble_prompt
-from window_budget.categories import trim_by_category
+from window_budget.budget import TiktokenCounter
+from window_budget.tools.assemble import assemble_prompt
+from window_budget.tools.categories import trim_by_category
 
 
 def synthetic(n: int) -> list[AgentMessage]:

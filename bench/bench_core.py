@@ -15,16 +15,15 @@ from window_budget import (
     BudgetPolicy,
     Model,
     TextBlock,
-    TokenLedger,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
-    budget_limit,
     create_condenser,
     estimate_tokens,
     plan_slice,
-    prefix_tokens,
 )
+from window_budget.budget import TokenLedger, prefix_tokens
+from window_budget.pipeline import budget_limit
 
 
 def synthetic(n: int) -> list:

@@ -52,17 +52,22 @@ from window_budget import (
     CustomMessage,
     Model,
     TextBlock,
-    TiktokenCounter,
     ToolCallBlock,
     ToolResultMessage,
     Usage,
     UserMessage,
-    estimate_message_tokens,
 )
-from window_budget.budget.calibrate import Calibration, calibrate, calibrate_many, model_key
-from window_budget.budget.gate import anchor_usage
-from window_budget.budget.ledger import TokenLedger
-from window_budget.budget.models import context_window_for
+from window_budget.budget import (
+    Calibration,
+    TiktokenCounter,
+    TokenLedger,
+    calibrate,
+    calibrate_many,
+    context_window_for,
+    estimate_message_tokens,
+    model_key,
+)
+from window_budget.pipeline import anchor_usage
 from window_budget.readers import iter_transcript_files, read_transcript
 
 METHODS = ("heuristic", "tiktoken", "calibrated", "anchored", "anchored+cal")
@@ -122,7 +127,7 @@ class _Provider:
         self.overhead = round(1.2 * enc.count(system)) + 900  # + tool schemas
 
     def count(self, message: AgentMessage) -> int:
-        from window_budget.budget.estimate import message_parts
+        from window_budget.budget import message_parts
 
         parts, blocks, _ = message_parts(message)
         calls = len(getattr(message, "tool_calls", ()))

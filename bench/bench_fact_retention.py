@@ -55,12 +55,11 @@ from window_budget import (
     UserMessage,
     create_condenser,
     estimate_tokens,
-    resolve_counter,
 )
-from window_budget.budget.estimate import count_text
+from window_budget.budget import count_text, resolve_counter
 from window_budget.digest import digest_body, is_digest
 from window_budget.messages import message_text
-from window_budget.summarize.facts import ledger_of
+from window_budget.pipeline.summarize import ledger_of
 from window_budget.testing import ScriptedCompleter
 
 ROOT = "/home/dev/work/acme-platform/services/ledgerly"

@@ -51,7 +51,8 @@ def build(name: str) -> Any:
     from llama_index.core.llms import MockLLM
     from llama_index.core.memory import ChatMemoryBuffer, ChatSummaryMemoryBuffer, Memory
 
-    from window_budget import BudgetPolicy, load_encoding
+    from window_budget import BudgetPolicy
+    from window_budget.budget import load_encoding
 
     tokenizer = load_encoding().encode_ordinary
     llm = MockLLM(max_tokens=200)
@@ -71,7 +72,7 @@ def build(name: str) -> Any:
 
 
 def content_tokens(messages: list[Any]) -> int:
-    from window_budget import load_encoding
+    from window_budget.budget import load_encoding
 
     enc = load_encoding()
     return sum(len(enc.encode_ordinary(m.content or "")) for m in messages)

@@ -102,7 +102,7 @@ def test_the_checks_catch_a_broken_notebook() -> None:
         v4.new_code_cell("%matplotlib inline\nfrom matplotlib.figure import Figure\n"
                          "fig = Figure(); fig.subplots().plot([1, 2])\n"
                          "from window_budget import UserMessage\n"
-                         "from window_budget.report import analyze\n"
+                         "from window_budget.tools.report import analyze\n"
                          "print(repr(analyze([UserMessage('hi')], 100)))"),
         v4.new_code_cell("import sys\nfrom IPython.display import display\n"
                          "display(fig.axes[0])"),

@@ -38,7 +38,7 @@ from langchain_core.messages import (
 )
 
 from window_budget import bridge
-from window_budget.budget.cache import cached_estimates
+from window_budget.budget import cached_estimates
 from window_budget.digest import SESSION_HEADER
 from window_budget.messages import (
     AgentMessage,
@@ -55,7 +55,7 @@ from window_budget.messages import (
     Usage,
     UserMessage,
 )
-from window_budget.summarize.audit import DigestAudit
+from window_budget.pipeline.summarize import DigestAudit
 
 __all__ = [
     "DIGEST_KEY",

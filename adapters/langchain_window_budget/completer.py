@@ -24,7 +24,7 @@ from window_budget.contract import (
     TokenCounter,
 )
 from window_budget.messages import AssistantMessage, TextBlock, message_text
-from window_budget.summarize.condense import SUMMARY_TAGS
+from window_budget.pipeline.summarize import SUMMARY_TAGS
 
 __all__ = ["NOSTREAM_TAG", "make_completers", "model_token_counter", "summary_config"]
 

@@ -45,13 +45,12 @@ from langchain_window_budget.counting import recognise
 from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes
 from window_budget import bridge
 from window_budget.bridge import register_counter, register_counter_kind, resolve_counter_spec
-from window_budget.budget.estimate import estimate_tokens
-from window_budget.budget.models import lookup_model, model_for
-from window_budget.condenser import WindowCondenser, check_window, create_condenser
+from window_budget.budget import estimate_tokens, lookup_model, model_for
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.messages import AssistantMessage, DigestMessage
-from window_budget.summarize.audit import DigestAudit
+from window_budget.pipeline import WindowCondenser, check_window, create_condenser
+from window_budget.pipeline.summarize import DigestAudit
 
 __all__ = [
     "CounterSpec",
@@ -68,7 +67,8 @@ __all__ = [
 CounterSpec = (TokenCounter | Callable[[str], int] | Callable[[list[BaseMessage]], int]
                | Literal["heuristic", "tiktoken", "model"] | None)
 """How to count tokens: the heuristic (None), ``"tiktoken"``, ``"model"`` (the chat model's
-``get_num_tokens_from_messages``), a :class:`~window_budget.TokenCounter`, a ``str -> int``,
+``get_num_tokens_from_messages``), a :class:`~window_budget.contract.TokenCounter`, a ``str ->
+int``,
 or LangChain's message counters (``count_tokens_approximately``, a model's
 ``get_num_tokens_from_messages``, any ``list[BaseMessage] -> int``; told apart by their
 signature, see :mod:`langchain_window_budget.counting`)."""
@@ -84,7 +84,7 @@ def resolve_window(chat_model: object, context_window: int | None) -> int:
 
     Without ``context_window``, the chat model profile's ``max_input_tokens`` is used, then
     the window of the model it names (``model_name`` / ``model``, then ``_llm_type``) in
-    window-budget's table of models (:func:`window_budget.budget.models.model_for`).
+    window-budget's table of models (:func:`window_budget.budget._models.model_for`).
 
     Raises:
         ConfigError: none of them is available; the message says what to pass.
@@ -194,7 +194,8 @@ class LangChainCondenser:
         on_summarizer_error: ``"raise"`` makes a failing summary call raise
             ``SummarizerError`` (the transcript is left unchanged), as LangChain's own
             ``SummarizationMiddleware`` does; ``"fallback"`` writes the network-free digest
-            and logs a warning (logger ``window_budget.summarize``). None keeps the policy's.
+            and logs a warning (logger ``window_budget.pipeline.summarize``). None keeps the
+            policy's.
         trigger: when to condense, in ``SummarizationMiddleware``'s forms (see
             :mod:`langchain_window_budget.sizes`); the policy's ``trigger_ratio`` when None.
         keep: how much to keep verbatim: ``("messages", N)``, ``("tokens", N)`` or

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage
 
-from window_budget.budget.counters import CallableCounter
+from window_budget.budget import CallableCounter
 from window_budget.errors import ConfigError
 
 __all__ = ["counter_kind", "messages_counter"]

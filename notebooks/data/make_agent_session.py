@@ -20,7 +20,7 @@ import json
 import random
 from pathlib import Path
 
-from window_budget import load_encoding
+from window_budget.budget import load_encoding
 
 OUT = Path(__file__).with_name("agent_session.jsonl")
 SYSTEM_TOKENS = 2_900

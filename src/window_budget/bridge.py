@@ -18,8 +18,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from itertools import repeat
 from typing import Any, Final, Protocol
 
-from window_budget.budget.cache import ContentCache, fingerprint, key_size
-from window_budget.budget.counters import resolve_counter
+from window_budget.budget._cache import ContentCache, fingerprint, key_size
+from window_budget.budget._counters import resolve_counter
 from window_budget.contract import TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, Content, DigestMessage, UserMessage
@@ -289,7 +289,8 @@ def register_counter_kind(recognise: CounterRecogniser) -> None:
     """Teach every adapter a kind of counting callable (e.g. LangChain's message counters).
 
     ``resolve_counter_spec`` asks each recogniser, in registration order, about a callable
-    that is not a :class:`~window_budget.TokenCounter`; one that returns a counter claims it,
+    that is not a :class:`~window_budget.contract.TokenCounter`; one that returns a counter claims
+    it,
     and a recogniser that knows the callable is of its kind but unusable raises
     ``ConfigError``. Unclaimed callables are ``str -> int`` functions.
     """
@@ -303,7 +304,7 @@ def resolve_counter_spec(spec: object, context: Any = None) -> tuple[TokenCounte
 
     ``spec`` is None or a registered name (``"heuristic"``, ``"tiktoken"``, and what the
     adapters register, e.g. ``"model"``), ``"tiktoken:<encoding>"``, a
-    :class:`~window_budget.TokenCounter` or a ``str -> int`` callable.
+    :class:`~window_budget.contract.TokenCounter` or a ``str -> int`` callable.
 
     Raises:
         ConfigError: a name that is neither registered nor a tiktoken encoding.

@@ -14,7 +14,7 @@ from window_budget.messages import AgentMessage, AssistantMessage, UserMessage
 
 if TYPE_CHECKING:
     from window_budget.cancel import CancelToken
-    from window_budget.summarize.audit import DigestAudit
+    from window_budget.pipeline.summarize._audit import DigestAudit
 
 __all__ = [
     "BudgetPolicy",
@@ -409,11 +409,11 @@ class CondenseResult:
         return self.summary.audit if self.summary is not None else None
 
     def _repr_html_(self) -> str:
-        from window_budget.display import condense_result_html  # lazy: only notebooks need it
+        from window_budget.tools.display import condense_result_html  # lazy: only notebooks need it
         return condense_result_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.display import condense_result_text
+        from window_budget.tools.display import condense_result_text
         printer.text(condense_result_text(self))
 
 

@@ -3,7 +3,11 @@ r"""Test doubles for the completer seam, public so users can test their own wiri
 :class:`ScriptedCompleter` replays replies in order, records every call, and fails
 loudly when it runs out — unlike a fake that silently wraps around.
 
->>> from window_budget import AssistantMessage, Model, SummarizeDeps, summarize_sync
+>>> from window_budget import AssistantMessage, Model
+
+>>> from window_budget.contract import SummarizeDeps
+
+>>> from window_budget.pipeline.summarize import summarize_sync
 >>> fake = ScriptedCompleter(["# Objective\\nship it"])
 >>> s = summarize_sync([UserMessage("ship it")], SummarizeDeps(complete_sync=fake.sync,
 ...                    model=Model("fake", 8192)))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from window_budget import is_digest
 from window_budget.cli import main
-from window_budget.pipeline.mask import is_masked
+from window_budget.digest import is_digest
+from window_budget.pipeline import is_masked
 from window_budget.readers import read_transcript
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
@@ -290,7 +290,7 @@ def test_the_error_line_starts_its_own_line_after_the_progress_bar(tmp_path: Pat
 def test_plot_directory_skips_a_file_that_fails(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("matplotlib")
-    from window_budget import timeline
+    from window_budget.tools import timeline
 
     folder = _dir_with(tmp_path)
     shutil.copy(FIXTURES / "openai_chat.jsonl", folder / "other.jsonl")
@@ -312,7 +312,7 @@ def test_plot_directory_skips_a_file_that_fails(tmp_path: Path,
 
 
 def _brute_force_firing(msgs, model, pinned, limit, counter=None):  # type: ignore[no-untyped-def]
-    from window_budget import estimate_context as context
+    from window_budget.pipeline import estimate_context as context
 
     for i in range(len(msgs)):
         if context(msgs[:i + 1], model, counter=counter,
@@ -322,16 +322,10 @@ def _brute_force_firing(msgs, model, pinned, limit, counter=None):  # type: igno
 
 
 def test_first_firing_agrees_with_the_gate() -> None:
-    from window_budget import (
-        AssistantMessage,
-        DigestMessage,
-        Model,
-        Usage,
-        UserMessage,
-        budget_limit,
-    )
+    from window_budget import AssistantMessage, DigestMessage, Model, Usage, UserMessage
     from window_budget.cli import _first_firing
     from window_budget.contract import BudgetPolicy
+    from window_budget.pipeline import budget_limit
 
     model = Model("m", 4000)
     limit = budget_limit(model, BudgetPolicy(reserve_tokens=0))

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from window_budget import AssistantMessage, ToolResultMessage, Usage, UserMessage
-from window_budget.budget.estimate import estimate_tokens
+from window_budget.budget import estimate_tokens
 from window_budget.cli import main
 from window_budget.readers import write_transcript
 

@@ -13,12 +13,11 @@ from window_budget import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    estimate_context,
     estimate_tokens,
 )
-from window_budget.budget.gate import anchor_index
-from window_budget.budget.ledger import TokenLedger
+from window_budget.budget import TokenLedger
 from window_budget.messages import message_from_dict, message_to_dict
+from window_budget.pipeline import anchor_index, estimate_context
 
 MODEL = Model("claude-sonnet-4-5", 200_000)
 

@@ -7,8 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from window_budget import CallableCounter, ConfigError, HeuristicCounter, TiktokenCounter
-from window_budget.assemble import TRUNCATION_MARKER, AssembledPrompt, Section, assemble_prompt
+from window_budget import ConfigError
+from window_budget.budget import CallableCounter, HeuristicCounter, TiktokenCounter
+from window_budget.tools.assemble import (
+    TRUNCATION_MARKER,
+    AssembledPrompt,
+    Section,
+    assemble_prompt,
+)
 
 CHARS = CallableCounter(len, name="chars")
 
@@ -126,7 +132,7 @@ def test_bad_section() -> None:
 
 def test_event_through_logging_and_callback(caplog: pytest.LogCaptureFixture) -> None:
     seen: list[dict[str, Any]] = []
-    with caplog.at_level(logging.INFO, logger="window_budget.assemble"):
+    with caplog.at_level(logging.INFO, logger="window_budget.tools.assemble"):
         result = assemble_prompt(_worker_sections(), 1500, counter=CHARS,
                                  context={"agent": "worker", "rule_id": "R-7"},
                                  on_event=seen.append)
@@ -139,7 +145,7 @@ def test_event_through_logging_and_callback(caplog: pytest.LogCaptureFixture) ->
     assert event["sections_dropped"] == ["preferred_approaches", "strategic_lessons"]
     assert event["rule_id"] == "R-7"
     assert event["agent"] == "worker"
-    records = [r for r in caplog.records if r.name == "window_budget.assemble"]
+    records = [r for r in caplog.records if r.name == "window_budget.tools.assemble"]
     assert len(records) == 1
     assert records[0].window_budget_event == event  # type: ignore[attr-defined]
     assert "prompt_assembled" in records[0].getMessage()

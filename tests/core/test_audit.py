@@ -6,18 +6,23 @@ from window_budget import (
     AssistantMessage,
     BudgetPolicy,
     Model,
-    SummarizeDeps,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
     create_condenser,
+)
+from window_budget.budget import count_text
+from window_budget.contract import SummarizeDeps
+from window_budget.pipeline.summarize import (
+    PINNED_HEADING,
+    audit_digest,
+    extract_facts,
+    ledger_of,
+    mentions,
     summarize_sync,
 )
-from window_budget.budget.estimate import count_text
-from window_budget.report import analyze, format_report
-from window_budget.summarize.audit import PINNED_HEADING, audit_digest, mentions
-from window_budget.summarize.facts import extract_facts, ledger_of
 from window_budget.testing import ScriptedCompleter
+from window_budget.tools.report import analyze, format_report
 
 ROOT = "/srv/app"
 

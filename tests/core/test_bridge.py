@@ -23,8 +23,7 @@ from window_budget.bridge import (
     register_counter,
     resolve_counter_spec,
 )
-from window_budget.budget.cache import ContentCache
-from window_budget.budget.counters import CallableCounter
+from window_budget.budget import CallableCounter, ContentCache
 from window_budget.messages import AgentMessage
 
 

@@ -20,14 +20,18 @@ from window_budget import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
-    estimate_message_tokens,
     estimate_tokens,
     is_over_budget,
     plan_slice,
 )
-from window_budget.budget import cache as cache_module
-from window_budget.budget import estimate as estimate_module
-from window_budget.budget.cache import ContentCache, cached_estimates, fingerprint
+from window_budget.budget import (
+    ContentCache,
+    cached_estimates,
+    estimate_message_tokens,
+    fingerprint,
+)
+from window_budget.budget import _cache as cache_module
+from window_budget.budget import _estimate as estimate_module
 
 
 def _history(n: int, tag: str = "") -> list[object]:

@@ -13,17 +13,17 @@ from window_budget import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    estimate_context,
-    estimate_message_tokens,
     estimate_tokens,
 )
-from window_budget.budget.calibrate import (
+from window_budget.budget import (
     MAX_RATIO,
     Calibration,
     calibrate,
     calibrate_many,
+    estimate_message_tokens,
     model_key,
 )
+from window_budget.pipeline import estimate_context
 
 MODEL = Model("claude-sonnet-4-5-20250929", 200_000)
 

@@ -20,15 +20,16 @@ from window_budget import (
     ImageBlock,
     Model,
     TextBlock,
-    TiktokenCounter,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
     create_condenser,
-    estimate_message_tokens,
     estimate_tokens,
 )
-from window_budget.categories import (
+from window_budget.budget import TiktokenCounter, estimate_message_tokens
+from window_budget.digest import SESSION_HEADER
+from window_budget.testing import ScriptedCompleter
+from window_budget.tools.categories import (
     DEFAULT_SHARES,
     MessageCategory,
     allocate_budgets,
@@ -38,8 +39,6 @@ from window_budget.categories import (
     trim_by_category,
     trim_messages_by_category,
 )
-from window_budget.digest import SESSION_HEADER
-from window_budget.testing import ScriptedCompleter
 
 C = MessageCategory
 

@@ -9,32 +9,31 @@ from hypothesis import strategies as st
 
 from tests.strategies import transcripts
 from window_budget import (
-    DEFAULT_POLICY,
-    SESSION_HEADER,
     AssistantMessage,
     BudgetError,
     BudgetPolicy,
-    CancelledByToken,
-    CancelToken,
-    CondenserDeps,
     ImageBlock,
-    MessageError,
     Model,
-    SummarizerError,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
     Usage,
     UserMessage,
-    budget_limit,
     create_condenser,
-    estimate_context,
     estimate_tokens,
-    is_digest,
+)
+from window_budget.cancel import CancelledByToken, CancelToken
+from window_budget.contract import CondenserDeps
+from window_budget.digest import SESSION_HEADER, is_digest
+from window_budget.errors import MessageError, SummarizerError
+from window_budget.pipeline import (
+    DEFAULT_POLICY,
+    budget_limit,
+    estimate_context,
+    is_masked,
     shorten_message,
 )
-from window_budget.pipeline.mask import is_masked
 from window_budget.testing import ScriptedCompleter
 
 WINDOW = Model("m", 32_768)
@@ -446,8 +445,8 @@ def test_fitting_the_tail_shares_the_cut_instead_of_emptying_one_message() -> No
 
 
 def test_check_window_refuses_a_window_the_reserve_eats() -> None:
-    from window_budget.condenser import check_window
     from window_budget.errors import ConfigError
+    from window_budget.pipeline import check_window
 
     with pytest.raises(ConfigError, match=r"context_window=1,000 .* reserve_tokens=2,048"):
         check_window(1000, BudgetPolicy())

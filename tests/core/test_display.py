@@ -22,10 +22,10 @@ from window_budget import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    analyze,
     create_condenser,
 )
-from window_budget.display import (
+from window_budget.readers import read_transcript
+from window_budget.tools.display import (
     Table,
     condense_result_html,
     condense_result_text,
@@ -34,7 +34,7 @@ from window_budget.display import (
     transcript_text,
     usage_report_html,
 )
-from window_budget.readers import read_transcript
+from window_budget.tools.report import analyze
 
 HOSTILE = [
     "<script>alert('x')</script>",
@@ -265,7 +265,7 @@ def agent_session(turns: int = 24) -> list:
 
 
 def test_the_ledger_shows_by_kind_with_pointers_into_the_archive() -> None:
-    from window_budget.summarize.facts import FACT_KINDS, ledger_of
+    from window_budget.pipeline.summarize import FACT_KINDS, ledger_of
 
     result = create_condenser(model=Model("m", 6000),
                               policy=BudgetPolicy(keep_recent=800, reserve_tokens=0)).run_sync(
@@ -310,7 +310,7 @@ def test_the_audit_of_a_model_digest_is_shown() -> None:
 
 
 def test_the_usage_report_shows_the_calibrated_figure() -> None:
-    from window_budget.budget.calibrate import calibrate
+    from window_budget.budget import calibrate
 
     msgs = agent_session()
     cal = calibrate(msgs)

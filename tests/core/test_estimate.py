@@ -12,20 +12,20 @@ from window_budget import (
     BashExecutionMessage,
     ImageBlock,
     TextBlock,
-    TokenLedger,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
-    estimate_message_tokens,
     estimate_tokens,
-    prefix_tokens,
 )
-from window_budget.budget.estimate import (
+from window_budget.budget import (
     BLOCK_FRAMING_TOKENS,
     CHARS_PER_TOKEN,
     IMAGE_TOKENS,
     MESSAGE_FRAMING_TOKENS,
     TOOL_FRAMING_TOKENS,
+    TokenLedger,
+    estimate_message_tokens,
+    prefix_tokens,
     text_tokens,
 )
 
@@ -98,7 +98,7 @@ def test_estimates_are_additive_and_monotone_under_concatenation(a: list, b: lis
 
 @given(transcripts())
 def test_heuristic_is_at_least_its_character_floor(msgs: list) -> None:
-    from window_budget.budget.estimate import FLOOR_CHARS_PER_TOKEN, message_parts
+    from window_budget.budget import FLOOR_CHARS_PER_TOKEN, message_parts
 
     for m in msgs:
         parts, _, _ = message_parts(m)
@@ -139,8 +139,7 @@ def test_ledger_matches_prefix_tokens(a: list, b: list) -> None:
 @given(transcripts(), transcripts(), st.integers(0, 40))
 def test_ledger_structure_matches_the_batch_functions(a: list, b: list, cut: int) -> None:
     from window_budget import Model
-    from window_budget.budget.gate import anchor_index
-    from window_budget.budget.slice import blocked_cuts
+    from window_budget.pipeline import anchor_index, blocked_cuts
 
     ledger = TokenLedger()
     model = Model("m", 1000)

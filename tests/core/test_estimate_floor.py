@@ -17,8 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from window_budget import TiktokenCounter, ToolCallBlock, estimate_message_tokens
-from window_budget.budget.estimate import message_parts, text_tokens
+from window_budget import ToolCallBlock
+from window_budget.budget import (
+    TiktokenCounter,
+    estimate_message_tokens,
+    message_parts,
+    text_tokens,
+)
 from window_budget.messages import AssistantMessage
 
 pytestmark = pytest.mark.skipif(
@@ -247,7 +252,7 @@ def test_a_large_file_write_is_not_billed_as_escaped_json() -> None:
 def test_skipping_the_pieces_of_prose_never_changes_a_result(text: str) -> None:
     # text_tokens does not count pieces when an upper bound of them cannot win; the bound
     # must really be one: the result is never below the pieces.
-    from window_budget.budget import estimate
+    from window_budget.budget import _estimate as estimate
 
     raw = text.encode("utf-8", "surrogatepass")
     classes = raw.translate(estimate._CLASSES)

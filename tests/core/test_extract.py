@@ -23,17 +23,11 @@ from window_budget import (
     ToolResultMessage,
     UserMessage,
     create_condenser,
-    resolve_counter,
 )
-from window_budget.budget.counters import CallableCounter
-from window_budget.budget.estimate import count_text
-from window_budget.demo import run_demo
+from window_budget.budget import CallableCounter, count_text, resolve_counter
+from window_budget.cli.demo import run_demo
 from window_budget.digest import SESSION_HEADER
-from window_budget.summarize.extract import (
-    build_local_digest,
-    classify_tool_call,
-    key_error_line,
-)
+from window_budget.pipeline.summarize import build_local_digest, classify_tool_call, key_error_line
 from window_budget.testing import ScriptedCompleter
 
 HEADINGS = ("# Objective", "# Guardrails", "# Status", "## Shipped", "## Active", "## Stuck",

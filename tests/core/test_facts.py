@@ -20,13 +20,11 @@ from window_budget import (
     ToolResultMessage,
     UserMessage,
     create_condenser,
-    is_digest,
-    message_from_dict,
-    message_to_dict,
 )
-from window_budget.budget.estimate import count_text
-from window_budget.readers.native import read_native, write_native
-from window_budget.summarize.facts import (
+from window_budget.budget import count_text
+from window_budget.digest import is_digest
+from window_budget.messages import message_from_dict, message_to_dict
+from window_budget.pipeline.summarize import (
     FactLedger,
     extract_facts,
     ledger_from_json,
@@ -36,6 +34,7 @@ from window_budget.summarize.facts import (
     merge_ledgers,
     render_ledger,
 )
+from window_budget.readers.native import read_native, write_native
 
 ROOT = "/home/dev/work/acme/services/ledgerly"
 

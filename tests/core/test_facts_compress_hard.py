@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from window_budget import AssistantMessage, ToolCallBlock, ToolResultMessage, UserMessage
-from window_budget.budget.estimate import count_text
-from window_budget.summarize.facts import (
-    error_key,
-    extract_facts,
-    ledger_from_text,
-    render_ledger,
-)
+from window_budget.budget import count_text
+from window_budget.pipeline.summarize import extract_facts, ledger_from_text, render_ledger
+from window_budget.pipeline.summarize._facts import error_key
 
 ROOT = "/home/dev/work/acme/services/ledgerly"
 SERVICES = ("billing", "accounts", "notify", "search", "export", "tax")

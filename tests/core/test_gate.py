@@ -9,12 +9,11 @@ from window_budget import (
     Model,
     Usage,
     UserMessage,
-    budget_limit,
-    estimate_context,
     estimate_tokens,
     is_over_budget,
 )
 from window_budget.digest import SESSION_HEADER
+from window_budget.pipeline import budget_limit, estimate_context
 
 
 def test_budget_limit_arithmetic() -> None:

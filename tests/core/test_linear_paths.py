@@ -10,15 +10,14 @@ from window_budget import (
     AssistantMessage,
     BudgetPolicy,
     Model,
-    TokenLedger,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
-    WindowCondenser,
 )
-from window_budget.budget import ledger as ledger_module
-from window_budget.budget.slice import blocked_cuts
-from window_budget.timeline import simulate
+from window_budget.budget import TokenLedger
+from window_budget.budget import _ledger as ledger_module
+from window_budget.pipeline import WindowCondenser, blocked_cuts
+from window_budget.tools.timeline import simulate
 
 
 def _parallel(n: int) -> list[object]:

@@ -18,11 +18,10 @@ from window_budget import (
     UserMessage,
     create_condenser,
     estimate_tokens,
-    is_digest,
 )
-from window_budget.budget.slice import blocked_cuts
-from window_budget.pipeline.mask import MASK_MARKER, is_masked, mask_tool_outputs
-from window_budget.summarize.facts import ledger_of
+from window_budget.digest import is_digest
+from window_budget.pipeline import MASK_MARKER, blocked_cuts, is_masked, mask_tool_outputs
+from window_budget.pipeline.summarize import ledger_of
 from window_budget.testing import ScriptedCompleter
 
 BIG = "line of build output\n" * 400  # ~8,400 characters

@@ -9,18 +9,15 @@ from window_budget import (
     CompactionSummaryMessage,
     CustomMessage,
     ImageBlock,
-    MessageError,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
     Usage,
     UserMessage,
-    message_from_dict,
-    message_text,
-    message_to_dict,
 )
-from window_budget.messages import tool_call_ids
+from window_budget.errors import MessageError
+from window_budget.messages import message_from_dict, message_text, message_to_dict, tool_call_ids
 
 
 def test_content_sequences_become_tuples_and_roles_are_fixed() -> None:
@@ -102,7 +99,8 @@ def test_from_dict_errors_say_what_is_wrong(raw: object, match: str) -> None:
 
 
 def test_digest_message_is_a_user_message_that_round_trips() -> None:
-    from window_budget import SESSION_HEADER, DigestMessage, is_digest
+    from window_budget import DigestMessage
+    from window_budget.digest import SESSION_HEADER, is_digest
 
     d = DigestMessage(f"{SESSION_HEADER}\n\nbody", covered_count=12, kept_count=5, fallback=True)
     assert isinstance(d, UserMessage)

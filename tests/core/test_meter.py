@@ -10,12 +10,7 @@ from hypothesis import strategies as st
 
 from window_budget import AssistantMessage, Usage
 from window_budget.errors import ConfigError
-from window_budget.meter import (
-    ContextBudget,
-    MalformedUsageWarning,
-    UsageError,
-    parse_usage,
-)
+from window_budget.tools.meter import ContextBudget, MalformedUsageWarning, UsageError, parse_usage
 
 
 def result_event(nested: bool, inp: int, created: int = 0, read: int = 0) -> dict:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from window_budget import ConfigError, Model
-from window_budget.budget.models import KNOWN_MODELS, context_window_for, lookup_model, model_for
+from window_budget.budget import KNOWN_MODELS, context_window_for, lookup_model, model_for
 
 
 @pytest.mark.parametrize(("model_id", "window", "output"), [

@@ -17,9 +17,9 @@ from window_budget import (
     Usage,
     UserMessage,
     create_condenser,
-    estimate_message_tokens,
 )
-from window_budget.plots import (
+from window_budget.budget import estimate_message_tokens
+from window_budget.tools.plots import (
     compare_policies,
     ledgers_over,
     plot_condense_results,
@@ -29,7 +29,7 @@ from window_budget.plots import (
     plot_session,
     usage_points,
 )
-from window_budget.timeline import simulate
+from window_budget.tools.timeline import simulate
 
 pytest.importorskip("matplotlib")
 
@@ -109,7 +109,7 @@ def test_policies_share_one_chart_and_the_legend_counts_compactions() -> None:
 
 
 def test_importing_the_plots_module_does_not_import_matplotlib() -> None:
-    code = ("import sys, window_budget, window_budget.plots, window_budget.display; "
+    code = ("import sys, window_budget, window_budget.tools.plots, window_budget.tools.display; "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -154,7 +154,7 @@ def test_fact_survival_stacks_each_ledger_by_the_compaction_that_recorded_it() -
 
 
 def test_a_calibration_adds_the_estimate_as_the_provider_would_count_it() -> None:
-    from window_budget.budget.calibrate import calibrate
+    from window_budget.budget import calibrate
 
     msgs = session(12)
     cal = calibrate(msgs)

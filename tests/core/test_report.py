@@ -10,7 +10,6 @@ from window_budget import (
     AgentMessage,
     AssistantMessage,
     BudgetPolicy,
-    CallableCounter,
     ConfigError,
     CustomMessage,
     ImageBlock,
@@ -18,11 +17,11 @@ from window_budget import (
     TextBlock,
     ToolResultMessage,
     UserMessage,
-    estimate_message_tokens,
     estimate_tokens,
 )
-from window_budget.categories import MessageCategory
-from window_budget.report import UsageReport, analyze, format_report, format_report_rich
+from window_budget.budget import CallableCounter, estimate_message_tokens
+from window_budget.tools.categories import MessageCategory
+from window_budget.tools.report import UsageReport, analyze, format_report, format_report_rich
 
 C = MessageCategory
 

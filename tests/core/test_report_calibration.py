@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from window_budget import UserMessage
-from window_budget.budget.calibrate import Calibration
-from window_budget.report import analyze, format_report, format_report_rich
+from window_budget.budget import Calibration
+from window_budget.tools.report import analyze, format_report, format_report_rich
 
 
 def test_the_report_carries_the_calibrated_total() -> None:

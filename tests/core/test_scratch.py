@@ -17,9 +17,9 @@ from window_budget import (
     ToolResultMessage,
     UserMessage,
 )
-from window_budget import scratch as scratch_mod
 from window_budget.errors import ConfigError
-from window_budget.scratch import (
+from window_budget.tools import scratch as scratch_mod
+from window_budget.tools.scratch import (
     ARTIFACTS_FILE,
     DEAD_ENDS_FILE,
     HUMAN_INPUT_FILE,

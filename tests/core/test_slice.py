@@ -14,13 +14,11 @@ from window_budget import (
     ToolResultMessage,
     UserMessage,
     create_condenser,
-    estimate_message_tokens,
-    plan_force_slice,
     plan_slice,
-    prefix_tokens,
 )
-from window_budget.budget.slice import blocked_cuts
+from window_budget.budget import estimate_message_tokens, prefix_tokens
 from window_budget.digest import SESSION_HEADER, is_digest
+from window_budget.pipeline import blocked_cuts, plan_force_slice
 
 
 def _call(i: str) -> AssistantMessage:

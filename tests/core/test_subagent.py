@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from window_budget import ConfigError, CustomMessage, Model, UserMessage
-from window_budget.categories import MessageCategory, classify_message, trim_by_category
-from window_budget.subagent import (
+from window_budget.tools.categories import MessageCategory, classify_message, trim_by_category
+from window_budget.tools.subagent import (
     ClampNotice,
     clamp_child_window,
     clamp_notice_message,

@@ -6,40 +6,38 @@ import threading
 import pytest
 
 from window_budget import (
-    BRANCH_HEADER,
-    CONDENSER_BRIEF,
-    SESSION_HEADER,
     AssistantMessage,
     BashExecutionMessage,
     BranchSummaryMessage,
     BudgetPolicy,
-    CancelledByToken,
-    CancelToken,
     CompactionSummaryMessage,
-    CompleteOptions,
-    Context,
     CustomMessage,
     DigestMessage,
     ImageBlock,
     Model,
-    SummarizeDeps,
-    SummarizerError,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
-    build_summary_prompt,
     condense,
+)
+from window_budget.budget import count_text
+from window_budget.cancel import CancelledByToken, CancelToken
+from window_budget.contract import CompleteOptions, Context, SummarizeDeps
+from window_budget.digest import BRANCH_HEADER, SESSION_HEADER
+from window_budget.errors import SummarizerError
+from window_budget.pipeline.summarize import (
+    CONDENSER_BRIEF,
+    DIGEST_TEMPLATE,
+    SUMMARY_TAGS,
+    build_summary_prompt,
     condense_scope,
     condense_scope_sync,
     flatten_transcript,
     summarize,
     summarize_sync,
 )
-from window_budget.budget.estimate import count_text
-from window_budget.summarize.condense import SUMMARY_TAGS
-from window_budget.summarize.prompt import DIGEST_TEMPLATE
 from window_budget.testing import ScriptedCompleter, ScriptExhausted
 
 MODEL = Model("fake", 128_000)

@@ -6,8 +6,10 @@ import logging
 
 import pytest
 
-from window_budget import AssistantMessage, Model, SummarizeDeps, UserMessage, summarize_sync
-from window_budget.summarize import condense as summarize_module
+from window_budget import AssistantMessage, Model, UserMessage
+from window_budget.contract import SummarizeDeps
+from window_budget.pipeline.summarize import _condense as summarize_module
+from window_budget.pipeline.summarize import summarize_sync
 from window_budget.testing import ScriptedCompleter
 
 MSGS = [UserMessage("rename config.yaml to config.toml"), AssistantMessage("done")]
@@ -32,7 +34,7 @@ def test_a_failing_model_warns_once_then_logs_at_debug(caplog: pytest.LogCapture
     caplog.set_level(logging.DEBUG, logger="window_budget")
     for _ in range(3):
         _run(WrongApiKey("401 invalid x-api-key"))
-    records = [r for r in caplog.records if r.name == "window_budget.summarize"]
+    records = [r for r in caplog.records if r.name == "window_budget.pipeline.summarize"]
     assert [r.levelno for r in records] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
     text = records[0].getMessage()
     assert "WrongApiKey" in text
@@ -55,4 +57,4 @@ def test_each_distinct_failure_warns(caplog: pytest.LogCaptureFixture) -> None:
 def test_no_model_bound_is_a_choice_not_a_failure(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="window_budget")
     assert summarize_sync(MSGS).fallback
-    assert not [r for r in caplog.records if r.name == "window_budget.summarize"]
+    assert not [r for r in caplog.records if r.name == "window_budget.pipeline.summarize"]

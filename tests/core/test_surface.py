@@ -3,33 +3,24 @@
 from __future__ import annotations
 
 from window_budget import (
-    SESSION_HEADER,
     AssistantMessage,
-    CondenseDecision,
     CondenseResult,
-    HeuristicCounter,
     ImageBlock,
     Model,
-    ScratchModel,
-    StateChange,
-    SyncCompleteFn,
     TextBlock,
-    TokenCounter,
     ToolCallBlock,
     ToolResultMessage,
-    TrimResult,
-    UsageReading,
     UserMessage,
-    WindowCondenser,
-    condense_sync,
     create_condenser,
-    digest_body,
-    estimate_message_tokens,
-    parse_usage,
-    shorten_message,
-    trim_by_category,
 )
+from window_budget.budget import HeuristicCounter, estimate_message_tokens
+from window_budget.contract import SyncCompleteFn, TokenCounter
+from window_budget.digest import SESSION_HEADER, digest_body
+from window_budget.pipeline import CondenseDecision, WindowCondenser, condense_sync, shorten_message
 from window_budget.testing import ScriptedCompleter
+from window_budget.tools.categories import TrimResult, trim_by_category
+from window_budget.tools.meter import UsageReading, parse_usage
+from window_budget.tools.scratch import ScratchModel, StateChange
 
 
 def test_condense_sync_writes_a_session_digest() -> None:
@@ -87,7 +78,7 @@ def test_trim_result_usage_reading_and_state_change_shapes() -> None:
 
 
 def test_fit_messages_shares_the_cut_and_marks_it() -> None:
-    from window_budget import SHORTENED_MARKER, fit_messages
+    from window_budget.pipeline import SHORTENED_MARKER, fit_messages
 
     msgs = [UserMessage("short ask"), ToolResultMessage("c", "read", "r" * 20_000)]
     out, shortened = fit_messages(list(msgs), 1_000)

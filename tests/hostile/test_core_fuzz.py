@@ -31,7 +31,7 @@ from window_budget import (
     create_condenser,
     estimate_tokens,
 )
-from window_budget.budget.counters import resolve_counter
+from window_budget.budget import resolve_counter
 
 ODD = st.sampled_from([
     "", " ", "\n", "\r\n", "\u2028", "\u2029", "\x85", "\v", "\f", "\u200b", "\u200f",

@@ -27,10 +27,9 @@ from window_budget import (
     ToolResultMessage,
     UserMessage,
     estimate_tokens,
-    message_from_dict,
 )
 from window_budget.errors import MessageError
-from window_budget.messages import DigestMessage
+from window_budget.messages import DigestMessage, message_from_dict
 
 SECRET = "sk-live-" + "x" * 200  # a wrong-field value must never be echoed back
 

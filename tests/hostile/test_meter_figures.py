@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from window_budget import AssistantMessage, Usage
-from window_budget.meter import (
+from window_budget.tools.meter import (
     MAX_USAGE_TOKENS,
     ContextBudget,
     MalformedUsageWarning,

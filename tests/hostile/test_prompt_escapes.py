@@ -27,17 +27,20 @@ from window_budget import (
     DigestMessage,
     ImageBlock,
     Model,
-    SummarizeDeps,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+)
+from window_budget.contract import SummarizeDeps
+from window_budget.digest import SESSION_HEADER, is_digest
+from window_budget.pipeline.summarize import (
+    build_local_digest,
+    build_summary_prompt,
+    flatten_transcript,
     summarize_sync,
 )
-from window_budget.digest import SESSION_HEADER, is_digest
-from window_budget.summarize.extract import build_local_digest
-from window_budget.summarize.prompt import build_summary_prompt, flatten_transcript
 from window_budget.testing import ScriptedCompleter
 
 LINE_BREAKS = {

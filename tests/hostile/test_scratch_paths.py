@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from window_budget.errors import ConfigError
-from window_budget.scratch import (
+from window_budget.tools.scratch import (
     ARTIFACTS_FILE,
     DEAD_ENDS_FILE,
     HUMAN_INPUT_FILE,
@@ -27,7 +27,7 @@ from window_budget.scratch import (
     ScratchModel,
     ScratchWriter,
 )
-from window_budget.scratch import os as scratch_os
+from window_budget.tools.scratch import os as scratch_os
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="symbolic links and signals: POSIX")
 
@@ -184,7 +184,7 @@ def test_a_hard_linked_file_is_replaced_never_written_through(repo: Path, outsid
 def test_a_planted_temp_name_is_not_written_through(repo: Path, outside: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     names = iter(["aaaaaaaaaaaa", "bbbbbbbbbbbb"])
-    monkeypatch.setattr("window_budget.scratch.secrets.token_hex", lambda n: next(names))
+    monkeypatch.setattr("window_budget.tools.scratch.secrets.token_hex", lambda n: next(names))
     context = repo / ".context"
     context.mkdir()
     planted = context / f".{HUMAN_INPUT_FILE}.aaaaaaaaaaaa.tmp"
@@ -283,7 +283,7 @@ def test_a_killed_writer_leaves_stray_temps_that_the_next_write_removes(repo: Pa
 # writer per round and kills it with SIGKILL at a random moment: a real kill, mid-write.
 CHILD = textwrap.dedent("""
     import os, random, signal, sys, time
-    from window_budget.scratch import ScratchWriter
+    from window_budget.tools.scratch import ScratchWriter
     repo, rounds = sys.argv[1], int(sys.argv[2])
     rng = random.Random(12)
     r = 0

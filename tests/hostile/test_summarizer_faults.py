@@ -20,17 +20,14 @@ import pytest
 from window_budget import (
     AssistantMessage,
     BudgetPolicy,
-    CancelledByToken,
-    CancelToken,
-    CompleteOptions,
-    Context,
     Model,
-    SummarizerError,
     TextBlock,
     UserMessage,
     create_condenser,
 )
-from window_budget.contract import CondenseResult
+from window_budget.cancel import CancelledByToken, CancelToken
+from window_budget.contract import CompleteOptions, CondenseResult, Context
+from window_budget.errors import SummarizerError
 
 MODEL = Model("m", 8_000)
 FAST = 0.05  # seconds: the timeout the tests use

@@ -27,7 +27,8 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from langchain_window_budget._convert import to_core
-from window_budget import CONDENSER_BRIEF, estimate_tokens
+from window_budget import estimate_tokens
+from window_budget.pipeline.summarize import CONDENSER_BRIEF
 
 DEPRECATION = "ignore::langchain_core._api.deprecation.LangChainDeprecationWarning"
 

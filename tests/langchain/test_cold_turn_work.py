@@ -237,7 +237,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the passes that read messages: type scans, field dicts, fingerprints, estimates."""
     from langchain_window_budget import condense
     from window_budget import bridge
-    from window_budget.budget import ledger
+    from window_budget.budget import _ledger as ledger
 
     counts = {"scanned": 0, "fields": 0, "fingerprinted": 0, "estimated": 0}
 

@@ -11,8 +11,9 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from langchain_window_budget import make_completers, model_token_counter
-from window_budget import CompleteOptions, Context, Model, UserMessage
-from window_budget.summarize.condense import SUMMARY_TAGS
+from window_budget import Model, UserMessage
+from window_budget.contract import CompleteOptions, Context
+from window_budget.pipeline.summarize import SUMMARY_TAGS
 
 MODEL = Model("fake", 8000)
 CONTEXT = Context("brief", (UserMessage("summarize this"),))

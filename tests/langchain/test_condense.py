@@ -24,10 +24,12 @@ from langchain_window_budget import (
     digest_record,
 )
 from langchain_window_budget._convert import usage_is_stale
-from window_budget import CONDENSER_BRIEF, SESSION_HEADER, BudgetPolicy, SummarizerError
-from window_budget.budget.gate import budget_limit
+from window_budget import BudgetPolicy
 from window_budget.contract import Model
-from window_budget.errors import ConfigError
+from window_budget.digest import SESSION_HEADER
+from window_budget.errors import ConfigError, SummarizerError
+from window_budget.pipeline import budget_limit
+from window_budget.pipeline.summarize import CONDENSER_BRIEF
 
 from .conftest import (
     DIGEST_REPLY,

@@ -22,7 +22,6 @@ from langchain_window_budget._convert import (
     to_core,
 )
 from window_budget import (
-    SESSION_HEADER,
     AssistantMessage,
     CompactionSummaryMessage,
     CustomMessage,
@@ -31,9 +30,9 @@ from window_budget import (
     ThinkingBlock,
     ToolResultMessage,
     UserMessage,
-    is_digest,
 )
-from window_budget.condenser import shorten_message
+from window_budget.digest import SESSION_HEADER, is_digest
+from window_budget.pipeline import shorten_message
 
 from .conftest import RecordingChatModel
 

@@ -15,7 +15,8 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langchain_window_budget import CondensingChatMessageHistory, condense_messages, digest_record
-from window_budget import SESSION_HEADER, BudgetPolicy
+from window_budget import BudgetPolicy
+from window_budget.digest import SESSION_HEADER
 
 from .conftest import RecordingChatModel, digest_model, request_tokens, tool_loop
 

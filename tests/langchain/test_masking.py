@@ -17,8 +17,9 @@ from langchain_window_budget import (
     WindowBudgetMiddleware,
     condense_messages,
 )
-from window_budget import SESSION_HEADER, BudgetPolicy
-from window_budget.pipeline.mask import MASK_MARKER
+from window_budget import BudgetPolicy
+from window_budget.digest import SESSION_HEADER
+from window_budget.pipeline import MASK_MARKER
 
 from .conftest import digest_model, provider_valid, snapshot, tool_loop
 
@@ -129,7 +130,7 @@ def test_pointers_resolve_in_the_history_archive_with_masked_originals_in_it() -
 
     from langchain_window_budget import digest_record
     from langchain_window_budget._convert import to_core
-    from window_budget.summarize.facts import ledger_of
+    from window_budget.pipeline.summarize import ledger_of
 
     history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
                                            context_window=WINDOW, policy=POLICY)

@@ -17,10 +17,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_window_budget import WindowBudgetMiddleware, digest_record
 from langchain_window_budget._convert import usage_is_stale
-from window_budget import SESSION_HEADER, BudgetPolicy
-from window_budget.budget.gate import budget_limit
+from window_budget import BudgetPolicy
 from window_budget.contract import Model
+from window_budget.digest import SESSION_HEADER
 from window_budget.errors import ConfigError
+from window_budget.pipeline import budget_limit
 
 from .conftest import RecordingChatModel, provider_valid
 
@@ -157,7 +158,7 @@ def test_failing_summarizer_in_an_agent(recording_model: RecordingChatModel) -> 
 
 def test_failing_summarizer_raises_when_asked_and_keeps_the_thread(
         recording_model: RecordingChatModel) -> None:
-    from window_budget import SummarizerError
+    from window_budget.errors import SummarizerError
 
     recording_model.window = WINDOW
     recording_model.fail_summary = True

@@ -16,8 +16,9 @@ from langchain_window_budget import (
     condense_messages,
     digest_record,
 )
-from window_budget import BudgetPolicy, SummarizerError
-from window_budget.summarize import condense as summarize_module
+from window_budget import BudgetPolicy
+from window_budget.errors import SummarizerError
+from window_budget.pipeline.summarize import _condense as summarize_module
 
 from .conftest import RecordingChatModel, tool_loop
 from .test_middleware import lookup
@@ -47,7 +48,7 @@ def test_a_failing_summarizer_warns_once_then_logs_at_debug(
         agent.invoke({"messages": [HumanMessage(f"task {turn}: " + "x" * 400)]}, config)
     assert middleware.compactions >= 2
     assert middleware.last_result is not None
-    records = [r for r in caplog.records if r.name == "window_budget.summarize"]
+    records = [r for r in caplog.records if r.name == "window_budget.pipeline.summarize"]
     assert records[0].levelno == logging.WARNING
     assert all(r.levelno == logging.DEBUG for r in records[1:])
     assert len(records) == len(model.summary_calls) >= 2

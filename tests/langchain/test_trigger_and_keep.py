@@ -10,8 +10,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_window_budget import WindowBudgetMiddleware, digest_record
-from window_budget.budget.gate import budget_limit
 from window_budget.errors import ConfigError
+from window_budget.pipeline import budget_limit
 
 from .conftest import digest_model, tool_loop
 

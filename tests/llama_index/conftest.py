@@ -22,8 +22,8 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 
-from window_budget.budget.estimate import estimate_tokens
-from window_budget.summarize.prompt import CONDENSER_BRIEF
+from window_budget.budget import estimate_tokens
+from window_budget.pipeline.summarize import CONDENSER_BRIEF
 
 
 @pytest.fixture(autouse=True)

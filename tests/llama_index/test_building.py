@@ -16,9 +16,7 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.utils import get_tokenizer
 
 from llama_index.memory.window_budget import WindowBudgetMemory, is_digest_message
-from window_budget.budget.counters import CallableCounter
-from window_budget.budget.estimate import estimate_tokens
-from window_budget.budget.models import model_for
+from window_budget.budget import CallableCounter, estimate_tokens, model_for
 from window_budget.errors import ConfigError
 
 from .conftest import ScriptedLLM

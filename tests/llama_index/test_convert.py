@@ -15,7 +15,7 @@ from llama_index.core.tools import ToolSelection
 
 from llama_index.memory.window_budget import to_core
 from llama_index.memory.window_budget.convert import split_pinned, tool_calls_of
-from window_budget.budget.estimate import estimate_message_tokens
+from window_budget.budget import estimate_message_tokens
 from window_budget.messages import (
     AssistantMessage,
     CustomMessage,
@@ -123,7 +123,7 @@ def test_idless_block_and_kwargs_entry_with_id_count_once() -> None:
 
 def test_shortened_copy_keeps_block_structure() -> None:
     from llama_index.memory.window_budget.convert import from_core_shortened
-    from window_budget import shorten_message
+    from window_budget.pipeline import shorten_message
 
     original = ChatMessage(role="assistant", blocks=[
         ThinkingBlock(content="think " * 1000),
@@ -145,7 +145,7 @@ def test_shortened_copy_keeps_block_structure() -> None:
 
 def test_signed_thinking_is_never_shortened() -> None:
     from llama_index.memory.window_budget.convert import from_core_shortened
-    from window_budget import shorten_message
+    from window_budget.pipeline import shorten_message
 
     signed = ThinkingBlock(content="plan " * 500, additional_information={"signature": "SIG"})
     original = ChatMessage(role="assistant", blocks=[signed, TextBlock(text="text " * 2000)])

@@ -19,7 +19,7 @@ from llama_index.core.llms import MockLLM
 
 from llama_index.memory.window_budget import WindowBudgetMemory
 from llama_index.memory.window_budget.instrumentation import SUMMARY_TAG, CompactionEvent
-from window_budget.summarize.prompt import CONDENSER_BRIEF
+from window_budget.pipeline.summarize import CONDENSER_BRIEF
 
 from .conftest import ScriptedLLM
 

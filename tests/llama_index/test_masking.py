@@ -10,7 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 
 from llama_index.memory.window_budget import WindowBudgetMemory, is_digest_message
 from window_budget import BudgetPolicy
-from window_budget.pipeline.mask import MASK_MARKER
+from window_budget.pipeline import MASK_MARKER
 
 from .conftest import ScriptedLLM
 

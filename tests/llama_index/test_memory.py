@@ -520,7 +520,7 @@ def test_failed_put_with_raise_policy_stores_nothing() -> None:
     import dataclasses
 
     from llama_index.memory.window_budget import default_policy
-    from window_budget import SummarizerError
+    from window_budget.errors import SummarizerError
 
     llm = ScriptedLLM(fail_summaries=True)
     policy = dataclasses.replace(default_policy(2000), on_summarizer_error="raise")
@@ -554,7 +554,7 @@ def test_pickle_and_deepcopy_keep_policy_and_counter(how: str) -> None:
 
 
 def test_tiktoken_counter_round_trips() -> None:
-    from window_budget.budget.counters import TiktokenCounter
+    from window_budget.budget import TiktokenCounter
 
     memory = small_memory(counter=TiktokenCounter())
     fill(memory, 3)

@@ -21,7 +21,7 @@ from llama_index.core.tools import FunctionTool
 
 from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest_message
 from window_budget.errors import BudgetError
-from window_budget.summarize.prompt import CONDENSER_BRIEF
+from window_budget.pipeline.summarize import CONDENSER_BRIEF
 
 from .conftest import ScriptedLLM
 

@@ -18,9 +18,9 @@ from window_budget import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    estimate_context,
 )
 from window_budget.digest import SESSION_HEADER
+from window_budget.pipeline import estimate_context
 from window_budget.readers import ReadError, detect_format, read_transcript, write_transcript
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"

@@ -16,15 +16,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from window_budget import (
-    AssistantMessage,
-    CompactionSummaryMessage,
-    Model,
-    UserMessage,
-    estimate_context,
-    message_text,
-)
+from window_budget import AssistantMessage, CompactionSummaryMessage, Model, UserMessage
 from window_budget.cli import main
+from window_budget.messages import message_text
+from window_budget.pipeline import estimate_context
 from window_budget.readers import read_transcript, write_transcript
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"

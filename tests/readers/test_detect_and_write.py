@@ -20,8 +20,8 @@ from window_budget import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    message_to_dict,
 )
+from window_budget.messages import message_to_dict
 from window_budget.readers import (
     FORMATS,
     ReadError,

@@ -17,8 +17,8 @@ from window_budget import (
     Usage,
     UserMessage,
     create_condenser,
-    estimate_context,
 )
+from window_budget.pipeline import estimate_context
 from window_budget.readers import read_transcript, write_transcript
 
 LONG = Path(__file__).parents[2] / "examples" / "long_session.jsonl"

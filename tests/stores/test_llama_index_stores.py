@@ -291,7 +291,7 @@ def test_a_masking_pass_survives_each_store(kind: str, separate: bool, key: str,
     originals come back from the archive in their places, a request at a time."""
     from llama_index.core.base.llms.types import ToolCallBlock
 
-    from window_budget.pipeline.mask import MASK_MARKER
+    from window_budget.pipeline import MASK_MARKER
 
     open_stores = _opener(kind, separate, request, tmp_path)
     sent: list[ChatMessage] = []

@@ -1,1 +1,149 @@
-"""Pure budget arithmetic: estimate, gate, slice. Imports nothing of ``summarize``."""
+"""Budget arithmetic: how many tokens, and how much room.
+
+Estimates, counters, the content cache, the incremental ledger, model windows and calibration.
+Nothing here imports the summarize path.
+
+The names below are this package's public face; the modules behind them are private. They load
+on first use, so importing the package adds no import cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from window_budget.budget._cache import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+    from window_budget.budget._cache import ESTIMATES as ESTIMATES
+    from window_budget.budget._cache import ContentCache as ContentCache
+    from window_budget.budget._cache import cached_estimates as cached_estimates
+    from window_budget.budget._cache import fingerprint as fingerprint
+    from window_budget.budget._cache import key_size as key_size
+    from window_budget.budget._calibrate import MAX_RATIO as MAX_RATIO
+    from window_budget.budget._calibrate import MIN_RATIO as MIN_RATIO
+    from window_budget.budget._calibrate import MIN_SAMPLES as MIN_SAMPLES
+    from window_budget.budget._calibrate import Calibration as Calibration
+    from window_budget.budget._calibrate import calibrate as calibrate
+    from window_budget.budget._calibrate import calibrate_many as calibrate_many
+    from window_budget.budget._calibrate import model_key as model_key
+    from window_budget.budget._counters import CallableCounter as CallableCounter
+    from window_budget.budget._counters import EncodingUnavailable as EncodingUnavailable
+    from window_budget.budget._counters import HeuristicCounter as HeuristicCounter
+    from window_budget.budget._counters import TiktokenCounter as TiktokenCounter
+    from window_budget.budget._counters import TokenizerFallbackWarning as TokenizerFallbackWarning
+    from window_budget.budget._counters import load_encoding as load_encoding
+    from window_budget.budget._counters import resolve_counter as resolve_counter
+    from window_budget.budget._estimate import BLOCK_FRAMING_TOKENS as BLOCK_FRAMING_TOKENS
+    from window_budget.budget._estimate import CHARS_PER_TOKEN as CHARS_PER_TOKEN
+    from window_budget.budget._estimate import FLOOR_CHARS_PER_TOKEN as FLOOR_CHARS_PER_TOKEN
+    from window_budget.budget._estimate import IMAGE_TOKENS as IMAGE_TOKENS
+    from window_budget.budget._estimate import MESSAGE_FRAMING_TOKENS as MESSAGE_FRAMING_TOKENS
+    from window_budget.budget._estimate import TOOL_FRAMING_TOKENS as TOOL_FRAMING_TOKENS
+    from window_budget.budget._estimate import count_text as count_text
+    from window_budget.budget._estimate import estimate_message_tokens as estimate_message_tokens
+    from window_budget.budget._estimate import estimate_tokens as estimate_tokens
+    from window_budget.budget._estimate import message_parts as message_parts
+    from window_budget.budget._estimate import prefix_tokens as prefix_tokens
+    from window_budget.budget._estimate import text_tokens as text_tokens
+    from window_budget.budget._ledger import TokenLedger as TokenLedger
+    from window_budget.budget._models import KNOWN_MODELS as KNOWN_MODELS
+    from window_budget.budget._models import ModelLimits as ModelLimits
+    from window_budget.budget._models import context_window_for as context_window_for
+    from window_budget.budget._models import lookup_model as lookup_model
+    from window_budget.budget._models import model_for as model_for
+
+_EXPORTS: dict[str, str] = {
+    "BLOCK_FRAMING_TOKENS": "window_budget.budget._estimate",
+    "CHARS_PER_TOKEN": "window_budget.budget._estimate",
+    "Calibration": "window_budget.budget._calibrate",
+    "CallableCounter": "window_budget.budget._counters",
+    "ContentCache": "window_budget.budget._cache",
+    "DEFAULT_MAX_BYTES": "window_budget.budget._cache",
+    "ESTIMATES": "window_budget.budget._cache",
+    "EncodingUnavailable": "window_budget.budget._counters",
+    "FLOOR_CHARS_PER_TOKEN": "window_budget.budget._estimate",
+    "HeuristicCounter": "window_budget.budget._counters",
+    "IMAGE_TOKENS": "window_budget.budget._estimate",
+    "KNOWN_MODELS": "window_budget.budget._models",
+    "MAX_RATIO": "window_budget.budget._calibrate",
+    "MESSAGE_FRAMING_TOKENS": "window_budget.budget._estimate",
+    "MIN_RATIO": "window_budget.budget._calibrate",
+    "MIN_SAMPLES": "window_budget.budget._calibrate",
+    "ModelLimits": "window_budget.budget._models",
+    "TOOL_FRAMING_TOKENS": "window_budget.budget._estimate",
+    "TiktokenCounter": "window_budget.budget._counters",
+    "TokenLedger": "window_budget.budget._ledger",
+    "TokenizerFallbackWarning": "window_budget.budget._counters",
+    "cached_estimates": "window_budget.budget._cache",
+    "calibrate": "window_budget.budget._calibrate",
+    "calibrate_many": "window_budget.budget._calibrate",
+    "context_window_for": "window_budget.budget._models",
+    "count_text": "window_budget.budget._estimate",
+    "estimate_message_tokens": "window_budget.budget._estimate",
+    "estimate_tokens": "window_budget.budget._estimate",
+    "fingerprint": "window_budget.budget._cache",
+    "key_size": "window_budget.budget._cache",
+    "load_encoding": "window_budget.budget._counters",
+    "lookup_model": "window_budget.budget._models",
+    "message_parts": "window_budget.budget._estimate",
+    "model_for": "window_budget.budget._models",
+    "model_key": "window_budget.budget._calibrate",
+    "prefix_tokens": "window_budget.budget._estimate",
+    "resolve_counter": "window_budget.budget._counters",
+    "text_tokens": "window_budget.budget._estimate",
+}
+
+__all__ = [
+    "BLOCK_FRAMING_TOKENS",
+    "CHARS_PER_TOKEN",
+    "DEFAULT_MAX_BYTES",
+    "ESTIMATES",
+    "FLOOR_CHARS_PER_TOKEN",
+    "IMAGE_TOKENS",
+    "KNOWN_MODELS",
+    "MAX_RATIO",
+    "MESSAGE_FRAMING_TOKENS",
+    "MIN_RATIO",
+    "MIN_SAMPLES",
+    "TOOL_FRAMING_TOKENS",
+    "Calibration",
+    "CallableCounter",
+    "ContentCache",
+    "EncodingUnavailable",
+    "HeuristicCounter",
+    "ModelLimits",
+    "TiktokenCounter",
+    "TokenLedger",
+    "TokenizerFallbackWarning",
+    "cached_estimates",
+    "calibrate",
+    "calibrate_many",
+    "context_window_for",
+    "count_text",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "fingerprint",
+    "key_size",
+    "load_encoding",
+    "lookup_model",
+    "message_parts",
+    "model_for",
+    "model_key",
+    "prefix_tokens",
+    "resolve_counter",
+    "text_tokens",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its private module on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

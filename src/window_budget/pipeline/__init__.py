@@ -1,1 +1,125 @@
-"""The steps a condense run takes after the gate: masking first (more move here later)."""
+"""The pipeline: gate, slice, mask, summarize, fit.
+
+In order: the gate (when), the slice (where), masking, summarize (how, in
+``pipeline.summarize``) and the finishing fit; the condenser ties them together.
+
+The names below are this package's public face; the modules behind them are private. They load
+on first use, so importing the package adds no import cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from window_budget.pipeline._condenser import DEFAULT_POLICY as DEFAULT_POLICY
+    from window_budget.pipeline._condenser import MIN_DIGEST_TOKENS as MIN_DIGEST_TOKENS
+    from window_budget.pipeline._condenser import CondenseDecision as CondenseDecision
+    from window_budget.pipeline._condenser import WindowCondenser as WindowCondenser
+    from window_budget.pipeline._condenser import check_window as check_window
+    from window_budget.pipeline._condenser import condense as condense
+    from window_budget.pipeline._condenser import condense_sync as condense_sync
+    from window_budget.pipeline._condenser import create_condenser as create_condenser
+    from window_budget.pipeline._fit import SHORTENED_MARKER as SHORTENED_MARKER
+    from window_budget.pipeline._fit import fit_messages as fit_messages
+    from window_budget.pipeline._fit import shorten_message as shorten_message
+    from window_budget.pipeline._fit import water_level as water_level
+    from window_budget.pipeline._gate import ANCHOR_MIN_RATIO as ANCHOR_MIN_RATIO
+    from window_budget.pipeline._gate import SKIPPED_STOP_REASONS as SKIPPED_STOP_REASONS
+    from window_budget.pipeline._gate import anchor_index as anchor_index
+    from window_budget.pipeline._gate import anchor_usage as anchor_usage
+    from window_budget.pipeline._gate import budget_limit as budget_limit
+    from window_budget.pipeline._gate import estimate_context as estimate_context
+    from window_budget.pipeline._gate import is_over_budget as is_over_budget
+    from window_budget.pipeline._gate import same_model as same_model
+    from window_budget.pipeline._gate import usage_is_plausible as usage_is_plausible
+    from window_budget.pipeline._mask import MASK_MARKER as MASK_MARKER
+    from window_budget.pipeline._mask import is_masked as is_masked
+    from window_budget.pipeline._mask import mask_tool_outputs as mask_tool_outputs
+    from window_budget.pipeline._slice import blocked_cuts as blocked_cuts
+    from window_budget.pipeline._slice import last_user_turn_start as last_user_turn_start
+    from window_budget.pipeline._slice import plan_at as plan_at
+    from window_budget.pipeline._slice import plan_force_slice as plan_force_slice
+    from window_budget.pipeline._slice import plan_slice as plan_slice
+    from window_budget.pipeline._slice import turn_start as turn_start
+
+_EXPORTS: dict[str, str] = {
+    "ANCHOR_MIN_RATIO": "window_budget.pipeline._gate",
+    "CondenseDecision": "window_budget.pipeline._condenser",
+    "DEFAULT_POLICY": "window_budget.pipeline._condenser",
+    "MASK_MARKER": "window_budget.pipeline._mask",
+    "MIN_DIGEST_TOKENS": "window_budget.pipeline._condenser",
+    "SHORTENED_MARKER": "window_budget.pipeline._fit",
+    "SKIPPED_STOP_REASONS": "window_budget.pipeline._gate",
+    "WindowCondenser": "window_budget.pipeline._condenser",
+    "anchor_index": "window_budget.pipeline._gate",
+    "anchor_usage": "window_budget.pipeline._gate",
+    "blocked_cuts": "window_budget.pipeline._slice",
+    "budget_limit": "window_budget.pipeline._gate",
+    "check_window": "window_budget.pipeline._condenser",
+    "condense": "window_budget.pipeline._condenser",
+    "condense_sync": "window_budget.pipeline._condenser",
+    "create_condenser": "window_budget.pipeline._condenser",
+    "estimate_context": "window_budget.pipeline._gate",
+    "fit_messages": "window_budget.pipeline._fit",
+    "is_masked": "window_budget.pipeline._mask",
+    "is_over_budget": "window_budget.pipeline._gate",
+    "last_user_turn_start": "window_budget.pipeline._slice",
+    "mask_tool_outputs": "window_budget.pipeline._mask",
+    "plan_at": "window_budget.pipeline._slice",
+    "plan_force_slice": "window_budget.pipeline._slice",
+    "plan_slice": "window_budget.pipeline._slice",
+    "same_model": "window_budget.pipeline._gate",
+    "shorten_message": "window_budget.pipeline._fit",
+    "turn_start": "window_budget.pipeline._slice",
+    "usage_is_plausible": "window_budget.pipeline._gate",
+    "water_level": "window_budget.pipeline._fit",
+}
+
+__all__ = [
+    "ANCHOR_MIN_RATIO",
+    "DEFAULT_POLICY",
+    "MASK_MARKER",
+    "MIN_DIGEST_TOKENS",
+    "SHORTENED_MARKER",
+    "SKIPPED_STOP_REASONS",
+    "CondenseDecision",
+    "WindowCondenser",
+    "anchor_index",
+    "anchor_usage",
+    "blocked_cuts",
+    "budget_limit",
+    "check_window",
+    "condense",
+    "condense_sync",
+    "create_condenser",
+    "estimate_context",
+    "fit_messages",
+    "is_masked",
+    "is_over_budget",
+    "last_user_turn_start",
+    "mask_tool_outputs",
+    "plan_at",
+    "plan_force_slice",
+    "plan_slice",
+    "same_model",
+    "shorten_message",
+    "turn_start",
+    "usage_is_plausible",
+    "water_level",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its private module on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -109,11 +109,11 @@ class Transcript:
         return None
 
     def _repr_html_(self) -> str:
-        from window_budget.display import transcript_html  # lazy: only notebooks need it
+        from window_budget.tools.display import transcript_html  # lazy: only notebooks need it
         return transcript_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.display import transcript_text
+        from window_budget.tools.display import transcript_text
         printer.text(transcript_text(self))
 
 

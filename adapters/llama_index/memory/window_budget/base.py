@@ -47,22 +47,25 @@ from llama_index.memory.window_budget.instrumentation import (
 )
 from llama_index.memory.window_budget.stores import rewrite_for, store_name
 from window_budget import bridge
-from window_budget.budget.counters import CallableCounter
-from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
-from window_budget.budget.gate import budget_limit
-from window_budget.budget.models import model_for
-from window_budget.condenser import (
-    WindowCondenser,
-    check_window,
-    create_condenser,
+from window_budget.budget import (
+    CallableCounter,
+    estimate_message_tokens,
+    estimate_tokens,
+    model_for,
 )
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import BudgetError, ConfigError, SummarizerError
 from window_budget.messages import AgentMessage, DigestMessage
-from window_budget.pipeline.mask import MASK_MARKER
-from window_budget.shorten import fit_messages
+from window_budget.pipeline import (
+    MASK_MARKER,
+    WindowCondenser,
+    budget_limit,
+    check_window,
+    create_condenser,
+    fit_messages,
+)
+from window_budget.pipeline.summarize import ledger_of
 from window_budget.stores import ConditionalRewrite, Fold, LockedRewrite, check_written
-from window_budget.summarize.facts import ledger_of
 
 __all__ = ["ARCHIVE_SUFFIX", "CounterSpec", "DigestRole", "InitialTokenCountError",
            "WindowBudgetMemory", "default_policy"]
@@ -192,7 +195,8 @@ def _check_policy(policy: BudgetPolicy, context_window: int) -> None:
         # trim keeps an arbitrary subset, which this memory does not map (yet).
         raise ConfigError(
             f"WindowBudgetMemory supports strategy='summarize' only, got {policy.strategy!r}; "
-            "for trimming without a model use window_budget.trim_by_category on the messages")
+            "for trimming without a model use window_budget.tools.categories.trim_by_category on "
+            "the messages")
     check_window(context_window, policy)  # the same refusal as the LangChain adapter's
 
 
@@ -893,7 +897,7 @@ class WindowBudgetMemory(BaseMemory):
 
         What ``ChatMemoryBuffer`` shows, without ever opening on an assistant message or
         a tool result. When not even the newest message fits verbatim, the newest turn
-        is shortened to fit (the core's :func:`~window_budget.shorten.fit_messages`).
+        is shortened to fit (the core's :func:`~window_budget.pipeline._fit.fit_messages`).
         Only the view is cut: the store keeps every message.
 
         Raises:

@@ -13,7 +13,7 @@ from typing import Any
 from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, adapt_to_async_tool
 
-from window_budget.budget.estimate import count_text
+from window_budget.budget import count_text
 from window_budget.contract import TokenCounter
 
 __all__ = ["bounded_tool", "clamp_text_tokens"]

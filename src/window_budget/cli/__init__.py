@@ -26,19 +26,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from window_budget.budget.cache import cached_estimates
-from window_budget.budget.calibrate import calibrate
-from window_budget.budget.counters import resolve_counter
-from window_budget.budget.estimate import estimate_message_tokens
-from window_budget.budget.gate import budget_limit, estimate_context
-from window_budget.budget.ledger import TokenLedger
-from window_budget.budget.models import lookup_model, model_for
-from window_budget.condenser import DEFAULT_POLICY, create_condenser
+from window_budget.budget._cache import cached_estimates
+from window_budget.budget._calibrate import calibrate
+from window_budget.budget._counters import resolve_counter
+from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget._ledger import TokenLedger
+from window_budget.budget._models import lookup_model, model_for
+from window_budget.cli.demo import run_demo
 from window_budget.contract import BudgetPolicy, Model, SyncCompleteFn, TokenCounter
-from window_budget.demo import run_demo
 from window_budget.digest import is_digest
 from window_budget.errors import ConfigError, WindowBudgetError
 from window_budget.messages import AgentMessage, AssistantMessage, CustomMessage
+from window_budget.pipeline._condenser import DEFAULT_POLICY, create_condenser
+from window_budget.pipeline._gate import budget_limit, estimate_context
 from window_budget.readers import (
     FORMATS,
     RUN_FORMATS,
@@ -50,7 +50,7 @@ from window_budget.readers import (
     write_transcript,
 )
 from window_budget.readers._base import PICK_FORMAT, PICK_RUN, SKIP_BAD
-from window_budget.report import carried_digest
+from window_budget.tools.report import carried_digest
 
 __all__ = ["main"]
 
@@ -352,7 +352,7 @@ _FALLBACK_CATEGORY = {"user": "dialog", "assistant": "dialog", "toolResult": "sy
 def _categories(transcript: Transcript, settings: _Settings, pinned: int,
                 window: int) -> dict[str, int]:
     try:
-        from window_budget.report import analyze
+        from window_budget.tools.report import analyze
     except ImportError:  # pragma: no cover - report.py ships with the core
         out: dict[str, int] = {"system": pinned} if pinned else {}
         for msg in transcript.messages:
@@ -461,8 +461,8 @@ def _first_firing(msgs: Sequence[AgentMessage], model: Model, pinned: int, limit
                   counter: TokenCounter | None) -> int | None:
     """Index of the first message after which the gate's figure passes ``limit``.
 
-    Replays the transcript through a :class:`~window_budget.budget.ledger.TokenLedger`,
-    so each step is the figure :func:`~window_budget.budget.gate.estimate_context` gives
+    Replays the transcript through a :class:`~window_budget.budget._ledger.TokenLedger`,
+    so each step is the figure :func:`~window_budget.pipeline._gate.estimate_context` gives
     (the trusted usage anchor — same model, plausible, not stale after a digest or on
     the turns kept with it — plus what came after, else the estimate of everything) at
     the cost of the new message only.
@@ -825,7 +825,7 @@ def _compact_one(path: Path, transcript: Transcript, settings: _Settings, output
     click.echo(f"{path}: {result.reason}, {result.tokens_before:,} -> "
                f"{result.tokens_after:,} tokens ({what}, {len(result.messages)} "
                f"remain{left_out})" + (f" -> {target}" if target else ""), err=True)
-    from window_budget.report import analyze, audit_lines
+    from window_budget.tools.report import analyze, audit_lines
 
     for line in audit_lines(analyze(result.messages, 1, audit=result.audit)):
         click.echo(f"{path}: {line}", err=True)  # the digest's ledger and its audit
@@ -868,7 +868,7 @@ def plot(paths: tuple[Path, ...], output: Path, fmt: str | None, skip_bad: bool,
 def _plot_one(path: Path, transcript: Transcript, settings: _Settings, output: Path,
               batch: _Batch) -> None:
     """Replay one transcript and draw it; with several inputs a failure skips the file."""
-    from window_budget.timeline import plot_timeline, simulate
+    from window_budget.tools.timeline import plot_timeline, simulate
 
     many = batch.many
     pinned = _system_tokens(transcript, settings.counter)

@@ -330,7 +330,7 @@ class ContextBudget:
 
         ``task`` tells the built-in compaction what to preserve; ``state`` is where the
         workflow stands; ``scratch_path`` points the agent to the scratch file written
-        by :class:`~window_budget.scratch.ScratchWriter`. Line breaks in ``task`` and
+        by :class:`~window_budget.tools.scratch.ScratchWriter`. Line breaks in ``task`` and
         ``state`` are folded, since a slash command ends at the first one.
 
         >>> print(ContextBudget().build_compact_prompt("the TOML port", "testing",

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
+from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
 from window_budget.contract import BudgetPolicy, Model, TokenCounter, TokenEstimate
 from window_budget.digest import is_digest
 from window_budget.messages import AgentMessage, AssistantMessage, Usage
 
 if TYPE_CHECKING:
-    from window_budget.budget.calibrate import Calibration
+    from window_budget.budget._calibrate import Calibration
 
 __all__ = [
     "ANCHOR_MIN_RATIO",
@@ -135,7 +135,7 @@ def estimate_context(messages: Sequence[AgentMessage], model: Model, *,
     (a system prompt the caller keeps outside ``messages``) is added either way —
     unless the figure is anchored, since a provider's figure already includes it.
 
-    A ``calibration`` (see :mod:`window_budget.budget.calibrate`) turns the estimated part
+    A ``calibration`` (see :mod:`window_budget.budget._calibrate`) turns the estimated part
     into the provider's count: the messages after the anchor are scaled by its ratio, an
     un-anchored estimate is scaled and gets the overhead the provider counts on top.
     """

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from window_budget.budget.cache import cached_estimates
-from window_budget.budget.gate import anchor_usage, same_model, usage_is_plausible
+from window_budget.budget._cache import cached_estimates
 from window_budget.contract import Model, TokenCounter, TokenEstimate
 from window_budget.digest import is_digest
 from window_budget.errors import MessageError
@@ -21,6 +20,7 @@ from window_budget.messages import (
     AssistantMessage,
     ToolResultMessage,
 )
+from window_budget.pipeline._gate import anchor_usage, same_model, usage_is_plausible
 
 __all__ = ["TokenLedger"]
 

@@ -1,7 +1,7 @@
 """The network-free digest: the fact ledger rendered under the six headings.
 
 Used whenever no model is bound, the model call fails, or it replies with nothing.
-The facts come from :mod:`window_budget.summarize.facts`; this module keeps the two
+The facts come from :mod:`window_budget.pipeline.summarize._facts`; this module keeps the two
 readings every part of the library shares: what a tool call did to the workspace
 (:func:`classify_tool_call`) and which line of a failed output says what went wrong
 (:func:`key_error_line`).
@@ -20,7 +20,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
 )
-from window_budget.summarize.facts import (
+from window_budget.pipeline.summarize._facts import (
     FactLedger,
     extract_facts,
     ledger_from_text,
@@ -28,7 +28,7 @@ from window_budget.summarize.facts import (
     one_line,
     render_ledger,
 )
-from window_budget.summarize.prompt import clamp_text
+from window_budget.pipeline.summarize._prompt import clamp_text
 
 __all__ = ["build_local_digest", "classify_tool_call", "key_error_line", "local_ledger",
            "render_local_digest"]
@@ -181,7 +181,8 @@ def build_local_digest(messages: Sequence[AgentMessage], *, prior_digest: str | 
                        prior_facts: FactLedger | None = None) -> str:
     r"""Fill the digest template from ``messages`` without a model; returns the body text.
 
-    The body is the rendered fact ledger (:mod:`window_budget.summarize.facts`). The header
+    The body is the rendered fact ledger (:mod:`window_budget.pipeline.summarize._facts`). The
+    header
     is not included (the caller stamps it). ``prior_facts`` (a carried ledger),
     ``prior_digest`` (a carried digest's text) and any digest found among ``messages``
     are merged fact by fact, so digests never nest and a chain of compactions stays within

@@ -20,19 +20,19 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from window_budget.budget.calibrate import Calibration
-from window_budget.budget.estimate import estimate_message_tokens, message_parts
-from window_budget.budget.gate import budget_limit
-from window_budget.categories import (
+from window_budget.budget._calibrate import Calibration
+from window_budget.budget._estimate import estimate_message_tokens, message_parts
+from window_budget.contract import BudgetPolicy, Model, TokenCounter
+from window_budget.errors import ConfigError
+from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage
+from window_budget.pipeline._gate import budget_limit
+from window_budget.pipeline.summarize._audit import DigestAudit
+from window_budget.tools.categories import (
     Classifier,
     MessageCategory,
     classify_message,
     resolve_shares,
 )
-from window_budget.contract import BudgetPolicy, Model, TokenCounter
-from window_budget.errors import ConfigError
-from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage
-from window_budget.summarize.audit import DigestAudit
 
 __all__ = ["UsageReport", "analyze", "audit_lines", "carried_digest", "format_report",
            "format_report_rich"]
@@ -106,11 +106,11 @@ class UsageReport:
         return format_report(self)
 
     def _repr_html_(self) -> str:
-        from window_budget.display import usage_report_html  # lazy: only notebooks need it
+        from window_budget.tools.display import usage_report_html  # lazy: only notebooks need it
         return usage_report_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.display import usage_report_text
+        from window_budget.tools.display import usage_report_text
         printer.text(usage_report_text(self))
 
 
@@ -132,7 +132,7 @@ def analyze(messages: Sequence[AgentMessage], window: int | Model, *,
         shares: Category shares for ``category_budgets`` (the default shares when None).
         classify: How messages are put in categories.
         calibration: How the model's provider counts (see
-            :func:`~window_budget.budget.calibrate.calibrate`); adds ``calibrated_total``.
+            :func:`~window_budget.budget._calibrate.calibrate`); adds ``calibrated_total``.
         audit: The audit of the digest that produced ``messages`` (``CondenseResult.audit``),
             shown with the size of the ledger the digest carries.
 
@@ -223,14 +223,15 @@ def carried_digest(messages: Sequence[AgentMessage],
 
     The last digest in ``messages`` (one window-budget wrote, or a compaction summary another
     tool wrote, read by heading): its ledger's facts per kind, the objective, the audit of its
-    text against the ledger (:func:`~window_budget.summarize.audit.check_digest`), and how a
+    text against the ledger (:func:`~window_budget.pipeline.summarize._audit.check_digest`), and
+    how a
     fact's ``source`` points back into the archive — resolved against ``archive`` (the
     messages before the compaction, digests left out) when the transcript keeps them.
     """
     from window_budget.digest import digest_body, is_digest
     from window_budget.messages import message_text
-    from window_budget.summarize.audit import check_digest
-    from window_budget.summarize.facts import FACT_KINDS, ledger_of
+    from window_budget.pipeline.summarize._audit import check_digest
+    from window_budget.pipeline.summarize._facts import FACT_KINDS, ledger_of
 
     found = None
     for i, message in enumerate(messages):

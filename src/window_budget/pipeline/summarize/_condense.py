@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from window_budget.budget.estimate import count_text
+from window_budget.budget._estimate import count_text
 from window_budget.cancel import CancelledByToken
 from window_budget.contract import (
     CompleteOptions,
@@ -48,11 +48,16 @@ from window_budget.messages import (
     TextBlock,
     UserMessage,
 )
-from window_budget.shorten import water_level
-from window_budget.summarize.audit import audit_digest
-from window_budget.summarize.extract import local_ledger, render_local_digest
-from window_budget.summarize.facts import FactLedger, ledger_of, ledger_to_json, merge_ledgers
-from window_budget.summarize.prompt import (
+from window_budget.pipeline._fit import water_level
+from window_budget.pipeline.summarize._audit import audit_digest
+from window_budget.pipeline.summarize._extract import local_ledger, render_local_digest
+from window_budget.pipeline.summarize._facts import (
+    FactLedger,
+    ledger_of,
+    ledger_to_json,
+    merge_ledgers,
+)
+from window_budget.pipeline.summarize._prompt import (
     CONDENSER_BRIEF,
     build_summary_prompt,
     clamp_text,
@@ -92,7 +97,7 @@ def make_digest_message(body: str, scope: CondenseScope = "session", *, covered_
 
 _ERROR_CHARS = 500
 
-logger = logging.getLogger("window_budget.summarize")
+logger = logging.getLogger("window_budget.pipeline.summarize")
 """Where a failing summarizer is reported: WARNING once per distinct failure, then DEBUG."""
 
 _WARNED: set[str] = set()

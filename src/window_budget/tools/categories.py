@@ -17,7 +17,7 @@ The core contract has no ``system`` role: the adapters keep a framework's system
 prompt outside the transcript and pass its size as ``pinned_tokens``, so it is never
 touched. Inside a transcript, a message is ``SYSTEM`` when it is a
 ``CustomMessage`` whose ``custom_type`` is ``"system"`` (or a clamp notice from
-:mod:`window_budget.subagent`), or an unknown object whose ``role`` is ``"system"``.
+:mod:`window_budget.tools.subagent`), or an unknown object whose ``role`` is ``"system"``.
 
 Trimming runs in passes and stops as soon as the transcript fits:
 
@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
-from window_budget.budget.estimate import estimate_message_tokens
+from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.contract import TokenCounter
 from window_budget.digest import is_digest
 from window_budget.errors import BudgetError, ConfigError
@@ -59,7 +59,7 @@ from window_budget.messages import (
     UserMessage,
     content_text,
 )
-from window_budget.shorten import shorten_message
+from window_budget.pipeline._fit import shorten_message
 
 __all__ = [
     "CLAMP_NOTICE_TYPE",
@@ -108,7 +108,7 @@ TRIM_ORDER: tuple[MessageCategory, ...] = (
 """Which over-allowance category is trimmed first (SYSTEM never is)."""
 
 CLAMP_NOTICE_TYPE = "cw_clamp_notice"
-"""``custom_type`` of the sub-agent clamp note (see :mod:`window_budget.subagent`)."""
+"""``custom_type`` of the sub-agent clamp note (see :mod:`window_budget.tools.subagent`)."""
 
 SYSTEM_CUSTOM_TYPES = frozenset({"system", CLAMP_NOTICE_TYPE})
 """``CustomMessage.custom_type`` values classified as ``SYSTEM``."""

@@ -123,7 +123,7 @@ def _parse_encoding(text: str) -> str:
     Without tiktoken nothing can be checked (and nothing needs to be: the tiktoken
     counter falls back to the heuristic anyway).
     """
-    from window_budget.budget.counters import _LOCAL_SPECS
+    from window_budget.budget._counters import _LOCAL_SPECS
 
     name = text.strip()
     if not name:
@@ -283,11 +283,11 @@ def counter_from_env(counter: Any = None, *, environ: Mapping[str, str] | None =
                      ) -> TokenCounter | None:
     """Resolve the token counter: ``counter`` if given, else ``WINDOW_BUDGET_COUNTER``.
 
-    Goes through :func:`~window_budget.budget.counters.resolve_counter`, so
+    Goes through :func:`~window_budget.budget._counters.resolve_counter`, so
     ``"tiktoken"`` falls back to the heuristic (warning once) when no encoding can be
     loaded; ``None`` means the heuristic.
     """
-    from window_budget.budget.counters import DEFAULT_ENCODING, resolve_counter
+    from window_budget.budget._counters import DEFAULT_ENCODING, resolve_counter
 
     chosen = counter if counter is not None else read_setting("COUNTER", environ=environ)
     encoding = read_setting("ENCODING", environ=environ) or DEFAULT_ENCODING

@@ -10,7 +10,7 @@ the transcript does not hold: the system prompt and the tool schemas.
 :func:`calibrate` learns a :class:`Calibration` from one transcript, :func:`calibrate_many`
 one per model from many; :meth:`Calibration.apply` turns an estimate into the provider's
 figure. The gate applies it to what no usage figure covers (see
-:func:`~window_budget.budget.gate.estimate_context`), and to sessions of the same model that
+:func:`~window_budget.pipeline._gate.estimate_context`), and to sessions of the same model that
 carry no usage at all.
 
 >>> from window_budget import AssistantMessage, ToolResultMessage, Usage, UserMessage
@@ -29,12 +29,12 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from window_budget.budget.estimate import estimate_message_tokens
-from window_budget.budget.gate import anchor_usage
-from window_budget.budget.models import lookup_model
+from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget._models import lookup_model
 from window_budget.contract import TokenCounter
 from window_budget.digest import is_digest
 from window_budget.messages import AgentMessage, AssistantMessage
+from window_budget.pipeline._gate import anchor_usage
 
 __all__ = [
     "MAX_RATIO",

@@ -1,8 +1,8 @@
 """How results show themselves in a notebook: HTML displays and their plain-text twins.
 
 Each object a notebook user holds — a :class:`~window_budget.contract.CondenseResult`, a
-:class:`~window_budget.report.UsageReport`, a :class:`~window_budget.readers.Transcript`,
-a digest's :class:`~window_budget.summarize.facts.FactLedger` — has a ``_repr_html_``
+:class:`~window_budget.tools.report.UsageReport`, a :class:`~window_budget.readers.Transcript`,
+a digest's :class:`~window_budget.pipeline.summarize._facts.FactLedger` — has a ``_repr_html_``
 that calls the matching ``*_html`` function here, and a ``_repr_pretty_`` that calls the
 ``*_text`` one, so Jupyter draws a picture and a plain console (or a text-only export)
 still gets a readable summary instead of a dataclass repr.
@@ -12,7 +12,9 @@ some land in attributes), cut to a bounded length *before* escaping so an entity
 split, and invisible or direction-changing characters are shown as ``⟨U+202E⟩`` so text
 cannot masquerade as something else. The HTML is inline-styled and has no script.
 
->>> from window_budget import UserMessage, analyze
+>>> from window_budget import UserMessage
+
+>>> from window_budget.tools.report import analyze
 >>> html = usage_report_html(analyze([UserMessage("<script>alert(1)</script>")], 1000))
 >>> "<script>" in html
 False
@@ -27,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from window_budget.budget.estimate import estimate_message_tokens, message_parts
+from window_budget.budget._estimate import estimate_message_tokens, message_parts
 from window_budget.digest import is_digest
 from window_budget.messages import (
     AgentMessage,
@@ -40,9 +42,9 @@ from window_budget.messages import (
 
 if TYPE_CHECKING:
     from window_budget.contract import CondenseResult
+    from window_budget.pipeline.summarize._facts import FactLedger
     from window_budget.readers import Transcript
-    from window_budget.report import UsageReport
-    from window_budget.summarize.facts import FactLedger
+    from window_budget.tools.report import UsageReport
 
 __all__ = [
     "Table",
@@ -198,7 +200,7 @@ def condense_result_text(result: CondenseResult) -> str:
 
 
 def _ledger_of_result(result: CondenseResult) -> FactLedger | None:
-    from window_budget.summarize.facts import ledger_of
+    from window_budget.pipeline.summarize._facts import ledger_of
 
     return ledger_of(result.summary.message) if result.summary is not None else None
 
@@ -274,7 +276,7 @@ _CATEGORY_COLOURS = ("#bab0ac", "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72
 
 def usage_report_text(report: UsageReport) -> str:
     """The usage report's plain-text form (the same as ``str(report)``)."""
-    from window_budget.report import format_report
+    from window_budget.tools.report import format_report
 
     return format_report(report)
 
@@ -469,7 +471,7 @@ def _fact_where(fact: Any) -> str:
 
 
 def _ledger_table(ledger: FactLedger) -> str:
-    from window_budget.summarize.facts import FACT_KINDS
+    from window_budget.pipeline.summarize._facts import FACT_KINDS
 
     rows = []
     for kind in FACT_KINDS:
@@ -489,7 +491,7 @@ def _ledger_table(ledger: FactLedger) -> str:
 
 def ledger_text(ledger: FactLedger) -> str:
     """A fact ledger in plain lines: counts by kind, then each fact with its pointer."""
-    from window_budget.summarize.facts import FACT_KINDS
+    from window_budget.pipeline.summarize._facts import FACT_KINDS
 
     counts = [(k, len(ledger.of_kind(k))) for k in FACT_KINDS]
     lines = [f"fact ledger: {len(ledger.facts):,} facts after {ledger.generations} "

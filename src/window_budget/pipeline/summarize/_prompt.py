@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
-from window_budget.budget.estimate import count_text
+from window_budget.budget._estimate import count_text
 from window_budget.contract import CondenseScope, TokenCounter
 from window_budget.digest import digest_body, is_digest
 from window_budget.messages import (

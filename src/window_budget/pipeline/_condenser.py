@@ -13,11 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from window_budget.budget.counters import resolve_counter
-from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
-from window_budget.budget.gate import budget_limit
-from window_budget.budget.ledger import TokenLedger
-from window_budget.budget.slice import plan_at, plan_force_slice, plan_slice
+from window_budget.budget._counters import resolve_counter
+from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
+from window_budget.budget._ledger import TokenLedger
 from window_budget.contract import (
     BudgetPolicy,
     CondensePlan,
@@ -33,9 +31,11 @@ from window_budget.messages import (
     AssistantMessage,
     DigestMessage,
 )
-from window_budget.pipeline.mask import is_masked, mask_tool_outputs
-from window_budget.shorten import fit_messages, shorten_message
-from window_budget.summarize.condense import summarize, summarize_sync
+from window_budget.pipeline._fit import fit_messages, shorten_message
+from window_budget.pipeline._gate import budget_limit
+from window_budget.pipeline._mask import is_masked, mask_tool_outputs
+from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
+from window_budget.pipeline.summarize._condense import summarize, summarize_sync
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -289,7 +289,7 @@ class WindowCondenser:
                               tuple(i + 1 for i in shortened))
 
     def _trim(self, messages: Sequence[AgentMessage], decision: CondenseDecision) -> CondenseResult:
-        from window_budget.categories import trim_messages_by_category
+        from window_budget.tools.categories import trim_messages_by_category
 
         counter = self.deps.counter
         assert decision.room is not None

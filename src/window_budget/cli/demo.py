@@ -10,9 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from window_budget.budget.estimate import estimate_message_tokens, estimate_tokens
-from window_budget.budget.gate import budget_limit
-from window_budget.condenser import DEFAULT_POLICY, create_condenser
+from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, Model
 from window_budget.messages import (
     AgentMessage,
@@ -24,6 +22,8 @@ from window_budget.messages import (
     UserMessage,
     message_text,
 )
+from window_budget.pipeline._condenser import DEFAULT_POLICY, create_condenser
+from window_budget.pipeline._gate import budget_limit
 
 __all__ = ["DEMO_MODEL", "build_demo_transcript", "run_demo"]
 

@@ -45,7 +45,7 @@ def _short(text: str, limit: int) -> str:
 
 
 def _placeholder(result: ToolResultMessage, call: ToolCallBlock | None) -> str:
-    from window_budget.summarize.extract import classify_tool_call, key_error_line
+    from window_budget.pipeline.summarize._extract import classify_tool_call, key_error_line
 
     text = content_text(result.content)
     args = ""

@@ -15,16 +15,16 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from window_budget.budget.estimate import count_text
+from window_budget.budget._estimate import count_text
 from window_budget.contract import TokenCounter
-from window_budget.summarize.facts import (
+from window_budget.pipeline.summarize._facts import (
     Fact,
     FactLedger,
     fact_line,
     pin_lines,
     pin_priority,
 )
-from window_budget.summarize.prompt import cut_to_tokens
+from window_budget.pipeline.summarize._prompt import cut_to_tokens
 
 __all__ = ["PINNED_HEADING", "DigestAudit", "audit_digest", "check_digest", "is_floor_fact",
            "mentions"]

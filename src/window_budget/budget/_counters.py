@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from window_budget.budget.estimate import CHARS_PER_TOKEN
+from window_budget.budget._estimate import CHARS_PER_TOKEN
 from window_budget.contract import TokenCounter
 from window_budget.errors import WindowBudgetError
 

@@ -281,7 +281,7 @@ def estimate_tokens(messages: Sequence[AgentMessage], counter: TokenCounter | No
     Estimates go through the process-wide content cache (``budget/cache.py``): checking
     the same transcript again, even rebuilt from new objects, costs lookups.
     """
-    from window_budget.budget.cache import cached_estimates
+    from window_budget.budget._cache import cached_estimates
 
     return sum(cached_estimates(messages, counter))
 
@@ -289,7 +289,7 @@ def estimate_tokens(messages: Sequence[AgentMessage], counter: TokenCounter | No
 def prefix_tokens(messages: Sequence[AgentMessage],
                   counter: TokenCounter | None = None) -> list[int]:
     """Forward cumulative tokens, length ``n + 1``: ``result[i]`` costs ``messages[:i]``."""
-    from window_budget.budget.cache import cached_estimates
+    from window_budget.budget._cache import cached_estimates
 
     return list(accumulate(cached_estimates(messages, counter), initial=0))
 

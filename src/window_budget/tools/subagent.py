@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from window_budget.categories import CLAMP_NOTICE_TYPE
 from window_budget.contract import Model
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, CustomMessage
+from window_budget.tools.categories import CLAMP_NOTICE_TYPE
 
 __all__ = [
     "ClampNotice",

@@ -2,7 +2,7 @@
 
 * :func:`plot_session` — the context over a session against the window and the gate's
   limit, each compaction and the tokens it freed (a replay from
-  :func:`window_budget.timeline.simulate`).
+  :func:`window_budget.tools.timeline.simulate`).
 * :func:`compare_policies` and :func:`plot_policies` — the same session under several
   policies on one chart, with how often each compacted.
 * :func:`plot_condense_results` — what a live run did, call by call: the results a
@@ -17,7 +17,7 @@
 Every function returns a matplotlib ``Figure`` drawn without pyplot (the Agg canvas), so
 it works headless, leaves a notebook's backend alone, and shows itself in Jupyter when it
 is the last expression of a cell. matplotlib is imported only when a figure is drawn:
-``import window_budget.plots`` works without it.
+``import window_budget.tools.plots`` works without it.
 
 >>> from window_budget import Model, UserMessage
 >>> msgs = [UserMessage("x" * 3600) for _ in range(12)]
@@ -33,9 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from window_budget.budget.counters import resolve_counter
-from window_budget.budget.estimate import estimate_message_tokens
-from window_budget.condenser import create_condenser
+from window_budget.budget._counters import resolve_counter
+from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.contract import (
     BudgetPolicy,
     CondenseResult,
@@ -49,11 +48,12 @@ from window_budget.messages import (
     AssistantMessage,
     CompactionSummaryMessage,
 )
-from window_budget.timeline import Timeline, plot_timeline, simulate
+from window_budget.pipeline._condenser import create_condenser
+from window_budget.tools.timeline import Timeline, plot_timeline, simulate
 
 if TYPE_CHECKING:
-    from window_budget.budget.calibrate import Calibration
-    from window_budget.summarize.facts import FactLedger
+    from window_budget.budget._calibrate import Calibration
+    from window_budget.pipeline.summarize._facts import FactLedger
 
 __all__ = [
     "UsagePoint",
@@ -93,7 +93,7 @@ def _thousands(ax: Any) -> None:
 def plot_session(timeline: Timeline, *, title: str = "") -> Any:
     """The context over a session: the window, the limit, each compaction and what it freed.
 
-    Draws :func:`~window_budget.timeline.plot_timeline`'s chart and labels each
+    Draws :func:`~window_budget.tools.timeline.plot_timeline`'s chart and labels each
     compaction's arrow with the tokens it freed.
 
     Raises:
@@ -116,7 +116,7 @@ def compare_policies(messages: Sequence[AgentMessage], model: Model,
                      complete_sync: SyncCompleteFn | None = None) -> dict[str, Timeline]:
     """Replay one session under each of ``policies`` (by label); the replays, by label.
 
-    Each replay is :func:`~window_budget.timeline.simulate`: the message list is not
+    Each replay is :func:`~window_budget.tools.timeline.simulate`: the message list is not
     changed, and the digest is the network-free one unless ``complete_sync`` is given.
 
     Raises:
@@ -229,11 +229,11 @@ def ledgers_over(messages: Sequence[AgentMessage], model: Model,
                  complete_sync: SyncCompleteFn | None = None) -> list[FactLedger]:
     """Replay ``messages`` one at a time, as an agent loop would; the ledger after each digest.
 
-    Like :func:`~window_budget.timeline.simulate` (usage figures ignored, the message list
+    Like :func:`~window_budget.tools.timeline.simulate` (usage figures ignored, the message list
     not changed), but it keeps the fact ledger each digest carries, in order. A
     compaction that only masked tool outputs writes no digest and adds no entry.
     """
-    from window_budget.summarize.facts import ledger_of
+    from window_budget.pipeline.summarize._facts import ledger_of
 
     plain = [replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
              for m in messages]
@@ -274,7 +274,7 @@ def plot_fact_survival(ledgers: Sequence[FactLedger], *, title: str = "") -> Any
         ValueError: ``ledgers`` is empty.
 
     """
-    from window_budget.summarize.facts import FACT_KINDS
+    from window_budget.pipeline.summarize._facts import FACT_KINDS
 
     if not ledgers:
         raise ValueError("plot_fact_survival needs at least one ledger; got none")
@@ -362,10 +362,11 @@ def plot_estimate_vs_reported(messages: Sequence[AgentMessage], *,
                               title: str = "") -> Any:
     """The estimate of each request against the provider's figure, and their ratio.
 
-    ``counters`` maps a label to anything :func:`~window_budget.resolve_counter` takes (a
+    ``counters`` maps a label to anything :func:`~window_budget.budget._counters.resolve_counter`
+    takes (a
     counter, a ``str -> int`` function, ``"tiktoken"``; ``None`` is the heuristic); the
     default draws the heuristic alone. A ``calibration`` (from
-    :func:`~window_budget.budget.calibrate.calibrate`, learned with the heuristic) adds
+    :func:`~window_budget.budget._calibrate.calibrate`, learned with the heuristic) adds
     the heuristic as the provider would count it: scaled by its ratio, plus its overhead
     (``pinned_tokens`` is not added to that line: the overhead stands for it). The lower
     panel shows ``estimate / reported``: above 1 the library errs on the safe side.

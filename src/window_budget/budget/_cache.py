@@ -6,7 +6,7 @@ memory per request over a stored history. Caches keyed by object identity never 
 there. :class:`ContentCache` maps a message's *content* (its :func:`fingerprint`) to its
 estimate instead; it is bounded by bytes, least-recently-used entries go first, and one
 lock makes it safe to share between threads. The estimates themselves always come from
-:func:`~window_budget.budget.estimate.estimate_message_tokens`, so the cache never
+:func:`~window_budget.budget._estimate.estimate_message_tokens`, so the cache never
 disagrees with the heuristic (or counter) it stands in front of.
 
 >>> from window_budget import UserMessage
@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Final, cast
 
-from window_budget.budget.estimate import estimate_message_tokens
+from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.contract import TokenCounter
 from window_budget.messages import (
     AgentMessage,

@@ -9,7 +9,7 @@ the chosen counter, separators and marker included, so the budget holds exactly 
 that counter.
 
 Each call emits one ``prompt_assembled`` event through :mod:`logging` (logger
-``window_budget.assemble``) and, when given, a callback.
+``window_budget.tools.assemble``) and, when given, a callback.
 
 >>> result = assemble_prompt(
 ...     [(0, "rule", "Rule 4.2: tabs"), (1, "plan", "Replace tabs with spaces.")], 100)
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from window_budget.budget.counters import HeuristicCounter, resolve_counter
+from window_budget.budget._counters import HeuristicCounter, resolve_counter
 from window_budget.contract import TokenCounter
 from window_budget.errors import ConfigError
 
@@ -42,7 +42,7 @@ __all__ = [
     "assemble_prompt",
 ]
 
-logger = logging.getLogger("window_budget.assemble")
+logger = logging.getLogger("window_budget.tools.assemble")
 
 EVENT_NAME = "prompt_assembled"
 """Name of the event every assembly emits."""

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
-from window_budget.budget.estimate import count_text
+from window_budget.budget._estimate import count_text
 from window_budget.contract import TokenCounter
 from window_budget.messages import (
     AgentMessage,
@@ -132,11 +132,11 @@ class FactLedger:
         return workspace_root(f.text for f in self.facts if f.kind == "file")
 
     def _repr_html_(self) -> str:
-        from window_budget.display import ledger_html  # lazy: only notebooks need it
+        from window_budget.tools.display import ledger_html  # lazy: only notebooks need it
         return ledger_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.display import ledger_text
+        from window_budget.tools.display import ledger_text
         printer.text(ledger_text(self))
 
 
@@ -350,7 +350,7 @@ def _add_idents(b: _Builder, text: str, *, by_user: bool) -> None:
 
 
 def _tool_target(call: ToolCallBlock) -> tuple[str, str | None]:
-    from window_budget.summarize.extract import classify_tool_call
+    from window_budget.pipeline.summarize._extract import classify_tool_call
 
     kind, value = classify_tool_call(call.name, call.arguments)
     return kind, value
@@ -371,7 +371,7 @@ def _file_op(tool: str, kind: str, existing: Fact | None) -> str:
 
 
 def _error_line(text: str) -> str:
-    from window_budget.summarize.extract import key_error_line
+    from window_budget.pipeline.summarize._extract import key_error_line
 
     return cut_words(one_line(key_error_line(text, limit=0)), 300)
 
@@ -1186,7 +1186,7 @@ def render_ledger(ledger: FactLedger, *, max_tokens: int = 2000,
             return _refill(objective, rest, order[:pos], alive, root, note, text, max_tokens,
                            counter)
     # Only the objective, the constraints and the skeleton are left, and still too long.
-    from window_budget.summarize.prompt import cut_to_tokens
+    from window_budget.pipeline.summarize._prompt import cut_to_tokens
 
     return cut_to_tokens(text or _render(cut_words(objective, 200), [], note, {}), max_tokens,
                          counter)

@@ -1,1 +1,0 @@
-"""The summarize path: prompt, model-driven digest and the network-free digest."""
