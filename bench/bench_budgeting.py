@@ -35,11 +35,19 @@ def synthetic(n: int) -> list[AgentMessage]:
     i = 0
     while len(msgs) < n:
         msgs.append(UserMessage(f"turn {i}: refactor module_{i % 50}.py and rerun the tests"))
-        msgs.append(AssistantMessage([TextBlock("Reading it first."),
-                                      ToolCallBlock(f"c{i}", "read_file",
-                                                    {"path": f"src/module_{i % 50}.py"})]))
-        msgs.append(ToolResultMessage(f"c{i}", "read_file", "def f():\n    return 1\n" * 20,
-                                      is_error=i % 7 == 0))
+        msgs.append(
+            AssistantMessage(
+                [
+                    TextBlock("Reading it first."),
+                    ToolCallBlock(f"c{i}", "read_file", {"path": f"src/module_{i % 50}.py"}),
+                ]
+            )
+        )
+        msgs.append(
+            ToolResultMessage(
+                f"c{i}", "read_file", "def f():\n    return 1\n" * 20, is_error=i % 7 == 0
+            )
+        )
         msgs.append(AssistantMessage(f"Done with module_{i % 50}.py; tests pass."))
         i += 1
     return msgs[:n]
@@ -62,10 +70,12 @@ def to_langchain(msgs: list[AgentMessage]) -> list[object]:
         if isinstance(m, UserMessage):
             out.append(HumanMessage(str(m.content)))
         elif isinstance(m, AssistantMessage):
-            calls = [{"id": c.id, "name": c.name, "args": dict(c.arguments)}
-                     for c in m.tool_calls]
-            text = m.content if isinstance(m.content, str) else " ".join(
-                b.text for b in m.content if isinstance(b, TextBlock))
+            calls = [{"id": c.id, "name": c.name, "args": dict(c.arguments)} for c in m.tool_calls]
+            text = (
+                m.content
+                if isinstance(m.content, str)
+                else " ".join(b.text for b in m.content if isinstance(b, TextBlock))
+            )
             out.append(AIMessage(text, tool_calls=calls))
         elif isinstance(m, ToolResultMessage):
             out.append(ToolMessage(str(m.content), tool_call_id=m.tool_call_id))
@@ -87,9 +97,16 @@ def main() -> None:
             def counter(ms: list[object]) -> int:
                 return sum(math.ceil(len(str(getattr(m, "content", ""))) / 3.6) + 4 for m in ms)
 
-            theirs = median_ms(lambda lc=lc, budget=budget: trim_messages(
-                lc, max_tokens=budget, token_counter=counter, strategy="last",
-                start_on="human", allow_partial=False))
+            theirs = median_ms(
+                lambda lc=lc, budget=budget: trim_messages(
+                    lc,
+                    max_tokens=budget,
+                    token_counter=counter,
+                    strategy="last",
+                    start_on="human",
+                    allow_partial=False,
+                )
+            )
             line += f"   langchain trim_messages {theirs:8.1f} ms   ratio {theirs / ours:5.2f}x"
         except ImportError:
             line += "   (langchain-core not installed)"
@@ -100,10 +117,13 @@ def main() -> None:
     print("assemble_prompt, seven sections, budget 500 tokens")
     heur = median_ms(lambda: [assemble_prompt(sections, 500) for _ in range(100)]) / 100
     tik = TiktokenCounter()
-    exact = median_ms(lambda: [assemble_prompt(sections, 500, counter=tik)
-                               for _ in range(100)]) / 100
-    print(f"  heuristic {heur * 1000:7.1f} µs   tiktoken {exact * 1000:7.1f} µs   "
-          f"ratio {exact / heur:5.2f}x")
+    exact = (
+        median_ms(lambda: [assemble_prompt(sections, 500, counter=tik) for _ in range(100)]) / 100
+    )
+    print(
+        f"  heuristic {heur * 1000:7.1f} µs   tiktoken {exact * 1000:7.1f} µs   "
+        f"ratio {exact / heur:5.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -58,8 +58,13 @@ def median_ms(fn: Callable[[], object], runs: int) -> float:
 
 
 def row(label: str, ms: float, base: float | None = None) -> None:
-    ratio = "" if not base else f"  ({base / ms:5.1f}x faster)" if base >= ms \
+    ratio = (
+        ""
+        if not base
+        else f"  ({base / ms:5.1f}x faster)"
+        if base >= ms
         else f"  ({ms / base:5.1f}x slower)"
+    )
     print(f"  {label:<52} {ms:9.2f} ms{ratio}")
 
 
@@ -72,17 +77,37 @@ def lc_transcript(n: int) -> list[Any]:
     out: list[Any] = []
     i = 0
     while len(out) < n:
-        out.append(HumanMessage(f"step {i}: please look at module_{i}.py " + "q" * 120,
-                                id=f"h{i}"))
-        out.append(AIMessage("checking", id=f"a{i}", tool_calls=[
-            {"name": "read_file", "args": {"path": f"module_{i}.py"}, "id": f"c{i}",
-             "type": "tool_call"}]))
-        out.append(ToolMessage(f"contents of module_{i}.py\n" + "x = 1\n" * 60,
-                               tool_call_id=f"c{i}", id=f"t{i}"))
-        out.append(AIMessage(f"module_{i}.py looks fine " + "a" * 80, id=f"s{i}",
-                             usage_metadata={"input_tokens": 100 * i + 50,
-                                             "output_tokens": 20,
-                                             "total_tokens": 100 * i + 70}))
+        out.append(HumanMessage(f"step {i}: please look at module_{i}.py " + "q" * 120, id=f"h{i}"))
+        out.append(
+            AIMessage(
+                "checking",
+                id=f"a{i}",
+                tool_calls=[
+                    {
+                        "name": "read_file",
+                        "args": {"path": f"module_{i}.py"},
+                        "id": f"c{i}",
+                        "type": "tool_call",
+                    }
+                ],
+            )
+        )
+        out.append(
+            ToolMessage(
+                f"contents of module_{i}.py\n" + "x = 1\n" * 60, tool_call_id=f"c{i}", id=f"t{i}"
+            )
+        )
+        out.append(
+            AIMessage(
+                f"module_{i}.py looks fine " + "a" * 80,
+                id=f"s{i}",
+                usage_metadata={
+                    "input_tokens": 100 * i + 50,
+                    "output_tokens": 20,
+                    "total_tokens": 100 * i + 70,
+                },
+            )
+        )
         i += 1
     return out[:n]
 
@@ -103,9 +128,13 @@ def _quiet_model() -> Any:
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
-        def _generate(self, messages: list[Any], stop: list[str] | None = None,
-                      run_manager: CallbackManagerForLLMRun | None = None,
-                      **kwargs: Any) -> ChatResult:
+        def _generate(
+            self,
+            messages: list[Any],
+            stop: list[str] | None = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
+        ) -> ChatResult:
             return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
     return Quiet()
@@ -132,6 +161,7 @@ def _timed(cls: type) -> type:
                 self.hook_ms += (time.thread_time() - t) * 1000
 
     if cls.wrap_model_call is not AgentMiddleware.wrap_model_call:  # type: ignore[attr-defined]
+
         def wrap_model_call(self: Any, request: Any, handler: Any) -> Any:
             inner = 0.0
 
@@ -169,15 +199,20 @@ def bench_agent(sizes: list[int], turns: int) -> None:
         window = 50_000_000
         variants: dict[str, list[Any]] = {
             "no middleware": [],
-            "WindowBudgetMiddleware": [_timed(WindowBudgetMiddleware)(
-                model, context_window=window)],
-            "SummarizationMiddleware": [_timed(SummarizationMiddleware)(
-                model, trigger=("tokens", window), keep=("messages", 20))],
+            "WindowBudgetMiddleware": [
+                _timed(WindowBudgetMiddleware)(model, context_window=window)
+            ],
+            "SummarizationMiddleware": [
+                _timed(SummarizationMiddleware)(
+                    model, trigger=("tokens", window), keep=("messages", 20)
+                )
+            ],
         }
         agents: dict[str, tuple[Any, dict[str, Any]]] = {}
         for name, middleware in variants.items():
-            agent = create_agent(model, tools=[], middleware=middleware,
-                                 checkpointer=InMemorySaver())
+            agent = create_agent(
+                model, tools=[], middleware=middleware, checkpointer=InMemorySaver()
+            )
             config = {"configurable": {"thread_id": f"{name}-{n}"}}
             agent.update_state(config, {"messages": seed})
             agent.invoke({"messages": [HumanMessage("warm up")]}, config)
@@ -265,8 +300,9 @@ def bench_condense(n: int, runs: int) -> None:
         "floor": lambda: sum(len(m.content) for m in history),
         "exact": exact_floor,
         "approx": lambda: count_tokens_approximately(history),
-        "trim": lambda: trim_messages(history, max_tokens=window, strategy="last",
-                                      token_counter="approximate"),
+        "trim": lambda: trim_messages(
+            history, max_tokens=window, strategy="last", token_counter="approximate"
+        ),
         "cold": cold_ours,
         "first": first_sight,
         "turns": other_thread_between,
@@ -314,8 +350,9 @@ def bench_lcel(turns: int) -> None:
 
     print(f"\nLCEL transformer over a stored, unabridged history, {turns} turns")
     model = RecordingChatModel(sizes=[], summary_calls=[])
-    transformer = condense_messages(model=model, context_window=4_000,
-                                    policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0))
+    transformer = condense_messages(
+        model=model, context_window=4_000, policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0)
+    )
     stored: list[Any] = []
     digests: set[str] = set()
     for i in range(turns):
@@ -341,8 +378,14 @@ def bench_llama(sizes: list[int], runs: int) -> None:
     from llama_index.memory.window_budget import WindowBudgetMemory
 
     def save(store: SimpleChatStore, path: Path) -> None:
-        path.write_text(json.dumps({k: [m.model_dump(mode="json") for m in
-                                        store.get_messages(k)] for k in store.get_keys()}))
+        path.write_text(
+            json.dumps(
+                {
+                    k: [m.model_dump(mode="json") for m in store.get_messages(k)]
+                    for k in store.get_keys()
+                }
+            )
+        )
 
     def load(path: Path) -> SimpleChatStore:
         store = SimpleChatStore()
@@ -354,13 +397,21 @@ def bench_llama(sizes: list[int], runs: int) -> None:
     window = 8_000
     tmp = Path(tempfile.mkdtemp())
     for n in sizes:
-        history = [ChatMessage(role="user" if i % 2 == 0 else "assistant",
-                               content=f"message {i} " + "word " * 60) for i in range(n)]
+        history = [
+            ChatMessage(
+                role="user" if i % 2 == 0 else "assistant", content=f"message {i} " + "word " * 60
+            )
+            for i in range(n)
+        ]
         ours_path, theirs_path = tmp / f"ours-{n}.json", tmp / f"theirs-{n}.json"
         live, archive = SimpleChatStore(), SimpleChatStore()
-        WindowBudgetMemory.from_defaults(llm=MockLLM(max_tokens=50), context_window=window,
-                                         chat_store=live, archive_store=archive,
-                                         chat_history=history)
+        WindowBudgetMemory.from_defaults(
+            llm=MockLLM(max_tokens=50),
+            context_window=window,
+            chat_store=live,
+            archive_store=archive,
+            chat_history=history,
+        )
         save(live, ours_path)
         theirs_store = SimpleChatStore()
         theirs_store.set_messages("chat_history", history)
@@ -368,20 +419,26 @@ def bench_llama(sizes: list[int], runs: int) -> None:
 
         def ours(path: Path = ours_path, archive: SimpleChatStore = archive) -> None:
             memory = WindowBudgetMemory.from_defaults(
-                llm=MockLLM(max_tokens=50), context_window=window,
-                chat_store=load(path), archive_store=archive)
+                llm=MockLLM(max_tokens=50),
+                context_window=window,
+                chat_store=load(path),
+                archive_store=archive,
+            )
             memory.get()
 
         def theirs(path: Path = theirs_path) -> None:
             memory = ChatSummaryMemoryBuffer.from_defaults(
-                llm=MockLLM(max_tokens=50), token_limit=window, chat_store=load(path))
+                llm=MockLLM(max_tokens=50), token_limit=window, chat_store=load(path)
+            )
             memory.get()
 
         ours()
         theirs()
         a, b = median_ms(ours, runs), median_ms(theirs, runs)
-        print(f" {n:,} messages (live store: {len(live.get_messages('chat_history'))} "
-              f"messages; archive in its own store)")
+        print(
+            f" {n:,} messages (live store: {len(live.get_messages('chat_history'))} "
+            f"messages; archive in its own store)"
+        )
         row("ChatSummaryMemoryBuffer", b)
         row("WindowBudgetMemory, vs ChatSummaryMemoryBuffer", a, b)
 
@@ -411,19 +468,27 @@ def bench_linear(transcripts: Path | None) -> None:
         files += sorted(p for p in transcripts.iterdir() if p.is_file())
     for path in files:
         t = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "window_budget", "inspect", str(path),
-                               "--window", "2000000"], capture_output=True, text=True,
-                              check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "window_budget", "inspect", str(path), "--window", "2000000"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         took = time.perf_counter() - t
         status = "" if done.returncode == 0 else f"  (exit {done.returncode})"
         print(f"  inspect {path.name:<44} {took:9.2f} s{status}")
     calls = tuple(ToolCallBlock(f"c{i}", "lookup", {"q": i}) for i in range(20_000))
-    par = [UserMessage("go"), AssistantMessage(calls),
-           *(ToolResultMessage(f"c{i}", "lookup", f"r{i}") for i in range(20_000)),
-           UserMessage("next")]
+    par = [
+        UserMessage("go"),
+        AssistantMessage(calls),
+        *(ToolResultMessage(f"c{i}", "lookup", f"r{i}") for i in range(20_000)),
+        UserMessage("next"),
+    ]
     condenser = create_condenser(model=Model("m", 2_000_000))
-    row("gate one message with 20k parallel tool calls",
-        median_ms(lambda: create_condenser(model=Model("m", 2_000_000)).run_sync(par), 3))
+    row(
+        "gate one message with 20k parallel tool calls",
+        median_ms(lambda: create_condenser(model=Model("m", 2_000_000)).run_sync(par), 3),
+    )
     del condenser
 
 
@@ -431,8 +496,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs")
     parser.add_argument("--only", default="agent,condense,llama,lcel,linear")
-    parser.add_argument("--transcripts", type=Path,
-                        default=os.environ.get("WINDOW_BUDGET_TRANSCRIPTS") or None)
+    parser.add_argument(
+        "--transcripts", type=Path, default=os.environ.get("WINDOW_BUDGET_TRANSCRIPTS") or None
+    )
     args = parser.parse_args()
     runs = 5 if args.quick else 15
     only = set(args.only.split(","))

@@ -31,9 +31,14 @@ def synthetic(n: int) -> list:
     i = 0
     while len(msgs) < n:
         msgs.append(UserMessage(f"turn {i}: please refactor module_{i % 50}.py and rerun tests"))
-        msgs.append(AssistantMessage([TextBlock("Reading the module first."),
-                                      ToolCallBlock(f"c{i}", "read_file",
-                                                    {"path": f"src/module_{i % 50}.py"})]))
+        msgs.append(
+            AssistantMessage(
+                [
+                    TextBlock("Reading the module first."),
+                    ToolCallBlock(f"c{i}", "read_file", {"path": f"src/module_{i % 50}.py"}),
+                ]
+            )
+        )
         msgs.append(ToolResultMessage(f"c{i}", "read_file", "def f():\n    return 1\n" * 20))
         msgs.append(AssistantMessage(f"Done with module_{i % 50}.py; tests pass."))
         i += 1
@@ -52,8 +57,10 @@ def median_ms(fn: Callable[[], object], repeat: int) -> float:
 def main() -> None:
     policy = BudgetPolicy()
     print(f"python {sys.version.split()[0]}; medians in ms")
-    print(f"{'messages':>9} {'cold decide':>12} {'re-gate +1':>11} {'estimate':>9} "
-          f"{'slice':>8} {'tokens':>11}")
+    print(
+        f"{'messages':>9} {'cold decide':>12} {'re-gate +1':>11} {'estimate':>9} "
+        f"{'slice':>8} {'tokens':>11}"
+    )
     for n in (1_000, 10_000, 100_000):
         msgs = synthetic(n)
         total = estimate_tokens(msgs)
@@ -82,8 +89,10 @@ def main() -> None:
             warm.decide(grown)
             times.append((time.perf_counter() - t0) * 1000)
         regate = statistics.median(times)
-        print(f"{n:>9,} {median_ms(cold, repeat):>12.2f} {regate:>11.3f} "
-              f"{median_ms(est, repeat):>9.2f} {median_ms(slice_only, repeat):>8.2f} {total:>11,}")
+        print(
+            f"{n:>9,} {median_ms(cold, repeat):>12.2f} {regate:>11.3f} "
+            f"{median_ms(est, repeat):>9.2f} {median_ms(slice_only, repeat):>8.2f} {total:>11,}"
+        )
     ledger = TokenLedger()
     msgs = synthetic(100_000)
     ledger.total(msgs)

@@ -91,9 +91,28 @@ class Session:
 # ----------------------------------------------------------------- generated sessions
 
 
-_WORDS = ("config", "loader", "migrate", "parser", "token", "budget", "window", "cache",
-          "digest", "anchor", "summary", "request", "server", "queue", "worker", "retry",
-          "timeout", "schema", "column", "index")
+_WORDS = (
+    "config",
+    "loader",
+    "migrate",
+    "parser",
+    "token",
+    "budget",
+    "window",
+    "cache",
+    "digest",
+    "anchor",
+    "summary",
+    "request",
+    "server",
+    "queue",
+    "worker",
+    "retry",
+    "timeout",
+    "schema",
+    "column",
+    "index",
+)
 
 
 def _noise(r: random.Random) -> str:
@@ -101,21 +120,40 @@ def _noise(r: random.Random) -> str:
     if kind == 0:  # numbers
         return " ".join(str(r.randint(0, 999)) for _ in range(r.randint(50, 400)))
     if kind == 1:  # code
-        return "\n".join(f"    def {r.choice(_WORDS)}_{i}(self, x: int) -> int:\n"
-                         f"        return self.values[{i}] * {r.randint(2, 99)}"
-                         for i in range(r.randint(5, 60)))
+        return "\n".join(
+            f"    def {r.choice(_WORDS)}_{i}(self, x: int) -> int:\n"
+            f"        return self.values[{i}] * {r.randint(2, 99)}"
+            for i in range(r.randint(5, 60))
+        )
     if kind == 2:  # logs
-        return "\n".join(f"2026-11-{r.randint(10, 28)}T12:{r.randint(10, 59)}:01Z INFO "
-                         f"{r.choice(_WORDS)} id={r.getrandbits(32):08x} took "
-                         f"{r.randint(1, 999)}ms" for _ in range(r.randint(5, 80)))
+        return "\n".join(
+            f"2026-11-{r.randint(10, 28)}T12:{r.randint(10, 59)}:01Z INFO "
+            f"{r.choice(_WORDS)} id={r.getrandbits(32):08x} took "
+            f"{r.randint(1, 999)}ms"
+            for _ in range(r.randint(5, 80))
+        )
     if kind == 3:  # json
-        return json.dumps([{"id": r.randint(0, 10**6), "name": r.choice(_WORDS),
-                            "score": round(r.random(), 4), "tags": r.sample(_WORDS, 3)}
-                           for _ in range(r.randint(3, 60))], indent=r.choice([None, 2]))
+        return json.dumps(
+            [
+                {
+                    "id": r.randint(0, 10**6),
+                    "name": r.choice(_WORDS),
+                    "score": round(r.random(), 4),
+                    "tags": r.sample(_WORDS, 3),
+                }
+                for _ in range(r.randint(3, 60))
+            ],
+            indent=r.choice([None, 2]),
+        )
     if kind == 4:  # bullets and a table
-        return "\n".join(f"- {r.choice(_WORDS)} {r.randint(0, 99)}" for _ in range(40)) + \
-            "\n" + "\n".join(f"| {r.choice(_WORDS)} | {r.randint(0, 9999)} | {r.random():.3f} |"
-                             for _ in range(20))
+        return (
+            "\n".join(f"- {r.choice(_WORDS)} {r.randint(0, 99)}" for _ in range(40))
+            + "\n"
+            + "\n".join(
+                f"| {r.choice(_WORDS)} | {r.randint(0, 9999)} | {r.random():.3f} |"
+                for _ in range(20)
+            )
+        )
     return " ".join(r.choice(_WORDS) for _ in range(r.randint(30, 300))) + "."
 
 
@@ -148,31 +186,38 @@ def generated(n_sessions: int, seed: int, enc: TiktokenCounter) -> list[Session]
         for turn in range(r.randint(40, 120)):
             prompt = provider.overhead + sum(map(provider.count, live))
             if turn % 37 == 17:  # an aborted reply: zero usage, then the retry
-                aborted = AssistantMessage("", usage=Usage(0, 0), model=model,
-                                           stop_reason="aborted")
+                aborted = AssistantMessage(
+                    "", usage=Usage(0, 0), model=model, stop_reason="aborted"
+                )
                 live.append(aborted)
                 written.append(aborted)
                 prompt = provider.overhead + sum(map(provider.count, live))
-            call = ToolCallBlock(f"c{turn}", "bash", {"command": f"run step {turn}",
-                                                      "content": _noise(r)})
+            call = ToolCallBlock(
+                f"c{turn}", "bash", {"command": f"run step {turn}", "content": _noise(r)}
+            )
             reply = AssistantMessage((TextBlock(f"Step {turn}."), call), model=model)
             out = provider.count(reply)
-            reply = AssistantMessage(reply.content, usage=Usage(prompt, out), model=model,
-                                     stop_reason="toolUse")
+            reply = AssistantMessage(
+                reply.content, usage=Usage(prompt, out), model=model, stop_reason="toolUse"
+            )
             result = ToolResultMessage(f"c{turn}", "bash", _noise(r))
             live += [reply, result]
             written += [reply, result]
             if turn == 60:  # compaction: a summary, then the last 4 turns kept verbatim
                 sessions.append(Session(f"generated-{s}", written, model))
                 kept = live[-4:]
-                summary = CompactionSummaryMessage("Summary: " + _noise(r),
-                                                   sum(map(provider.count, live)),
-                                                   kept_count=len(kept))
+                summary = CompactionSummaryMessage(
+                    "Summary: " + _noise(r), sum(map(provider.count, live)), kept_count=len(kept)
+                )
                 live = [summary, *kept]
                 written = list(live)  # the file's live context, as readers will place it
-        sessions.append(Session(f"generated-{s}" + ("-compacted" if len(written) < len(live)
-                                                      or turn > 60 else ""),
-                                written, model))
+        sessions.append(
+            Session(
+                f"generated-{s}" + ("-compacted" if len(written) < len(live) or turn > 60 else ""),
+                written,
+                model,
+            )
+        )
     return sessions
 
 
@@ -186,8 +231,7 @@ class Results:
     """Ratios of the calls after a transcript's (or a compaction's) first: an anchor exists."""
     firing: dict[str, list[int]] = field(default_factory=lambda: {m: [] for m in METHODS})
     missed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METHODS, 0))
-    growth: dict[str, list[float]] = field(
-        default_factory=lambda: {m: [] for m in GROWTH_METHODS})
+    growth: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in GROWTH_METHODS})
     """Per pair of successive calls: the estimate of the messages between them over how
     much the reported prompt grew (no system prompt, no anchor: the text rule alone)."""
     calls: int = 0
@@ -205,12 +249,14 @@ def _calls(session: Session) -> list[int]:
     return out
 
 
-def measure(session: Session, enc: TiktokenCounter, prior: Calibration | None,
-            into: Results) -> None:
+def measure(
+    session: Session, enc: TiktokenCounter, prior: Calibration | None, into: Results
+) -> None:
     msgs = session.messages
     pinned = sum(estimate_message_tokens(CustomMessage("system", t)) for t in session.system)
-    pinned_exact = sum(estimate_message_tokens(CustomMessage("system", t), enc)
-                       for t in session.system)
+    pinned_exact = sum(
+        estimate_message_tokens(CustomMessage("system", t), enc) for t in session.system
+    )
     heur = [estimate_message_tokens(m) for m in msgs]
     exact = [estimate_message_tokens(m, enc) for m in msgs]
     model = Model(session.model or "transcript", context_window_for(session.model) or 200_000)
@@ -225,8 +271,11 @@ def measure(session: Session, enc: TiktokenCounter, prior: Calibration | None,
             cal = calibrate(msgs[:j], model=session.model, pinned_tokens=pinned) or prior
             cal_at = n
         est = sum(heur[:j]) + pinned
-        figures = {"heuristic": est, "tiktoken": sum(exact[:j]) + pinned_exact,
-                   "calibrated": cal.apply(est) if cal else est}
+        figures = {
+            "heuristic": est,
+            "tiktoken": sum(exact[:j]) + pinned_exact,
+            "calibrated": cal.apply(est) if cal else est,
+        }
         head = msgs[:j]
         context = ledger.context(head, model, pinned_tokens=pinned)
         anchor = ledger.anchor(head, model, pinned_tokens=pinned)
@@ -234,9 +283,10 @@ def measure(session: Session, enc: TiktokenCounter, prior: Calibration | None,
         if anchor is not None:
             a_usage = anchor_usage(msgs[anchor])
             assert a_usage is not None
-            after = sum(heur[anchor + 1:j])
+            after = sum(heur[anchor + 1 : j])
             figures["anchored+cal"] = a_usage.context_tokens + (
-                cal.apply(after, overhead=False) if cal else after)
+                cal.apply(after, overhead=False) if cal else after
+            )
         else:
             figures["anchored+cal"] = figures["calibrated"]
         per_call.append((real, figures))
@@ -259,8 +309,9 @@ def measure(session: Session, enc: TiktokenCounter, prior: Calibration | None,
     top = max(real for real, _ in per_call)
     for share in LIMIT_SHARES:
         limit = share * top
-        crossing = next(k for k, (real, _) in enumerate(per_call) if real > limit) \
-            if top > limit else None
+        crossing = (
+            next(k for k, (real, _) in enumerate(per_call) if real > limit) if top > limit else None
+        )
         if crossing is None:
             continue
         for method in METHODS:
@@ -282,8 +333,10 @@ def _worst(ratios: Sequence[float]) -> float:
 
 def report(title: str, results: Results) -> None:
     print(f"\n{title}: {results.calls:,} calls")
-    print(f"  {'method':<13} {'median':>7} {'p10':>6} {'p90':>6} {'worst':>6} {'w/o 1st':>7}  "
-          f"gate vs real crossing: median, early-most, late-most, within 2, late >1, never")
+    print(
+        f"  {'method':<13} {'median':>7} {'p10':>6} {'p90':>6} {'worst':>6} {'w/o 1st':>7}  "
+        f"gate vs real crossing: median, early-most, late-most, within 2, late >1, never"
+    )
     for method in METHODS:
         ratios = results.ratios[method]
         if not ratios:
@@ -293,16 +346,26 @@ def report(title: str, results: Results) -> None:
         fire = results.firing[method]
         within = sum(abs(d) <= 2 for d in fire)
         late = sum(d > 1 for d in fire)
-        fire_text = (f"{statistics.median(fire):+.0f}, {min(fire):+d}, {max(fire):+d}, "
-                     f"{within}/{len(fire) + results.missed[method]}, {late}, "
-                     f"{results.missed[method]}") if fire else "-"
-        print(f"  {method:<13} {statistics.median(ratios):7.3f} {_q(ratios, 0.1):6.3f} "
-              f"{_q(ratios, 0.9):6.3f} {worst:6.3f} {later:7.3f}  {fire_text}")
+        fire_text = (
+            (
+                f"{statistics.median(fire):+.0f}, {min(fire):+d}, {max(fire):+d}, "
+                f"{within}/{len(fire) + results.missed[method]}, {late}, "
+                f"{results.missed[method]}"
+            )
+            if fire
+            else "-"
+        )
+        print(
+            f"  {method:<13} {statistics.median(ratios):7.3f} {_q(ratios, 0.1):6.3f} "
+            f"{_q(ratios, 0.9):6.3f} {worst:6.3f} {later:7.3f}  {fire_text}"
+        )
     for method, ratios in results.growth.items():
         if ratios:
-            print(f"  growth between calls, {method}: median {statistics.median(ratios):.3f}, "
-                  f"p10 {_q(ratios, 0.1):.3f}, p90 {_q(ratios, 0.9):.3f} "
-                  f"({len(ratios)} calls that grew the prompt by {MIN_GROWTH}+ tokens)")
+            print(
+                f"  growth between calls, {method}: median {statistics.median(ratios):.3f}, "
+                f"p10 {_q(ratios, 0.1):.3f}, p90 {_q(ratios, 0.9):.3f} "
+                f"({len(ratios)} calls that grew the prompt by {MIN_GROWTH}+ tokens)"
+            )
 
 
 def _real_sessions(folder: Path, *, as_read: bool = False) -> list[Session]:
@@ -313,18 +376,21 @@ def _real_sessions(folder: Path, *, as_read: bool = False) -> list[Session]:
         except Exception as exc:  # a bench over other people's files skips what it cannot read
             print(f"skipped {path}: {exc}", file=sys.stderr)
             continue
-        parts = [list(t.messages)] if as_read else _live_segments(
-            t.messages, t.meta.get("compactions"))
+        parts = (
+            [list(t.messages)] if as_read else _live_segments(t.messages, t.meta.get("compactions"))
+        )
         for k, messages in enumerate(parts):
-            session = Session(f"{path.name}#{k}" if k else path.name, messages, t.model,
-                              list(t.system))
+            session = Session(
+                f"{path.name}#{k}" if k else path.name, messages, t.model, list(t.system)
+            )
             if _calls(session):
                 out.append(session)
     return out
 
 
-def _live_segments(messages: Sequence[AgentMessage], compactions: object
-                   ) -> list[list[AgentMessage]]:
+def _live_segments(
+    messages: Sequence[AgentMessage], compactions: object
+) -> list[list[AgentMessage]]:
     """The file cut at its compactions, each part as the model saw it.
 
     Read whole (``whole_file=True``), a file holds its compactions inline; the readers
@@ -333,11 +399,10 @@ def _live_segments(messages: Sequence[AgentMessage], compactions: object
     part is measured against what its calls really sent. Where the reader records no
     compactions as a list (Claude Code files), the file is one part.
     """
-    marks = [c for c in compactions if isinstance(c, dict)] if isinstance(
-        compactions, list) else []
+    marks = [c for c in compactions if isinstance(c, dict)] if isinstance(compactions, list) else []
     if not marks:
         return [list(messages)]
-    parts = [list(messages[:marks[0]["index"]])]
+    parts = [list(messages[: marks[0]["index"]])]
     for n, mark in enumerate(marks):
         at = mark["index"]
         first = mark.get("first_kept")
@@ -346,12 +411,16 @@ def _live_segments(messages: Sequence[AgentMessage], compactions: object
         summary = messages[at]
         if isinstance(summary, CompactionSummaryMessage):
             summary = dataclasses.replace(summary, kept_count=len(kept))
-        parts.append([summary, *kept, *messages[at + 1:end]])
+        parts.append([summary, *kept, *messages[at + 1 : end]])
     return parts
 
 
-def run(sessions: list[Session], enc: TiktokenCounter, title: str,
-        measure_one: Callable[..., None] = measure) -> None:
+def run(
+    sessions: list[Session],
+    enc: TiktokenCounter,
+    title: str,
+    measure_one: Callable[..., None] = measure,
+) -> None:
     results = Results()
     for i, session in enumerate(sessions):
         # A session's own first calls are calibrated from the others of its model: what a
@@ -375,19 +444,28 @@ def run(sessions: list[Session], enc: TiktokenCounter, title: str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--real", type=Path,
-                        default=os.environ.get("WINDOW_BUDGET_BENCH_TRANSCRIPTS"),
-                        help="folder of real transcripts that carry provider usage")
-    parser.add_argument("--as-read", action="store_true",
-                        help="measure each real file whole (read_transcript(whole_file=True)) "
-                             "instead of cut at its compactions")
+    parser.add_argument(
+        "--real",
+        type=Path,
+        default=os.environ.get("WINDOW_BUDGET_BENCH_TRANSCRIPTS"),
+        help="folder of real transcripts that carry provider usage",
+    )
+    parser.add_argument(
+        "--as-read",
+        action="store_true",
+        help="measure each real file whole (read_transcript(whole_file=True)) "
+        "instead of cut at its compactions",
+    )
     parser.add_argument("--generated", type=int, default=6, help="generated sessions")
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()
     enc = TiktokenCounter("cl100k_base")
     if args.real:
-        run(_real_sessions(Path(args.real), as_read=args.as_read), enc,
-            f"real transcripts in {args.real}" + (" (whole files)" if args.as_read else ""))
+        run(
+            _real_sessions(Path(args.real), as_read=args.as_read),
+            enc,
+            f"real transcripts in {args.real}" + (" (whole files)" if args.as_read else ""),
+        )
     if args.generated:
         run(generated(args.generated, args.seed, enc), enc, "generated sessions")
 

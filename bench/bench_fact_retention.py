@@ -63,8 +63,17 @@ from window_budget.pipeline.summarize import ledger_of
 from window_budget.testing import ScriptedCompleter
 
 ROOT = "/home/dev/work/acme-platform/services/ledgerly"
-KINDS = ("objective", "constraint", "ask", "file", "command", "error", "decision",
-         "identifier", "plan")
+KINDS = (
+    "objective",
+    "constraint",
+    "ask",
+    "file",
+    "command",
+    "error",
+    "decision",
+    "identifier",
+    "plan",
+)
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,10 @@ class Session:
 
     def tool(self, name: str, output: str, *, error: bool = False, **args: object) -> None:
         cid = self.cid()
-        self.msgs += [_call(cid, name, **args),
-                      ToolResultMessage(cid, name, output, is_error=error)]
+        self.msgs += [
+            _call(cid, name, **args),
+            ToolResultMessage(cid, name, output, is_error=error),
+        ]
 
     def noise(self, pad: int) -> None:
         """Uninformative steps: git status, ls, cat, musings, injected user turns."""
@@ -111,28 +122,52 @@ class Session:
             which = r.random()
             sub = r.choice(["billing", "accounts", "notify", "search", "export"])
             if which < 0.3:
-                self.tool("Bash", "On branch feature/ledger\nnothing to commit, working tree "
-                          "clean", command="git status")
+                self.tool(
+                    "Bash",
+                    "On branch feature/ledger\nnothing to commit, working tree clean",
+                    command="git status",
+                )
             elif which < 0.5:
-                self.tool("Bash", "\n".join(f"file_{i}.py" for i in range(30)),
-                          command=f"ls {ROOT}/src/{sub}")
+                self.tool(
+                    "Bash",
+                    "\n".join(f"file_{i}.py" for i in range(30)),
+                    command=f"ls {ROOT}/src/{sub}",
+                )
             elif which < 0.75:
-                self.tool("Read", f"# module {sub}\n" + "def helper(x):\n    return x\n" * pad,
-                          file_path=f"{ROOT}/src/ledgerly/{sub}/helpers.py")
+                self.tool(
+                    "Read",
+                    f"# module {sub}\n" + "def helper(x):\n    return x\n" * pad,
+                    file_path=f"{ROOT}/src/ledgerly/{sub}/helpers.py",
+                )
             elif which < 0.85:
                 self.tool("Bash", "x = 1\n" * pad, command=f"cat src/ledgerly/{sub}/models.py")
             else:
-                self.msgs.append(AssistantMessage(r.choice([
-                    "Let me look at how the helpers are wired before changing anything.",
-                    "Hmm, I wonder if the cache is involved here. Let me check.",
-                    "Now let me read the surrounding code to understand the flow.",
-                    "Okay, that looks fine. I'll check the next module."])))
+                self.msgs.append(
+                    AssistantMessage(
+                        r.choice(
+                            [
+                                "Let me look at how the helpers are wired before changing "
+                                "anything.",
+                                "Hmm, I wonder if the cache is involved here. Let me check.",
+                                "Now let me read the surrounding code to understand the flow.",
+                                "Okay, that looks fine. I'll check the next module.",
+                            ]
+                        )
+                    )
+                )
         if r.random() < 0.2:
-            self.msgs.append(UserMessage(r.choice([
-                "[Request interrupted by user for tool use]",
-                "<task-notification><task-id>t1</task-id><status>completed</status></task-notification>",
-                "<command-name>/cost</command-name>\n<command-message>cost</command-message>",
-                "<local-command-stdout>Total cost: $0.42</local-command-stdout>"])))
+            self.msgs.append(
+                UserMessage(
+                    r.choice(
+                        [
+                            "[Request interrupted by user for tool use]",
+                            "<task-notification><task-id>t1</task-id><status>completed</status></task-notification>",
+                            "<command-name>/cost</command-name>\n<command-message>cost</command-message>",
+                            "<local-command-stdout>Total cost: $0.42</local-command-stdout>",
+                        ]
+                    )
+                )
+            )
 
 
 def generation_material(seed: int, g: int, pad: int) -> tuple[list[AgentMessage], list[Planted]]:
@@ -140,49 +175,67 @@ def generation_material(seed: int, g: int, pad: int) -> tuple[list[AgentMessage]
     s = Session(seed, g)
     sub = ["billing", "accounts", "notify", "search", "export", "audit", "tax", "payouts"][g % 8]
     if g == 0:
-        s.msgs.append(UserMessage(
-            "Migrate the ledgerly billing service from the legacy invoice tables to the new "
-            "double-entry ledger API. Never push to the main branch directly. Only use Python "
-            "3.11 features, the workers run 3.11. Don't add new dependencies without asking me "
-            "first. Keep every monetary value in integer cents. Make sure the LEDGER_API_URL "
-            "comes from the environment. Never drop the legacy_invoices table."))
+        s.msgs.append(
+            UserMessage(
+                "Migrate the ledgerly billing service from the legacy invoice tables to the new "
+                "double-entry ledger API. Never push to the main branch directly. Only use Python "
+                "3.11 features, the workers run 3.11. Don't add new dependencies without asking me "
+                "first. Keep every monetary value in integer cents. Make sure the LEDGER_API_URL "
+                "comes from the environment. Never drop the legacy_invoices table."
+            )
+        )
         s.plant("objective", "double-entry ledger API")
-        for c in ("Never push to the main branch directly.",
-                  "Only use Python 3.11 features, the workers run 3.11.",
-                  "Don't add new dependencies without asking me first.",
-                  "Keep every monetary value in integer cents.",
-                  "Make sure the LEDGER_API_URL comes from the environment.",
-                  "Never drop the legacy_invoices table."):
+        for c in (
+            "Never push to the main branch directly.",
+            "Only use Python 3.11 features, the workers run 3.11.",
+            "Don't add new dependencies without asking me first.",
+            "Keep every monetary value in integer cents.",
+            "Make sure the LEDGER_API_URL comes from the environment.",
+            "Never drop the legacy_invoices table.",
+        ):
             s.plant("constraint", c)
         s.plant("identifier", "LEDGER_API_URL")
-    asks = [f"Also port the {sub} reconciliation job (ticket LED-{400 + g * 7}).",
-            f"Please add a regression test for the {sub} rounding bug.",
-            f"Can you make the {sub} exporter idempotent?"]
-    files = [f"{ROOT}/src/ledgerly/{sub}/ledger_client.py",
-             f"{ROOT}/src/ledgerly/{sub}/reconcile.py",
-             f"{ROOT}/src/ledgerly/{sub}/exporters/csv_exporter.py",
-             f"{ROOT}/tests/{sub}/test_reconcile_rounding.py",
-             f"{ROOT}/migrations/versions/{g:04d}_{sub}_ledger_entries.py",
-             f"{ROOT}/docs/runbooks/{sub}-cutover.md"]
-    commands = [f"pytest tests/{sub}/test_reconcile_rounding.py -q",
-                f"alembic upgrade {g:04d}_{sub}_ledger_entries",
-                f"python -m ledgerly.tools.backfill --service {sub} --since 2026-0{g % 9 + 1}-01",
-                f"docker compose run --rm {sub}-worker make check"]
-    errors = [(f"E   AssertionError: {sub} total 1999 != 2000 cents", True),
-              (f"sqlalchemy.exc.ProgrammingError: relation \"{sub}_ledger_entries\" does not exist",
-               True),
-              (f"ModuleNotFoundError: No module named 'ledgerly.{sub}.legacy_rates'", g % 2 == 0)]
-    decisions = [f"Renamed `calc_{sub}_tax` to `compute_{sub}_line_tax` so the ledger naming "
-                 "is consistent.",
-                 f"Switched to the table-rewrite migration for {sub} because the in-place ALTER "
-                 "locks the table for minutes.",
-                 f"Decided to keep the {sub} exporter streaming rather than batching, since memory "
-                 "spiked at 2 GB."]
-    idents = [f"LED-{400 + g * 7}", f"{sub.capitalize()}LedgerClient",
-              f"LEDGERLY_{sub.upper()}_BATCH_SIZE"]
-    plan = [f"wire the {sub} reconciliation job to compute_{sub}_line_tax",
-            f"backfill {sub} ledger entries on staging",
-            f"remove the {sub} legacy rate tables after sign-off"]
+    asks = [
+        f"Also port the {sub} reconciliation job (ticket LED-{400 + g * 7}).",
+        f"Please add a regression test for the {sub} rounding bug.",
+        f"Can you make the {sub} exporter idempotent?",
+    ]
+    files = [
+        f"{ROOT}/src/ledgerly/{sub}/ledger_client.py",
+        f"{ROOT}/src/ledgerly/{sub}/reconcile.py",
+        f"{ROOT}/src/ledgerly/{sub}/exporters/csv_exporter.py",
+        f"{ROOT}/tests/{sub}/test_reconcile_rounding.py",
+        f"{ROOT}/migrations/versions/{g:04d}_{sub}_ledger_entries.py",
+        f"{ROOT}/docs/runbooks/{sub}-cutover.md",
+    ]
+    commands = [
+        f"pytest tests/{sub}/test_reconcile_rounding.py -q",
+        f"alembic upgrade {g:04d}_{sub}_ledger_entries",
+        f"python -m ledgerly.tools.backfill --service {sub} --since 2026-0{g % 9 + 1}-01",
+        f"docker compose run --rm {sub}-worker make check",
+    ]
+    errors = [
+        (f"E   AssertionError: {sub} total 1999 != 2000 cents", True),
+        (f'sqlalchemy.exc.ProgrammingError: relation "{sub}_ledger_entries" does not exist', True),
+        (f"ModuleNotFoundError: No module named 'ledgerly.{sub}.legacy_rates'", g % 2 == 0),
+    ]
+    decisions = [
+        f"Renamed `calc_{sub}_tax` to `compute_{sub}_line_tax` so the ledger naming is consistent.",
+        f"Switched to the table-rewrite migration for {sub} because the in-place ALTER "
+        "locks the table for minutes.",
+        f"Decided to keep the {sub} exporter streaming rather than batching, since memory "
+        "spiked at 2 GB.",
+    ]
+    idents = [
+        f"LED-{400 + g * 7}",
+        f"{sub.capitalize()}LedgerClient",
+        f"LEDGERLY_{sub.upper()}_BATCH_SIZE",
+    ]
+    plan = [
+        f"wire the {sub} reconciliation job to compute_{sub}_line_tax",
+        f"backfill {sub} ledger entries on staging",
+        f"remove the {sub} legacy rate tables after sign-off",
+    ]
 
     s.noise(pad)
     s.msgs.append(UserMessage(asks[0]))
@@ -206,8 +259,12 @@ def generation_material(seed: int, g: int, pad: int) -> tuple[list[AgentMessage]
     for i, ((err, resolved), cmd) in enumerate(zip(errors, commands, strict=False)):
         s.noise(pad)
         noisy = "\n".join(f"  at frame_{k} (ledgerly/{sub}/mod.py:{k})" for k in range(25))
-        s.tool("Bash", f"collected 48 items\n{noisy}\n{err}\n1 failed, 47 passed", error=True,
-               command=cmd)
+        s.tool(
+            "Bash",
+            f"collected 48 items\n{noisy}\n{err}\n1 failed, 47 passed",
+            error=True,
+            command=cmd,
+        )
         s.plant("error", err.removeprefix("E   "))
         s.plant("command", cmd)
         if i == 0:
@@ -218,17 +275,23 @@ def generation_material(seed: int, g: int, pad: int) -> tuple[list[AgentMessage]
             s.tool("Bash", "48 passed in 3.2s", command=cmd)
     s.tool("Bash", "done", command=commands[3])
     s.plant("command", commands[3])
-    s.msgs.append(AssistantMessage(
-        f"{decisions[2]} The client class is {idents[1]} and the batch size comes from "
-        f"`{idents[2]}`."))
+    s.msgs.append(
+        AssistantMessage(
+            f"{decisions[2]} The client class is {idents[1]} and the batch size comes from "
+            f"`{idents[2]}`."
+        )
+    )
     s.plant("decision", "streaming rather than batching")
     s.plant("identifier", idents[1])
     s.plant("identifier", idents[2])
     s.msgs.append(UserMessage(asks[2]))
     s.plant("ask", f"{sub} exporter idempotent")
     s.noise(pad)
-    s.msgs.append(AssistantMessage(
-        "Here is the plan from here:\n" + "\n".join(f"{k + 1}. {p}" for k, p in enumerate(plan))))
+    s.msgs.append(
+        AssistantMessage(
+            "Here is the plan from here:\n" + "\n".join(f"{k + 1}. {p}" for k, p in enumerate(plan))
+        )
+    )
     for p in plan:
         s.plant("plan", p)
     return s.msgs, s.facts
@@ -280,8 +343,12 @@ def found(fact: Planted, text: str) -> bool:
         # (``ran, passing, `alembic upgrade …` (5 commands): 0000_billing, 0001_accounts``).
         words = fact.probe.split()
         splits = [(" ".join(words[:i]), " ".join(words[i:])) for i in range(1, len(words))]
-        return any(_norm(head + " …") in _norm(line) and _norm(rest) in _norm(line)
-                   for line in text.splitlines() for head, rest in splits if len(rest) >= 8)
+        return any(
+            _norm(head + " …") in _norm(line) and _norm(rest) in _norm(line)
+            for line in text.splitlines()
+            for head, rest in splits
+            if len(rest) >= 8
+        )
     if fact.kind != "file":
         return _norm(fact.probe) in hay
     rel = fact.probe.removeprefix(ROOT + "/")
@@ -291,8 +358,11 @@ def found(fact: Planted, text: str) -> bool:
     # (``src/billing/ (4 files): reconcile.py, exporters/csv.py``).
     parts = rel.split("/")
     splits = [("/".join(parts[:i]) + "/", "/".join(parts[i:])) for i in range(1, len(parts))]
-    return any(_norm(directory) in _norm(line) and _norm(rest) in _norm(line)
-               for line in text.splitlines() for directory, rest in splits)
+    return any(
+        _norm(directory) in _norm(line) and _norm(rest) in _norm(line)
+        for line in text.splitlines()
+        for directory, rest in splits
+    )
 
 
 def cut_paths(text: str) -> int:
@@ -333,28 +403,33 @@ def one_compaction(seeds: int, counter: Any) -> None:
             msgs, facts = session(seed, head, generations=2)
             head_tokens = estimate_tokens(msgs)
             msgs = msgs + tail(seed, 6000)
-            condenser = create_condenser(model=Model("m", 400_000), counter=counter,
-                                         policy=BudgetPolicy(keep_recent=5000))
+            condenser = create_condenser(
+                model=Model("m", 400_000), counter=counter, policy=BudgetPolicy(keep_recent=5000)
+            )
             start = time.perf_counter()
             result = condenser.run_sync(msgs, force=True)
             times.append(time.perf_counter() - start)
             assert result.summary is not None
             digest = result.summary.text
             rows.append(retention(facts, digest))
-            used.append(counter.count(digest) if counter
-                        else estimate_tokens([result.summary.message]))
+            used.append(
+                counter.count(digest) if counter else estimate_tokens([result.summary.message])
+            )
             cuts.append(cut_paths(digest))
         n_facts = len(facts)
         per_kind = "  ".join(f"{k} {pct(med([r.get(k, 0) for r in rows]))}" for k in KINDS)
-        print(f"   head {head_tokens // 1000}k tokens, {n_facts} facts: overall "
-              f"{pct(med([r['overall'] for r in rows]))}, min kind "
-              f"{pct(min(med([r.get(k, 0) for r in rows]) for k in KINDS))}; digest "
-              f"{med(used):.0f} tokens; paths cut {max(cuts)}; run {med(times) * 1000:.0f} ms")
+        print(
+            f"   head {head_tokens // 1000}k tokens, {n_facts} facts: overall "
+            f"{pct(med([r['overall'] for r in rows]))}, min kind "
+            f"{pct(min(med([r.get(k, 0) for r in rows]) for k in KINDS))}; digest "
+            f"{med(used):.0f} tokens; paths cut {max(cuts)}; run {med(times) * 1000:.0f} ms"
+        )
         print(f"      {per_kind}")
 
 
-def successive(seeds: int, counter: Any, generations: int,
-               digest_tokens: int = 2000) -> dict[str, float]:
+def successive(
+    seeds: int, counter: Any, generations: int, digest_tokens: int = 2000
+) -> dict[str, float]:
     """Compact after every generation; check all facts planted so far."""
     first_rows, all_rows, kinds0, current_rows, ledger_rows = [], [], [], [], []
     for seed in range(seeds):
@@ -364,9 +439,11 @@ def successive(seeds: int, counter: Any, generations: int,
             m, f = generation_material(seed, g, 30)
             history = history + m + tail(seed * 7 + g, 1500)
             facts += f
-            condenser = create_condenser(model=Model("m", 400_000), counter=counter,
-                                         policy=BudgetPolicy(keep_recent=1500,
-                                                             digest_max_tokens=digest_tokens))
+            condenser = create_condenser(
+                model=Model("m", 400_000),
+                counter=counter,
+                policy=BudgetPolicy(keep_recent=1500, digest_max_tokens=digest_tokens),
+            )
             history = list(condenser.run_sync(history, force=True).messages)
         text = text_of(history)
         first = [f for f in facts if f.generation == 0]
@@ -382,10 +459,14 @@ def successive(seeds: int, counter: Any, generations: int,
         ledger_rows.append(retention(facts, ledger_text)["overall"])
     core = {k: med([r.get(k, 0) for r in kinds0]) for k in ("objective", "constraint", "file")}
     errors_open = []
-    return {"first": med(first_rows), "all": med(all_rows), "current": med(current_rows),
-            "ledger": med(ledger_rows),
-            **core,
-            "open_errors": med(errors_open) if errors_open else float("nan")}
+    return {
+        "first": med(first_rows),
+        "all": med(all_rows),
+        "current": med(current_rows),
+        "ledger": med(ledger_rows),
+        **core,
+        "open_errors": med(errors_open) if errors_open else float("nan"),
+    }
 
 
 def open_error_survival(seeds: int, counter: Any, generations: int) -> float:
@@ -398,17 +479,21 @@ def open_error_survival(seeds: int, counter: Any, generations: int) -> float:
             history = history + m + tail(seed * 7 + g, 1500)
             if g % 2 == 1:  # the third error of odd generations stays open
                 opened += [x for x in f if x.kind == "error" and "No module named" in x.probe]
-            condenser = create_condenser(model=Model("m", 400_000), counter=counter,
-                                         policy=BudgetPolicy(keep_recent=1500))
+            condenser = create_condenser(
+                model=Model("m", 400_000), counter=counter, policy=BudgetPolicy(keep_recent=1500)
+            )
             history = list(condenser.run_sync(history, force=True).messages)
         text = text_of(history)
         rows.append(sum(found(f, text) for f in opened) / max(1, len(opened)))
     return med(rows)
 
 
-def forgetful_model(facts_of: Callable[[], list[Planted]], rng: random.Random,
-                    ) -> Callable[[Any], str]:
+def forgetful_model(
+    facts_of: Callable[[], list[Planted]],
+    rng: random.Random,
+) -> Callable[[Any], str]:
     """A scripted model: keeps the carried digest's lines at 2/3, and half of the new facts."""
+
     def reply(context: Any) -> str:
         prompt = context.messages[-1].content
         carried = ""
@@ -419,6 +504,7 @@ def forgetful_model(facts_of: Callable[[], list[Planted]], rng: random.Random,
         new = [f for f in facts_of() if f.probe.lower() in scroll.lower() and rng.random() < 0.5]
         body = "\n".join(kept) if kept else "# Objective\ncontinue the migration"
         return body + "\n# Carryover\n" + "\n".join(f"- {f.probe}" for f in new)
+
     return reply
 
 
@@ -437,10 +523,13 @@ def audit(seeds: int, counter: Any) -> None:
             rng = random.Random(seed)
             facts: list[Planted] = []
             fake = ScriptedCompleter([forgetful_model(facts.copy, rng)] * 50)
-            condenser = create_condenser(model=Model("m", 400_000), counter=counter,
-                                         complete_sync=fake.sync,
-                                         summarizer_model=Model("s", 400_000),
-                                         policy=BudgetPolicy(keep_recent=1500))
+            condenser = create_condenser(
+                model=Model("m", 400_000),
+                counter=counter,
+                complete_sync=fake.sync,
+                summarizer_model=Model("s", 400_000),
+                policy=BudgetPolicy(keep_recent=1500),
+            )
             history: list = []
             for g in range(generations):
                 m, f = generation_material(seed, g, 30)
@@ -462,12 +551,14 @@ def audit(seeds: int, counter: Any) -> None:
             floor = [f for f in key if f.kind != "error" or _stays_open(f)]
             floor_rows.append(retention(floor, text)["overall"])
             tokens.append(count_text(text, counter))
-        print(f"   after {generations} compaction(s): key facts found in the model's text "
-              f"{pct(med(found_rows))}, pinned {med(appended):.0f}; all facts in the model's "
-              f"text {pct(med(model_rows))} -> with pins {pct(med(final_rows))}; objective, "
-              f"constraints, edited files and open errors with pins {pct(med(floor_rows))} "
-              f"(errors resolved since included: {pct(med(pinned_rows))}); digest "
-              f"{med(tokens):.0f} tokens")
+        print(
+            f"   after {generations} compaction(s): key facts found in the model's text "
+            f"{pct(med(found_rows))}, pinned {med(appended):.0f}; all facts in the model's "
+            f"text {pct(med(model_rows))} -> with pins {pct(med(final_rows))}; objective, "
+            f"constraints, edited files and open errors with pins {pct(med(floor_rows))} "
+            f"(errors resolved since included: {pct(med(pinned_rows))}); digest "
+            f"{med(tokens):.0f} tokens"
+        )
 
 
 def chat_material(seed: int, g: int, pad: int) -> tuple[list[AgentMessage], list[Planted]]:
@@ -484,28 +575,51 @@ def chat_material(seed: int, g: int, pad: int) -> tuple[list[AgentMessage], list
         elif isinstance(m, AssistantMessage) and isinstance(m.content, str):
             chat.append(m)
             chat.append(UserMessage("Go on, explain how that affects the rollout."))
-            chat.append(AssistantMessage(" ".join(
-                f"Step {k}: the {rng.choice(['ledger', 'exporter', 'worker', 'report'])} "
-                f"{rng.choice(['reads', 'writes', 'batches', 'checks'])} the entries in order."
-                for k in range(pad))))
+            chat.append(
+                AssistantMessage(
+                    " ".join(
+                        f"Step {k}: the {rng.choice(['ledger', 'exporter', 'worker', 'report'])} "
+                        f"{rng.choice(['reads', 'writes', 'batches', 'checks'])} "
+                        "the entries in order."
+                        for k in range(pad)
+                    )
+                )
+            )
     text = "\n".join(message_text(m) for m in chat)
     return chat, [f for f in facts if found(f, text)]
 
 
 def masking(seeds: int, counter: Any) -> None:
-    print("\n4. Masking: summary calls over growing sessions (128k window, 8 generations, a "
-          "model bound)")
+    print(
+        "\n4. Masking: summary calls over growing sessions (128k window, 8 generations, a "
+        "model bound)"
+    )
     candidate = {"mask_keep_outputs": 3, "mask_min_chars": 2000}
-    shapes: list[tuple[str, Callable[[int, int], tuple[list, list[Planted]]],
-                       list[tuple[str, dict[str, Any]]]]] = [
-        ("agent, large tool outputs", lambda seed, g: generation_material(seed, g, 400),
-         [("off", {"mask_keep_outputs": None}), ("K=3, >2,000 chars", candidate),
-          ("K=10, >2,000 chars", {"mask_keep_outputs": 10, "mask_min_chars": 2000}),
-          ("K=3, >8,000 chars", {"mask_keep_outputs": 3, "mask_min_chars": 8000})]),
-        ("agent, small tool outputs", lambda seed, g: generation_material(seed, g, 12),
-         [("off", {"mask_keep_outputs": None}), ("K=3, >2,000 chars", candidate)]),
-        ("chat only, no tools", lambda seed, g: chat_material(seed, g, 700),
-         [("off", {"mask_keep_outputs": None}), ("K=3, >2,000 chars", candidate)]),
+    shapes: list[
+        tuple[
+            str, Callable[[int, int], tuple[list, list[Planted]]], list[tuple[str, dict[str, Any]]]
+        ]
+    ] = [
+        (
+            "agent, large tool outputs",
+            lambda seed, g: generation_material(seed, g, 400),
+            [
+                ("off", {"mask_keep_outputs": None}),
+                ("K=3, >2,000 chars", candidate),
+                ("K=10, >2,000 chars", {"mask_keep_outputs": 10, "mask_min_chars": 2000}),
+                ("K=3, >8,000 chars", {"mask_keep_outputs": 3, "mask_min_chars": 8000}),
+            ],
+        ),
+        (
+            "agent, small tool outputs",
+            lambda seed, g: generation_material(seed, g, 12),
+            [("off", {"mask_keep_outputs": None}), ("K=3, >2,000 chars", candidate)],
+        ),
+        (
+            "chat only, no tools",
+            lambda seed, g: chat_material(seed, g, 700),
+            [("off", {"mask_keep_outputs": None}), ("K=3, >2,000 chars", candidate)],
+        ),
     ]
     for shape, material, configs in shapes:
         print(f"   {shape}:")
@@ -515,9 +629,12 @@ def masking(seeds: int, counter: Any) -> None:
                 rng = random.Random(seed)
                 facts: list[Planted] = []
                 fake = ScriptedCompleter([forgetful_model(facts.copy, rng)] * 400)
-                condenser = create_condenser(model=Model("m", 128_000), counter=counter,
-                                             complete_sync=fake.sync,
-                                             policy=BudgetPolicy(**extra))
+                condenser = create_condenser(
+                    model=Model("m", 128_000),
+                    counter=counter,
+                    complete_sync=fake.sync,
+                    policy=BudgetPolicy(**extra),
+                )
                 history: list = []
                 n_masked = 0
                 for g in range(8 if shape != "agent, small tool outputs" else 24):
@@ -532,9 +649,11 @@ def masking(seeds: int, counter: Any) -> None:
                 masked.append(n_masked)
                 ret.append(retention(facts, text_of(history))["overall"])
                 ends.append(estimate_tokens(history, counter))
-            print(f"     masking {label:<20} summary calls {med(calls):4.0f}, masking passes "
-                  f"{med(masked):4.0f}, facts held at the end {pct(med(ret))}, transcript "
-                  f"{med(ends) / 1000:.0f}k tokens")
+            print(
+                f"     masking {label:<20} summary calls {med(calls):4.0f}, masking passes "
+                f"{med(masked):4.0f}, facts held at the end {pct(med(ret))}, transcript "
+                f"{med(ends) / 1000:.0f}k tokens"
+            )
 
 
 def peer_langchain(seeds: int) -> None:
@@ -550,8 +669,9 @@ def peer_langchain(seeds: int) -> None:
         rng = random.Random(seed)
         facts: list[Planted] = []
         model = _peer_model(facts, rng)
-        middleware = SummarizationMiddleware(model=model, trigger=("tokens", 60_000),
-                                             keep=("tokens", 6_000))
+        middleware = SummarizationMiddleware(
+            model=model, trigger=("tokens", 60_000), keep=("tokens", 6_000)
+        )
         history: list = []
         for g in range(5):
             m, f = generation_material(seed, g, 150)
@@ -563,13 +683,16 @@ def peer_langchain(seeds: int) -> None:
         text = "\n".join(str(x.content) for x in history)
         first = [f for f in facts if f.generation == 0]
         ours = _ours_with_half_model(seed)
-        rows.append((retention(first, text)["overall"], retention(facts, text)["overall"],
-                     ours[0], ours[1]))
-    print(f"   after 5 generations, the same model keeping half of what it reads: "
-          f"SummarizationMiddleware first-generation facts {pct(med([r[0] for r in rows]))}, "
-          f"all {pct(med([r[1] for r in rows]))}; window-budget (same trigger and keep) "
-          f"first-generation {pct(med([r[2] for r in rows]))}, "
-          f"all {pct(med([r[3] for r in rows]))}")
+        rows.append(
+            (retention(first, text)["overall"], retention(facts, text)["overall"], ours[0], ours[1])
+        )
+    print(
+        f"   after 5 generations, the same model keeping half of what it reads: "
+        f"SummarizationMiddleware first-generation facts {pct(med([r[0] for r in rows]))}, "
+        f"all {pct(med([r[1] for r in rows]))}; window-budget (same trigger and keep) "
+        f"first-generation {pct(med([r[2] for r in rows]))}, "
+        f"all {pct(med([r[3] for r in rows]))}"
+    )
 
 
 def _half_summary(facts: list[Planted], rng: random.Random) -> Callable[[Any], str]:
@@ -577,6 +700,7 @@ def _half_summary(facts: list[Planted], rng: random.Random) -> Callable[[Any], s
         prompt = context.messages[-1].content.lower()
         kept = [f for f in facts if f.probe.lower() in prompt and rng.random() < 0.5]
         return "Summary:\n" + "\n".join(f"- {f.probe}" for f in kept)
+
     return reply
 
 
@@ -585,9 +709,12 @@ def _ours_with_half_model(seed: int) -> tuple[float, float]:
     facts: list[Planted] = []
     fake = ScriptedCompleter([_half_summary(facts, rng)] * 50)
     # limit = (window - reserve) * 0.75 = 60k, like the middleware's trigger; keep 6k.
-    condenser = create_condenser(model=Model("m", 82_048), complete_sync=fake.sync,
-                                 summarizer_model=Model("s", 400_000),
-                                 policy=BudgetPolicy(keep_recent=6000))
+    condenser = create_condenser(
+        model=Model("m", 82_048),
+        complete_sync=fake.sync,
+        summarizer_model=Model("s", 400_000),
+        policy=BudgetPolicy(keep_recent=6000),
+    )
     history: list = []
     for g in range(5):
         m, f = generation_material(seed, g, 150)
@@ -605,8 +732,9 @@ def _peer_model(facts: list[Planted], rng: random.Random) -> Any:
     from langchain_core.outputs import ChatGeneration, ChatResult
 
     class Forgetful(GenericFakeChatModel):
-        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                      **kwargs: Any) -> Any:
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> Any:
             prompt = "\n".join(str(m.content) for m in messages).lower()
             kept = [f for f in facts if f.probe.lower() in prompt and rng.random() < 0.5]
             text = "Summary:\n" + "\n".join(f"- {f.probe}" for f in kept)
@@ -621,15 +749,29 @@ def _to_langchain(msgs: Sequence[Any], human: Any, ai: Any, tool: Any) -> list:
         if isinstance(m, UserMessage):
             out.append(human(message_text(m)))
         elif isinstance(m, AssistantMessage):
-            calls = [{"id": b.id, "name": b.name, "args": dict(b.arguments)}
-                     for b in m.content if isinstance(b, ToolCallBlock)] \
-                if not isinstance(m.content, str) else []
-            text = m.content if isinstance(m.content, str) else "\n".join(
-                b.text for b in m.content if isinstance(b, TextBlock))
+            calls = (
+                [
+                    {"id": b.id, "name": b.name, "args": dict(b.arguments)}
+                    for b in m.content
+                    if isinstance(b, ToolCallBlock)
+                ]
+                if not isinstance(m.content, str)
+                else []
+            )
+            text = (
+                m.content
+                if isinstance(m.content, str)
+                else "\n".join(b.text for b in m.content if isinstance(b, TextBlock))
+            )
             out.append(ai(text, tool_calls=calls))
         elif isinstance(m, ToolResultMessage):
-            out.append(tool(message_text(m), tool_call_id=m.tool_call_id,
-                            status="error" if m.is_error else "success"))
+            out.append(
+                tool(
+                    message_text(m),
+                    tool_call_id=m.tool_call_id,
+                    status="error" if m.is_error else "success",
+                )
+            )
     return out
 
 
@@ -673,14 +815,18 @@ def _markdown_session(text: str) -> list:
                 continue
             n += 1
             name, described, target = tool.groups()
-            key = {"Read": "file_path", "Edit": "file_path", "Write": "file_path",
-                   "Grep": "pattern", "Glob": "pattern"}.get(name, "description")
+            key = {
+                "Read": "file_path",
+                "Edit": "file_path",
+                "Write": "file_path",
+                "Grep": "pattern",
+                "Glob": "pattern",
+            }.get(name, "description")
             calls.append(ToolCallBlock(f"md{n}", name, {key: target or described or ""}))
         blocks = [TextBlock("\n".join(prose).strip())] if "".join(prose).strip() else []
         if blocks or calls:
             out.append(AssistantMessage((*blocks, *calls)))
-            out += [ToolResultMessage(c.id, c.name, "(output not in the export)")
-                    for c in calls]
+            out += [ToolResultMessage(c.id, c.name, "(output not in the export)") for c in calls]
     return out
 
 
@@ -699,12 +845,16 @@ def real_sessions(folder: Path, counter: Any) -> None:
             except Exception as exc:  # a bench reports and moves on
                 print(f"   {path.name}: unreadable ({exc})")
                 continue
-        marks = [i for i, m in enumerate(msgs)
-                 if isinstance(m, CompactionSummaryMessage | DigestMessage)]
+        marks = [
+            i for i, m in enumerate(msgs) if isinstance(m, CompactionSummaryMessage | DigestMessage)
+        ]
         start = 0
         for k in marks:
-            summary = message_text(msgs[k]) if not isinstance(msgs[k], DigestMessage) \
+            summary = (
+                message_text(msgs[k])
+                if not isinstance(msgs[k], DigestMessage)
                 else digest_body(msgs[k]) or ""
+            )
             folded = msgs[start:k]  # from the previous summary (the model saw it) on
             start = k
             if len(folded) < 10:
@@ -719,9 +869,11 @@ def real_sessions(folder: Path, counter: Any) -> None:
             if len(items) < 5:
                 continue
             budget = max(256, count_text(summary, counter))
-            condenser = create_condenser(model=Model("m", 1_000_000), counter=counter,
-                                         policy=BudgetPolicy(keep_recent=2000,
-                                                             digest_max_tokens=budget))
+            condenser = create_condenser(
+                model=Model("m", 1_000_000),
+                counter=counter,
+                policy=BudgetPolicy(keep_recent=2000, digest_max_tokens=budget),
+            )
             result = condenser.run_sync(folded, force=True)
             if result.summary is None:
                 continue
@@ -731,13 +883,17 @@ def real_sessions(folder: Path, counter: Any) -> None:
             digest_shares.append(sum(v in digest for v in items) / len(items))
             used = count_text(digest, counter)
             ratio.append(used / budget)
-            print(f"   {path.name} @ {k}: {len(items)} items the agent's summary kept; "
-                  f"ours hold {pct(shares[-1])} (digest alone {pct(digest_shares[-1])}), "
-                  f"digest {used} tokens vs summary {budget}")
+            print(
+                f"   {path.name} @ {k}: {len(items)} items the agent's summary kept; "
+                f"ours hold {pct(shares[-1])} (digest alone {pct(digest_shares[-1])}), "
+                f"digest {used} tokens vs summary {budget}"
+            )
     if shares:
-        print(f"   median over {len(shares)} compactions: digest + tail {pct(med(shares))}, "
-              f"digest alone {pct(med(digest_shares))}, tokens vs the summary "
-              f"{med(ratio):.2f}x")
+        print(
+            f"   median over {len(shares)} compactions: digest + tail {pct(med(shares))}, "
+            f"digest alone {pct(med(digest_shares))}, tokens vs the summary "
+            f"{med(ratio):.2f}x"
+        )
     else:
         print("   no compaction with an agent-written summary found")
 
@@ -746,8 +902,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--counter", default="heuristic")
-    parser.add_argument("--real", type=Path, default=None,
-                        help="a folder of Claude Code *.jsonl sessions with compactions")
+    parser.add_argument(
+        "--real",
+        type=Path,
+        default=None,
+        help="a folder of Claude Code *.jsonl sessions with compactions",
+    )
     parser.add_argument("--skip", default="", help="comma-separated scenario numbers to skip")
     args = parser.parse_args()
     counter = None if args.counter == "heuristic" else resolve_counter(args.counter)
@@ -760,12 +920,14 @@ def main() -> None:
             opened = open_error_survival(args.seeds, counter, generations)
             for tokens in (2000, 4000):
                 r = successive(args.seeds, counter, generations, tokens)
-                print(f"   after {generations}, digest {tokens:,} tokens: first-generation facts "
-                      f"{pct(r['first'])}, all facts {pct(r['all'])} (without superseded plan "
-                      f"steps {pct(r['current'])}); objective {pct(r['objective'])}, "
-                      f"constraints {pct(r['constraint'])}, first-generation files "
-                      f"{pct(r['file'])}, open errors {pct(opened)}; in the carried ledger "
-                      f"{pct(r['ledger'])}")
+                print(
+                    f"   after {generations}, digest {tokens:,} tokens: first-generation facts "
+                    f"{pct(r['first'])}, all facts {pct(r['all'])} (without superseded plan "
+                    f"steps {pct(r['current'])}); objective {pct(r['objective'])}, "
+                    f"constraints {pct(r['constraint'])}, first-generation files "
+                    f"{pct(r['file'])}, open errors {pct(opened)}; in the carried ledger "
+                    f"{pct(r['ledger'])}"
+                )
     if "3" not in skip:
         audit(args.seeds, counter)
     if "4" not in skip:

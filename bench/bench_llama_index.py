@@ -39,11 +39,21 @@ def history(n: int) -> list[Any]:
 
     out = []
     for i in range(n // 2):
-        out.append(ChatMessage(role="user", content=f"turn {i}: how does module_{i % 97} "
-                               f"handle retries when the upstream {i % 13} times out? " * 2))
-        out.append(ChatMessage(role="assistant", content=f"module_{i % 97} retries "
-                               f"{i % 5 + 1} times with backoff, then raises TimeoutError "
-                               f"#{i}; see docs/retries.md for the table. " * 2))
+        out.append(
+            ChatMessage(
+                role="user",
+                content=f"turn {i}: how does module_{i % 97} "
+                f"handle retries when the upstream {i % 13} times out? " * 2,
+            )
+        )
+        out.append(
+            ChatMessage(
+                role="assistant",
+                content=f"module_{i % 97} retries "
+                f"{i % 5 + 1} times with backoff, then raises TimeoutError "
+                f"#{i}; see docs/retries.md for the table. " * 2,
+            )
+        )
     return out
 
 
@@ -59,15 +69,21 @@ def build(name: str) -> Any:
     if name == "WindowBudgetMemory":
         from llama_index.memory.window_budget import WindowBudgetMemory
 
-        policy = BudgetPolicy(trigger_ratio=1.0, reserve_tokens=0,
-                              keep_recent=int(LIMIT * 0.35), digest_max_tokens=int(LIMIT * 0.2))
-        return WindowBudgetMemory.from_defaults(llm=llm, context_window=LIMIT, policy=policy,
-                                                counter="tiktoken")
+        policy = BudgetPolicy(
+            trigger_ratio=1.0,
+            reserve_tokens=0,
+            keep_recent=int(LIMIT * 0.35),
+            digest_max_tokens=int(LIMIT * 0.2),
+        )
+        return WindowBudgetMemory.from_defaults(
+            llm=llm, context_window=LIMIT, policy=policy, counter="tiktoken"
+        )
     if name == "ChatMemoryBuffer":
         return ChatMemoryBuffer.from_defaults(token_limit=LIMIT, tokenizer_fn=tokenizer)
     if name == "ChatSummaryMemoryBuffer":
-        return ChatSummaryMemoryBuffer.from_defaults(llm=llm, token_limit=LIMIT,
-                                                     tokenizer_fn=tokenizer)
+        return ChatSummaryMemoryBuffer.from_defaults(
+            llm=llm, token_limit=LIMIT, tokenizer_fn=tokenizer
+        )
     return Memory.from_defaults(token_limit=LIMIT, tokenizer_fn=tokenizer)
 
 
@@ -103,8 +119,14 @@ def run_case(name: str, n: int, out: Any) -> None:
         view = memory.get()
         times.append(time.perf_counter() - t0)
         biggest = max(biggest, content_tokens(view))
-    out.send({"cold_ms": cold * 1000, "max_tokens": biggest,
-              "turn_ms": statistics.median(times) * 1000, "turns": turns})
+    out.send(
+        {
+            "cold_ms": cold * 1000,
+            "max_tokens": biggest,
+            "turn_ms": statistics.median(times) * 1000,
+            "turns": turns,
+        }
+    )
 
 
 def measure(name: str, n: int, cap: float) -> dict[str, Any]:
@@ -134,21 +156,28 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per case")
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000])
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}; limit {LIMIT} tokens; tiktoken cl100k_base; "
-          "medians in ms")
-    print(f"{'memory':<24} {'msgs':>6} {'cold get':>10} {'per turn':>10} "
-          f"{'max tokens':>11} {'<= limit':>9}")
+    print(
+        f"python {sys.version.split()[0]}; limit {LIMIT} tokens; tiktoken cl100k_base; "
+        "medians in ms"
+    )
+    print(
+        f"{'memory':<24} {'msgs':>6} {'cold get':>10} {'per turn':>10} "
+        f"{'max tokens':>11} {'<= limit':>9}"
+    )
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for n in args.sizes:
         for name in PEERS:
             r = measure(name, n, args.cap)
             rows[(name, n)] = r
-            within = "?" if r["max_tokens"] is None else (
-                "yes" if r["max_tokens"] <= LIMIT else "NO")
-            print(f"{name:<24} {n:>6} {fmt_ms(r['cold_ms'], args.cap):>10} "
-                  f"{fmt_ms(r['turn_ms'], args.cap):>10} "
-                  f"{r['max_tokens'] if r['max_tokens'] is not None else '?':>11} {within:>9}",
-                  flush=True)
+            within = (
+                "?" if r["max_tokens"] is None else ("yes" if r["max_tokens"] <= LIMIT else "NO")
+            )
+            print(
+                f"{name:<24} {n:>6} {fmt_ms(r['cold_ms'], args.cap):>10} "
+                f"{fmt_ms(r['turn_ms'], args.cap):>10} "
+                f"{r['max_tokens'] if r['max_tokens'] is not None else '?':>11} {within:>9}",
+                flush=True,
+            )
     print("\nratios (peer / WindowBudgetMemory; '>' when the peer hit the cap):")
     for n in args.sizes:
         ours = rows[("WindowBudgetMemory", n)]

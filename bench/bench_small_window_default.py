@@ -45,8 +45,12 @@ class CountingFake(GenericFakeChatModel):
         return super()._generate(*args, **kwargs)
 
 
-def replay(policy: BudgetPolicy, window: int, turns: int, seed: int,
-           ) -> tuple[float, float, float, float]:
+def replay(
+    policy: BudgetPolicy,
+    window: int,
+    turns: int,
+    seed: int,
+) -> tuple[float, float, float, float]:
     rng = random.Random(seed)
     model = CountingFake(messages=itertools.cycle([AIMessage(DIGEST)]))
     engine = LangChainCondenser(model, context_window=window, policy=policy)
@@ -64,8 +68,12 @@ def replay(policy: BudgetPolicy, window: int, turns: int, seed: int,
         if compacted:
             used.append(engine.count_messages(thread) / window)
         thread.append(AIMessage(f"noted {i}: " + "y" * rng.randint(50, 500)))
-    return (compactions * 100 / turns, model.calls * 100 / turns, statistics.median(used),
-            min(used))
+    return (
+        compactions * 100 / turns,
+        model.calls * 100 / turns,
+        statistics.median(used),
+        min(used),
+    )
 
 
 def main() -> None:
@@ -80,13 +88,17 @@ def main() -> None:
         runs = [replay(policy, args.window, args.turns, seed) for seed in range(args.seeds)]
         rows[name] = [statistics.median(r[k] for r in runs) for k in range(4)]
     print(f"window {args.window:,}, {args.turns} turns, median of {args.seeds} seeds")
-    print(f"{'policy':8} {'compactions/100':>16} {'summary calls/100':>18} "
-          f"{'window used (median)':>21} {'(min)':>7}")
+    print(
+        f"{'policy':8} {'compactions/100':>16} {'summary calls/100':>18} "
+        f"{'window used (median)':>21} {'(min)':>7}"
+    )
     for name, (comp, calls, med, low) in rows.items():
         print(f"{name:8} {comp:16.1f} {calls:18.1f} {med:21.0%} {low:7.0%}")
     fixed, scaled = rows["fixed"], rows["scaled"]
-    print(f"ratio scaled/fixed: compactions {scaled[0] / fixed[0]:.2f}, summary calls "
-          f"{scaled[1] / fixed[1]:.2f}, window used {scaled[2] / fixed[2]:.2f}")
+    print(
+        f"ratio scaled/fixed: compactions {scaled[0] / fixed[0]:.2f}, summary calls "
+        f"{scaled[1] / fixed[1]:.2f}, window used {scaled[2] / fixed[2]:.2f}"
+    )
 
 
 if __name__ == "__main__":

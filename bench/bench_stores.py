@@ -61,19 +61,24 @@ def llama_history(n: int) -> list[Any]:
     from llama_index.core.base.llms.types import ChatMessage
 
     # Distinct facts in every message: no two messages share a cache entry.
-    return [ChatMessage(role="user" if i % 2 == 0 else "assistant",
-                        content=f"message {i}: src/pkg/module_{i % 97}/file_{i}.py line {i * 7}; "
-                                f"ticket OPS-{1000 + i}. " + "noise " * 25)
-            for i in range(n)]
+    return [
+        ChatMessage(
+            role="user" if i % 2 == 0 else "assistant",
+            content=f"message {i}: src/pkg/module_{i % 97}/file_{i}.py line {i * 7}; "
+            f"ticket OPS-{1000 + i}. " + "noise " * 25,
+        )
+        for i in range(n)
+    ]
 
 
 @contextlib.contextmanager
 def servers() -> Iterator[dict[str, str]]:
     with contextlib.ExitStack() as stack:
-        pg = os.environ.get("WINDOW_BUDGET_POSTGRES_URL") or stack.enter_context(
-            postgres_server()).url
-        rd = os.environ.get("WINDOW_BUDGET_REDIS_URL") or stack.enter_context(
-            redis_server()).url
+        pg = (
+            os.environ.get("WINDOW_BUDGET_POSTGRES_URL")
+            or stack.enter_context(postgres_server()).url
+        )
+        rd = os.environ.get("WINDOW_BUDGET_REDIS_URL") or stack.enter_context(redis_server()).url
         yield {"postgres": pg, "redis": rd}
 
 
@@ -83,8 +88,10 @@ def bench_llama(where: dict[str, str], sizes: list[int], runs: int) -> None:
 
     from llama_index.memory.window_budget import WindowBudgetMemory
 
-    print("\nLlamaIndex: a fresh memory + get() per request, the store's pool kept, "
-          "nothing summarized")
+    print(
+        "\nLlamaIndex: a fresh memory + get() per request, the store's pool kept, "
+        "nothing summarized"
+    )
     for kind in ("redis", "postgres", "sqlite"):
         store = build_store(kind, where[kind])
         for n in sizes:
@@ -98,13 +105,14 @@ def bench_llama(where: dict[str, str], sizes: list[int], runs: int) -> None:
                 store.get_messages(key)
 
             def ours(key: str = ours_key, store: Any = store, llm: Any = llm) -> None:
-                WindowBudgetMemory.from_defaults(llm=llm, context_window=WINDOW,
-                                                 chat_store=store, chat_store_key=key).get()
+                WindowBudgetMemory.from_defaults(
+                    llm=llm, context_window=WINDOW, chat_store=store, chat_store_key=key
+                ).get()
 
             def theirs(key: str = theirs_key, store: Any = store, llm: Any = llm) -> None:
-                ChatSummaryMemoryBuffer.from_defaults(llm=llm, token_limit=WINDOW,
-                                                      chat_store=store,
-                                                      chat_store_key=key).get()
+                ChatSummaryMemoryBuffer.from_defaults(
+                    llm=llm, token_limit=WINDOW, chat_store=store, chat_store_key=key
+                ).get()
 
             variants = {"floor": floor, "ours": ours, "theirs": theirs}
             times = round_robin(variants, runs)
@@ -116,8 +124,12 @@ def bench_llama(where: dict[str, str], sizes: list[int], runs: int) -> None:
         close_store(store)
 
 
-def round_robin(variants: dict[str, Callable[[], object]], runs: int, *,
-                clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+def round_robin(
+    variants: dict[str, Callable[[], object]],
+    runs: int,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, float]:
     """Median ms of each variant, run in turn so load spikes land on all alike."""
     for fn in variants.values():
         fn()  # warm up: imports, the first connection
@@ -145,9 +157,13 @@ def _quiet_model() -> Any:
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
-        def _generate(self, messages: list[Any], stop: list[str] | None = None,
-                      run_manager: CallbackManagerForLLMRun | None = None,
-                      **kwargs: Any) -> ChatResult:
+        def _generate(
+            self,
+            messages: list[Any],
+            stop: list[str] | None = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
+        ) -> ChatResult:
             return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
     return Quiet()
@@ -160,8 +176,7 @@ def checkpointer(kind: str, where: dict[str, str], tmp: Path) -> Iterator[Any]:
 
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        conn = sqlite3.connect(tmp / f"checkpoints-{uuid.uuid4().hex}.db",
-                               check_same_thread=False)
+        conn = sqlite3.connect(tmp / f"checkpoints-{uuid.uuid4().hex}.db", check_same_thread=False)
         try:
             yield SqliteSaver(conn)
         finally:
@@ -185,26 +200,34 @@ def bench_agent(where: dict[str, str], sizes: list[int], turns: int, tmp: Path) 
     for kind in ("sqlite", "postgres"):
         for n in sizes:
             model = _quiet_model()
-            seed = [HumanMessage(f"question {i}: deploy services/api_{i}.py with TAG=v{i}; "
-                                 + "noise " * 25, id=f"h{i}") if i % 2 == 0 else
-                    AIMessage(f"answer {i}: deployed v{i}. " + "noise " * 25, id=f"a{i}")
-                    for i in range(n)]
+            seed = [
+                HumanMessage(
+                    f"question {i}: deploy services/api_{i}.py with TAG=v{i}; " + "noise " * 25,
+                    id=f"h{i}",
+                )
+                if i % 2 == 0
+                else AIMessage(f"answer {i}: deployed v{i}. " + "noise " * 25, id=f"a{i}")
+                for i in range(n)
+            ]
             variants: dict[str, list[Any]] = {
                 "none": [],
                 "ours": [WindowBudgetMiddleware(model, context_window=WINDOW)],
-                "theirs": [SummarizationMiddleware(model, trigger=("tokens", WINDOW),
-                                                   keep=("messages", 20))],
+                "theirs": [
+                    SummarizationMiddleware(
+                        model, trigger=("tokens", WINDOW), keep=("messages", 20)
+                    )
+                ],
             }
             with checkpointer(kind, where, tmp) as saver:
                 calls: dict[str, Callable[[], object]] = {}
                 for name, middleware in variants.items():
-                    agent = create_agent(model, tools=[], middleware=middleware,
-                                         checkpointer=saver)
+                    agent = create_agent(model, tools=[], middleware=middleware, checkpointer=saver)
                     config = {"configurable": {"thread_id": f"{name}-{uuid.uuid4().hex}"}}
                     agent.update_state(config, {"messages": seed})
                     turn = iter(range(10**9))
-                    calls[name] = (lambda a=agent, c=config, t=turn: a.invoke(
-                        {"messages": [HumanMessage(f"turn {next(t)}")]}, c))
+                    calls[name] = lambda a=agent, c=config, t=turn: a.invoke(
+                        {"messages": [HumanMessage(f"turn {next(t)}")]}, c
+                    )
                 # CPU time of this process: what a middleware adds is computed here, and the
                 # database server's share (the same for every variant) only adds noise.
                 times = round_robin(calls, turns, clock=time.process_time)
@@ -218,8 +241,10 @@ def bench_agent(where: dict[str, str], sizes: list[int], turns: int, tmp: Path) 
 def bench_workers(where: dict[str, str], turns: int, tmp: Path) -> None:
     import multiprocessing
 
-    print("\nWorkers sharing one conversation (spawned processes, a memory per request, "
-          "compactions on)")
+    print(
+        "\nWorkers sharing one conversation (spawned processes, a memory per request, "
+        "compactions on)"
+    )
     ctx = multiprocessing.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(4) as pool:
         for kind in ("redis", "postgres", "sqlite"):
@@ -228,16 +253,25 @@ def bench_workers(where: dict[str, str], turns: int, tmp: Path) -> None:
             for workers in (1, 4):
                 key = f"workers-{uuid.uuid4().hex}"
                 each = turns * 4 // workers  # the same number of messages in all
-                compactions, wall = run_workers(kind, place, key, workers=workers,
-                                                turns=each, window=2_000, pool=pool,
-                                                manager=manager)
+                compactions, wall = run_workers(
+                    kind,
+                    place,
+                    key,
+                    workers=workers,
+                    turns=each,
+                    window=2_000,
+                    pool=pool,
+                    manager=manager,
+                )
                 store = build_store(kind, place)
                 counts = audit(store, key, workers=workers, turns=each)
                 close_store(store)
                 total = workers * each * 2
-                print(f"  {kind:<9} {workers} worker(s): {total} messages in {wall:6.2f} s = "
-                      f"{total / wall:7.1f} messages/s; {compactions} compactions; audit ok "
-                      f"(archive {counts['archived']}, live {counts['live']}, one digest)")
+                print(
+                    f"  {kind:<9} {workers} worker(s): {total} messages in {wall:6.2f} s = "
+                    f"{total / wall:7.1f} messages/s; {compactions} compactions; audit ok "
+                    f"(archive {counts['archived']}, live {counts['live']}, one digest)"
+                )
 
 
 def main() -> None:
@@ -257,8 +291,9 @@ def main() -> None:
         if "agent" in only:
             bench_agent(where, [1_000, 10_000], 3 if args.quick else 11, tmp)
         if "workers" in only:
-            bench_workers({k: v for k, v in where.items() if k != "sqlite"},
-                          15 if args.quick else 40, tmp)
+            bench_workers(
+                {k: v for k, v in where.items() if k != "sqlite"}, 15 if args.quick else 40, tmp
+            )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,7 @@ from window_budget import (
     UserMessage,
 )
 
-text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=400
-)
+text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=400)
 big_text = st.integers(0, 6000).map(lambda n: "lorem ipsum " * (n // 12))
 
 
@@ -39,9 +37,13 @@ class StrangeMessage:
 def _user(draw: st.DrawFn) -> AgentMessage:
     if draw(st.booleans()):
         return UserMessage(draw(st.one_of(text, big_text)))
-    blocks = draw(st.lists(st.one_of(text.map(TextBlock),
-                                     st.just(ImageBlock("aGVsbG8=", "image/png"))),
-                           min_size=0, max_size=3))
+    blocks = draw(
+        st.lists(
+            st.one_of(text.map(TextBlock), st.just(ImageBlock("aGVsbG8=", "image/png"))),
+            min_size=0,
+            max_size=3,
+        )
+    )
     return UserMessage(blocks)
 
 
@@ -55,8 +57,9 @@ def tool_group(draw: st.DrawFn, prefix: str) -> list[AgentMessage]:
         blocks.append(ThinkingBlock(draw(text)))
     blocks.append(TextBlock(draw(text)))
     blocks.extend(ToolCallBlock(i, "bash", {"command": draw(text)}) for i in ids)
-    usage = draw(st.one_of(st.none(), st.builds(Usage, st.integers(0, 50_000),
-                                                 st.integers(0, 2000))))
+    usage = draw(
+        st.one_of(st.none(), st.builds(Usage, st.integers(0, 50_000), st.integers(0, 2000)))
+    )
     out: list[AgentMessage] = [AssistantMessage(blocks, usage=usage)]  # type: ignore[arg-type]
     aborted = draw(st.booleans()) and draw(st.booleans())
     for k, i in enumerate(ids):
@@ -80,12 +83,18 @@ def transcripts(draw: st.DrawFn, max_groups: int = 25) -> list[AgentMessage]:
         elif kind == 6:
             msgs.append(AssistantMessage(draw(text)))
         elif kind == 7:
-            msgs.append(draw(st.sampled_from([
-                BashExecutionMessage("ls -la", "total 0", exit_code=0),
-                CustomMessage("note", "remember the flag"),
-                BranchSummaryMessage("tried the other path"),
-                CompactionSummaryMessage("an older summary", tokens_before=1000),
-            ])))
+            msgs.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            BashExecutionMessage("ls -la", "total 0", exit_code=0),
+                            CustomMessage("note", "remember the flag"),
+                            BranchSummaryMessage("tried the other path"),
+                            CompactionSummaryMessage("an older summary", tokens_before=1000),
+                        ]
+                    )
+                )
+            )
         elif kind == 8:
             msgs.append(ToolResultMessage(f"orphan-{g}", "bash", draw(text)))
         else:

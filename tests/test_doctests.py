@@ -36,8 +36,9 @@ def _module_names() -> list[str]:
             names.append(top)
         # Only the file system is walked: a module is imported by its own test, so an
         # optional extra that is missing skips that module instead of failing collection.
-        for info in pkgutil.walk_packages(list(spec.submodule_search_locations), f"{top}.",
-                                          onerror=lambda _name: None):
+        for info in pkgutil.walk_packages(
+            list(spec.submodule_search_locations), f"{top}.", onerror=lambda _name: None
+        ):
             found = info.module_finder.find_spec(info.name.rpartition(".")[2], None)
             if found is not None and _has_examples(found.origin):
                 names.append(info.name)
@@ -55,16 +56,14 @@ def test_the_walk_finds_the_core() -> None:
 # LlamaIndex's agent workflows use pydantic APIs deprecated upstream; that is theirs to fix.
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples_run(name: str, tmp_path: Path,
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and not exc.name.startswith(PACKAGES):
             pytest.skip(f"{name} needs {exc.name}")
         raise
-    tests = [t for t in doctest.DocTestFinder(exclude_empty=True).find(module, name)
-             if t.examples]
+    tests = [t for t in doctest.DocTestFinder(exclude_empty=True).find(module, name) if t.examples]
     if not tests:
         pytest.skip(f"{name} has no examples")
     monkeypatch.chdir(tmp_path)

@@ -15,8 +15,11 @@ def test_slow_tests_are_marked_and_a_plain_run_still_runs_them() -> None:
     assert any(m.startswith("slow:") for m in options["markers"])
     assert "--strict-markers" in options["addopts"]
     assert not re.search(r"(^|\s)-m\b", options["addopts"]), "a plain pytest must run slow tests"
-    marked = [p for p in (ROOT / "tests").rglob("test_*.py")
-              if "@pytest.mark.slow" in p.read_text(encoding="utf-8")]
+    marked = [
+        p
+        for p in (ROOT / "tests").rglob("test_*.py")
+        if "@pytest.mark.slow" in p.read_text(encoding="utf-8")
+    ]
     assert len(marked) >= 5
 
 
@@ -28,8 +31,13 @@ def test_coverage_has_a_floor_over_the_core_and_the_adapters() -> None:
 
 def test_pre_commit_runs_ruff_format_and_mypy() -> None:
     config = (ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8")
-    for hook in ("ruff check", "ruff format", "entry: mypy", "end-of-file-fixer",
-                 "trailing-whitespace"):
+    for hook in (
+        "ruff check",
+        "ruff format",
+        "entry: mypy",
+        "end-of-file-fixer",
+        "trailing-whitespace",
+    ):
         assert hook in config, hook
 
 

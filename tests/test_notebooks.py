@@ -30,8 +30,9 @@ def imported_modules(notebook: object) -> set[str]:
     for cell in notebook.cells:  # type: ignore[attr-defined]
         if cell.cell_type != "code":
             continue
-        source = "\n".join(line for line in cell.source.splitlines()
-                           if not line.lstrip().startswith(("%", "!")))
+        source = "\n".join(
+            line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+        )
         try:
             tree = ast.parse(source)
         except SyntaxError:
@@ -60,13 +61,20 @@ def missing_modules(notebook: object) -> list[str]:
 @functools.cache
 def _execute(path: Path) -> object:
     notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
     os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
     # The notebooks run on their own fixture: a variable set for a manual run must not
     # point the suite at another file.
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"WINDOW_BUDGET_TRANSCRIPT", "WINDOW_BUDGET_WINDOW"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"WINDOW_BUDGET_TRANSCRIPT", "WINDOW_BUDGET_WINDOW"}
+    }
     with warnings.catch_warnings():
         # Deprecation notices from the Jupyter plumbing are not the notebook's failures.
         warnings.simplefilter("ignore")
@@ -90,5 +98,9 @@ def test_notebook_runs(path: Path) -> None:
 
 def test_the_four_notebooks_are_there() -> None:
     names = {p.name for p in PATHS}
-    assert names >= {"core_tour.ipynb", "policy_explorer.ipynb", "langchain.ipynb",
-                     "llama_index.ipynb"}
+    assert names >= {
+        "core_tour.ipynb",
+        "policy_explorer.ipynb",
+        "langchain.ipynb",
+        "llama_index.ipynb",
+    }

@@ -38,8 +38,9 @@ def test_the_readme_stays_a_short_first_page() -> None:
 
 def test_ci_runs_the_readmes_test_command() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    fresh = re.search(r"^python3 -m venv \.venv && .*&& \.venv/bin/(python -m pytest.*)$",
-                      readme, re.MULTILINE)
+    fresh = re.search(
+        r"^python3 -m venv \.venv && .*&& \.venv/bin/(python -m pytest.*)$", readme, re.MULTILINE
+    )
     assert fresh is not None, "the README's fresh-machine test command is gone"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert fresh.group(1) in ci

@@ -34,14 +34,24 @@ EXPECTED = {
     "llama_index.ipynb": (4, 1),
 }
 # A bare repr of something that has a display: a dataclass repr or a figure shown as text.
-BARE_REPR = re.compile(r"^\s*(<Figure size|(CondenseResult|UsageReport|Transcript|Table|Timeline"
-                       r"|LangChainResult|UsagePoint)\()")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                  # The page links a CDN (require.js, MathJax): fail those lookups at
-                  # once, so the check is the same with and without a network.
-                  "--host-resolver-rules=MAP * ~NOTFOUND"]
+BARE_REPR = re.compile(
+    r"^\s*(<Figure size|(CondenseResult|UsageReport|Transcript|Table|Timeline"
+    r"|LangChainResult|UsagePoint)\()"
+)
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    # The page links a CDN (require.js, MathJax): fail those lookups at
+    # once, so the check is the same with and without a network.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
 
 
 def render(notebook: Any) -> str:
@@ -98,20 +108,26 @@ def test_rendered_page_has_figures_displays_and_no_errors(path: Path) -> None:
 def test_the_checks_catch_a_broken_notebook() -> None:
     nbclient = pytest.importorskip("nbclient")
     v4 = nbformat.v4
-    notebook = v4.new_notebook(cells=[
-        v4.new_code_cell("%matplotlib inline\nfrom matplotlib.figure import Figure\n"
-                         "fig = Figure(); fig.subplots().plot([1, 2])\n"
-                         "from window_budget import UserMessage\n"
-                         "from window_budget.tools.report import analyze\n"
-                         "print(repr(analyze([UserMessage('hi')], 100)))"),
-        v4.new_code_cell("import sys\nfrom IPython.display import display\n"
-                         "display(fig.axes[0])"),
-        v4.new_code_cell("1 / 0"),
-    ])
+    notebook = v4.new_notebook(
+        cells=[
+            v4.new_code_cell(
+                "%matplotlib inline\nfrom matplotlib.figure import Figure\n"
+                "fig = Figure(); fig.subplots().plot([1, 2])\n"
+                "from window_budget import UserMessage\n"
+                "from window_budget.tools.report import analyze\n"
+                "print(repr(analyze([UserMessage('hi')], 100)))"
+            ),
+            v4.new_code_cell(
+                "import sys\nfrom IPython.display import display\ndisplay(fig.axes[0])"
+            ),
+            v4.new_code_cell("1 / 0"),
+        ]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
-                                allow_errors=True).execute()
+        nbclient.NotebookClient(
+            notebook, timeout=120, kernel_name="python3", allow_errors=True
+        ).execute()
     problems = output_problems(notebook)
     assert any("ZeroDivisionError" in p for p in problems)
     assert any("UsageReport(" in p for p in problems)
@@ -126,8 +142,10 @@ def chromium() -> str:
     if found is None and Path("/usr/bin/chromium").exists():
         found = "/usr/bin/chromium"
     if found is None:
-        message = ("Chromium is not installed (apt-get install -y chromium), so the rendered "
-                   "page cannot be checked in a browser")
+        message = (
+            "Chromium is not installed (apt-get install -y chromium), so the rendered "
+            "page cannot be checked in a browser"
+        )
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)
@@ -138,7 +156,11 @@ def browse(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess
     """Load ``page`` in headless Chromium with a fresh profile; ``args`` say what to keep."""
     return subprocess.run(
         [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()],
-        capture_output=True, text=True, timeout=180, check=True)
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
 
 
 def screenshot_problems(png: Path) -> list[str]:
@@ -155,8 +177,7 @@ def screenshot_problems(png: Path) -> list[str]:
     return problems
 
 
-def test_a_rendered_page_in_chromium_is_not_blank_and_shows_no_traceback(
-        tmp_path: Path) -> None:
+def test_a_rendered_page_in_chromium_is_not_blank_and_shows_no_traceback(tmp_path: Path) -> None:
     browser = chromium()
     assert browser
     page = tmp_path / "core_tour.html"
@@ -175,6 +196,5 @@ def test_a_rendered_page_in_chromium_is_not_blank_and_shows_no_traceback(
     blank = tmp_path / "blank.html"
     blank.write_text("<html><body></body></html>", encoding="utf-8")
     blank_shot = tmp_path / "blank.png"
-    browse(blank, tmp_path / "profile-blank", f"--screenshot={blank_shot}",
-           "--window-size=800,600")
+    browse(blank, tmp_path / "profile-blank", f"--screenshot={blank_shot}", "--window-size=800,600")
     assert screenshot_problems(blank_shot)  # the check itself can fail

@@ -63,7 +63,7 @@ def __getattr__(name: str) -> object:
             from langchain_window_budget.middleware import WindowBudgetMiddleware
         except ImportError as exc:
             raise ImportError(
-                'WindowBudgetMiddleware needs langchain>=1.0 and langgraph; '
+                "WindowBudgetMiddleware needs langchain>=1.0 and langgraph; "
                 'pip install "window-budget[langchain]"'
             ) from exc
         return WindowBudgetMiddleware

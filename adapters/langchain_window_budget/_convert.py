@@ -141,8 +141,10 @@ def register_node_name(name: str) -> None:
     _NODE_NAMES.add(name)
 
 
-def is_window_budget_digest(message: object, metadata: Mapping[str, Any] | None = None,
-                            ) -> bool:
+def is_window_budget_digest(
+    message: object,
+    metadata: Mapping[str, Any] | None = None,
+) -> bool:
     """True for a digest this adapter wrote, or for anything window-budget streamed.
 
     Without ``metadata``: recognises the digest message (or chunk) by its record. With the
@@ -189,13 +191,17 @@ def _reasoning_text(block: Mapping[str, Any]) -> str:
     return _dump(dict(block))
 
 
-_MEDIA_KINDS = frozenset({"file", "audio", "video", "input_audio", "document", "media",
-                          "input_file", "pdf"})
+_MEDIA_KINDS = frozenset(
+    {"file", "audio", "video", "input_audio", "document", "media", "input_file", "pdf"}
+)
 """Block types carrying binary data; shortened, they become a text placeholder."""
 
 
-def _block_sources(content: str | list[Any], *, skip_tool_use: bool,
-                   ) -> list[tuple[int, Block]]:
+def _block_sources(
+    content: str | list[Any],
+    *,
+    skip_tool_use: bool,
+) -> list[tuple[int, Block]]:
     """The core blocks of ``content``, each with the index of the raw block it came from."""
     if isinstance(content, str):
         return [(0, TextBlock(content))] if content else []
@@ -212,11 +218,23 @@ def _block_sources(content: str | list[Any], *, skip_tool_use: bool,
             out.append((i, TextBlock(str(raw.get("text", "")))))
         elif kind == "thinking":
             sig = raw.get("signature")
-            out.append((i, ThinkingBlock(str(raw.get("thinking", "")),
-                                         sig if isinstance(sig, str) else None)))
+            out.append(
+                (
+                    i,
+                    ThinkingBlock(
+                        str(raw.get("thinking", "")), sig if isinstance(sig, str) else None
+                    ),
+                )
+            )
         elif kind in ("reasoning", "redacted_thinking"):
-            out.append((i, ThinkingBlock(_reasoning_text(raw) if kind == "reasoning"
-                                         else str(raw.get("data", "")))))
+            out.append(
+                (
+                    i,
+                    ThinkingBlock(
+                        _reasoning_text(raw) if kind == "reasoning" else str(raw.get("data", ""))
+                    ),
+                )
+            )
         elif kind in ("image", "image_url"):
             out.append((i, _image_block(raw)))
         elif kind in ("tool_use", "tool_call", "server_tool_call") and skip_tool_use:
@@ -247,8 +265,9 @@ def _usage(message: AIMessage) -> Usage | None:
     creation = int(details.get("cache_creation") or 0)
     total_in = int(meta.get("input_tokens") or 0)
     # LangChain's input_tokens already includes cached tokens; the core's does not.
-    return Usage(max(total_in - read - creation, 0), int(meta.get("output_tokens") or 0),
-                 read, creation)
+    return Usage(
+        max(total_in - read - creation, 0), int(meta.get("output_tokens") or 0), read, creation
+    )
 
 
 def usage_is_stale(message: object) -> bool:
@@ -267,8 +286,7 @@ def mark_usage_stale(message: BaseMessage) -> BaseMessage:
     is kept for cost accounting; the mark lives in ``response_metadata``, which chat-model
     integrations do not send back to the provider. Other messages come back unchanged.
     """
-    if not isinstance(message, AIMessage) or not message.usage_metadata \
-            or usage_is_stale(message):
+    if not isinstance(message, AIMessage) or not message.usage_metadata or usage_is_stale(message):
         return message
     meta = dict(message.response_metadata or {})
     meta[DIGEST_KEY] = {**(meta.get(DIGEST_KEY) or {}), "stale_usage": True}
@@ -282,27 +300,35 @@ def _ai(message: AIMessage, *, trust_usage: bool, model_id: str | None) -> Assis
     if isinstance(reasoning, str) and reasoning:
         blocks.insert(0, ThinkingBlock(reasoning))
     for call in message.tool_calls:
-        blocks.append(ToolCallBlock(str(call.get("id") or ""), call["name"],
-                                    dict(call.get("args") or {})))
+        blocks.append(
+            ToolCallBlock(str(call.get("id") or ""), call["name"], dict(call.get("args") or {}))
+        )
     for i, bad in enumerate(message.invalid_tool_calls):
         # Providers get malformed calls back too, and a result may answer one.
-        blocks.append(ToolCallBlock(str(bad.get("id") or f"invalid-{i}"),
-                                    str(bad.get("name") or ""),
-                                    {"_raw": bad.get("args"), "_error": bad.get("error")}))
+        blocks.append(
+            ToolCallBlock(
+                str(bad.get("id") or f"invalid-{i}"),
+                str(bad.get("name") or ""),
+                {"_raw": bad.get("args"), "_error": bad.get("error")},
+            )
+        )
     fn = extra.get("function_call")
     if isinstance(fn, dict) and fn.get("name"):
-        blocks.append(ToolCallBlock(f"function:{fn['name']}", str(fn["name"]),
-                                    {"_raw": fn.get("arguments")}))
+        blocks.append(
+            ToolCallBlock(f"function:{fn['name']}", str(fn["name"]), {"_raw": fn.get("arguments")})
+        )
     usage = _usage(message) if trust_usage and not usage_is_stale(message) else None
     reply_model = _reply_model(message)
     meta = message.response_metadata or {}
     stop = meta.get("finish_reason") or meta.get("stop_reason")
     return AssistantMessage(
-        tuple(blocks), usage=usage,
+        tuple(blocks),
+        usage=usage,
         # The core ignores a figure whose model differs from the guarded model; without a
         # known id on both sides there is nothing to compare, so the figure is trusted.
         model=reply_model if model_id is not None else None,
-        stop_reason=stop if isinstance(stop, str) else None)
+        stop_reason=stop if isinstance(stop, str) else None,
+    )
 
 
 def _opaque(message: object) -> OpaqueMessage:
@@ -311,14 +337,16 @@ def _opaque(message: object) -> OpaqueMessage:
             payload: object = message.model_dump()
         except Exception:
             payload = repr(message)
-        return OpaqueMessage(str(getattr(message, "type", type(message).__name__)),
-                             _dump(payload))
-    return OpaqueMessage(type(message).__name__, _dump(
-        message if isinstance(message, Mapping | list | str) else repr(message)))
+        return OpaqueMessage(str(getattr(message, "type", type(message).__name__)), _dump(payload))
+    return OpaqueMessage(
+        type(message).__name__,
+        _dump(message if isinstance(message, Mapping | list | str) else repr(message)),
+    )
 
 
-def to_core(message: object, *, trust_usage: bool = True,
-            model_id: str | None = None) -> AgentMessage:
+def to_core(
+    message: object, *, trust_usage: bool = True, model_id: str | None = None
+) -> AgentMessage:
     """The core's view of one LangChain message (a new value; ``message`` is not touched)."""
     if isinstance(message, HumanMessage):
         record = digest_record(message)
@@ -336,11 +364,16 @@ def to_core(message: object, *, trust_usage: bool = True,
     if isinstance(message, AIMessage):
         return _ai(message, trust_usage=trust_usage, model_id=model_id)
     if isinstance(message, ToolMessage):
-        return ToolResultMessage(str(message.tool_call_id), message.name or "",
-                                 _content(message.content), is_error=message.status == "error")
+        return ToolResultMessage(
+            str(message.tool_call_id),
+            message.name or "",
+            _content(message.content),
+            is_error=message.status == "error",
+        )
     if isinstance(message, FunctionMessage):
-        return ToolResultMessage(f"function:{message.name}", message.name,
-                                 _content(message.content))
+        return ToolResultMessage(
+            f"function:{message.name}", message.name, _content(message.content)
+        )
     if isinstance(message, SystemMessage):
         return CustomMessage("system", _content(message.content))
     if isinstance(message, ChatMessage):
@@ -358,11 +391,16 @@ _META_KEYS = ("model_name", "model", "model_id", "finish_reason", "stop_reason",
 
 def _ai_key(m: AIMessage, content: str, kwargs: str) -> Hashable:
     meta = m.response_metadata or {}
-    return ("ai", m.id, content, kwargs,
-            repr(m.tool_calls) if m.tool_calls else "",
-            repr(m.invalid_tool_calls) if m.invalid_tool_calls else "",
-            repr(m.usage_metadata) if m.usage_metadata else "",
-            repr([meta.get(k) for k in _META_KEYS]) if meta else "")
+    return (
+        "ai",
+        m.id,
+        content,
+        kwargs,
+        repr(m.tool_calls) if m.tool_calls else "",
+        repr(m.invalid_tool_calls) if m.invalid_tool_calls else "",
+        repr(m.usage_metadata) if m.usage_metadata else "",
+        repr([meta.get(k) for k in _META_KEYS]) if meta else "",
+    )
 
 
 _MESSAGE_ID, _NATIVE, _CORE = attrgetter("id"), itemgetter(0), itemgetter(1)
@@ -399,12 +437,19 @@ def _same_message(a: Any, b: Any) -> bool:
     kind = type(a)
     if kind is not type(b) or kind not in _KEYED:
         return False
-    if a.content != b.content or a.additional_kwargs != b.additional_kwargs \
-            or a.response_metadata != b.response_metadata or a.name != b.name:
+    if (
+        a.content != b.content
+        or a.additional_kwargs != b.additional_kwargs
+        or a.response_metadata != b.response_metadata
+        or a.name != b.name
+    ):
         return False
     if kind is AIMessage:
-        return bool(a.tool_calls == b.tool_calls and a.usage_metadata == b.usage_metadata
-                    and a.invalid_tool_calls == b.invalid_tool_calls)
+        return bool(
+            a.tool_calls == b.tool_calls
+            and a.usage_metadata == b.usage_metadata
+            and a.invalid_tool_calls == b.invalid_tool_calls
+        )
     if kind is ToolMessage:
         return bool(a.tool_call_id == b.tool_call_id and a.status == b.status)
     return True
@@ -425,8 +470,9 @@ def message_fields(messages: Sequence[object]) -> MessageFields | None:
         return None
 
 
-def same_messages(new: Sequence[object], old: Sequence[object], *,
-                  old_fields: MessageFields | None = None) -> bool:
+def same_messages(
+    new: Sequence[object], old: Sequence[object], *, old_fields: MessageFields | None = None
+) -> bool:
     """True when ``new[i]`` converts exactly as ``old[i]`` does, for every ``i``.
 
     Made for a checkpointer's thread: the same messages as new objects each turn. Compares
@@ -520,8 +566,9 @@ class Converter:
     place after it was converted is not noticed; build a new message instead.
     """
 
-    def __init__(self, *, model_id: str | None = None, counter: Any = None,
-                 use_usage: bool = True) -> None:
+    def __init__(
+        self, *, model_id: str | None = None, counter: Any = None, use_usage: bool = True
+    ) -> None:
         self.model_id = model_id
         """Id of the guarded model (compared with each reply's ``model_name``)."""
         self.use_usage = use_usage
@@ -538,8 +585,13 @@ class Converter:
         """Convert ``messages``; leading system messages are pinned, never converted."""
         last, known = self._last, self._last_input
         k = len(known)
-        if (last is not None and k and len(messages) >= k and messages[k - 1] is known[-1]
-                and last.pinned < k):
+        if (
+            last is not None
+            and k
+            and len(messages) >= k
+            and messages[k - 1] is known[-1]
+            and last.pinned < k
+        ):
             if len(messages) == k and type(messages) is list and messages == known:
                 # The same list again: one comparison of pointers, and the same result
                 # (callers treat it as read-only), so the core's ledger sees the same list.
@@ -555,8 +607,9 @@ class Converter:
             out = Converted(last.pinned, last.pinned_tokens, list(last.core), list(last.origin))
         else:
             pinned = bridge.pinned_count(self._trusted, messages)
-            tokens = sum(cached_estimates(bridge.convert(self._trusted, messages[:pinned]),
-                                          self._counter))
+            tokens = sum(
+                cached_estimates(bridge.convert(self._trusted, messages[:pinned]), self._counter)
+            )
             out = Converted(pinned, tokens)
             start = pinned
             self._ids = set()  # rebuilt from the first message
@@ -565,16 +618,21 @@ class Converter:
         if _KEYED.issuperset(map(type, messages[start:])):  # the rule: no reducer command
             origin = list(range(start, len(messages)))
         else:
-            origin = [i for i in range(start, len(messages)) if type(messages[i]) in _KEYED
-                      or not isinstance(messages[i], RemoveMessage)]
+            origin = [
+                i
+                for i in range(start, len(messages))
+                if type(messages[i]) in _KEYED or not isinstance(messages[i], RemoveMessage)
+            ]
         # Usage figures up to the newest digest's kept turns are stale: converted untrusted.
         split = next((j for j, i in enumerate(origin) if i > self._stale_until), len(origin))
         if len(origin) == len(messages) - start:  # contiguous: slices, not a lookup each
             chosen = list(messages[start:])
         else:
             chosen = [messages[i] for i in origin]
-        new = [*self._by_id(self._untrusted, chosen[:split]),
-               *self._by_id(self._trusted, chosen[split:])]
+        new = [
+            *self._by_id(self._untrusted, chosen[:split]),
+            *self._by_id(self._trusted, chosen[split:]),
+        ]
         seen = self._ids
         fresh = set(map(id, new))
         if len(fresh) == len(new) and seen.isdisjoint(fresh):
@@ -584,7 +642,8 @@ class Converter:
             for j, c in enumerate(new):
                 if id(c) in seen:
                     new[j] = (self._untrusted if j < split else self._trusted).to_core(
-                        messages[origin[j]])
+                        messages[origin[j]]
+                    )
                 seen.add(id(new[j]))
         out.core.extend(new)
         out.origin.extend(origin)
@@ -626,8 +685,9 @@ class Converter:
             fresh = bridge.convert(codec, [messages[i] for i in missing])
             for i, core in zip(missing, fresh, strict=True):
                 out[i] = core
-            memo.put_many(name, [(messages[i].id, messages[i], fresh[j])
-                                 for j, i in enumerate(missing)])
+            memo.put_many(
+                name, [(messages[i].id, messages[i], fresh[j]) for j, i in enumerate(missing)]
+            )
         return out  # type: ignore[return-value]
 
     def forget(self) -> None:
@@ -661,10 +721,17 @@ class Converter:
 # ------------------------------------------------------------------ reverse
 
 
-def build_digest(text: str, *, covered: int, kept: int, compactions: int, fallback: bool,
-                 archive: Mapping[str, Any] | None = None,
-                 source: DigestMessage | None = None,
-                 audit: DigestAudit | None = None) -> HumanMessage:
+def build_digest(
+    text: str,
+    *,
+    covered: int,
+    kept: int,
+    compactions: int,
+    fallback: bool,
+    archive: Mapping[str, Any] | None = None,
+    source: DigestMessage | None = None,
+    audit: DigestAudit | None = None,
+) -> HumanMessage:
     """The digest as LangChain carries it: a ``HumanMessage`` with the bridge's record.
 
     ``source`` is the core's digest: every field it has beyond the counts given here
@@ -678,9 +745,11 @@ def build_digest(text: str, *, covered: int, kept: int, compactions: int, fallba
         extra["archive"] = dict(archive)
     if audit is not None:
         extra["audit"] = dataclasses.asdict(audit)
-    return HumanMessage(content=text,
-                        additional_kwargs={DIGEST_KEY: bridge.digest_record(digest, **extra)},
-                        id=f"window-budget-digest-{uuid.uuid4().hex}")
+    return HumanMessage(
+        content=text,
+        additional_kwargs={DIGEST_KEY: bridge.digest_record(digest, **extra)},
+        id=f"window-budget-digest-{uuid.uuid4().hex}",
+    )
 
 
 _STALE_BLOCK_KEYS = ("annotations", "citations")
@@ -690,8 +759,7 @@ _STALE_BLOCK_KEYS = ("annotations", "citations")
 def _placeholder(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     mime = raw.get("mime_type") or raw.get("media_type") or ""
     what = f"{kind} {mime}".strip()
-    return {"type": "text",
-            "text": f"[{what} removed by window-budget to fit the context window]"}
+    return {"type": "text", "text": f"[{what} removed by window-budget to fit the context window]"}
 
 
 def _block_text(block: Block) -> str | None:
@@ -728,18 +796,22 @@ def _rebuilt_block(raw: object, old: Block, new: Block) -> object:
     return _placeholder(kind, raw)
 
 
-def _rebuilt_content(raw_content: str | list[Any], sources: list[tuple[int, Block]],
-                     new_blocks: Sequence[Block]) -> str | list[Any]:
-    changed = {i: (old, new) for (i, old), new in zip(sources, new_blocks, strict=True)
-               if new != old}
+def _rebuilt_content(
+    raw_content: str | list[Any], sources: list[tuple[int, Block]], new_blocks: Sequence[Block]
+) -> str | list[Any]:
+    changed = {
+        i: (old, new) for (i, old), new in zip(sources, new_blocks, strict=True) if new != old
+    }
     if not changed:
         return raw_content
     if isinstance(raw_content, str):
         _, new = changed[0]
         text = _block_text(new)
         return text if text is not None else raw_content
-    return [_rebuilt_block(raw, *changed[i]) if i in changed else raw
-            for i, raw in enumerate(raw_content)]
+    return [
+        _rebuilt_block(raw, *changed[i]) if i in changed else raw
+        for i, raw in enumerate(raw_content)
+    ]
 
 
 def shortened_copy(original: BaseMessage, shortened: AgentMessage) -> BaseMessage:
@@ -757,10 +829,14 @@ def shortened_copy(original: BaseMessage, shortened: AgentMessage) -> BaseMessag
     if content is None:
         return original
     if isinstance(content, str):
-        if isinstance(original.content, str) and isinstance(original, HumanMessage) \
-                and digest_record(original) is not None and content.startswith(SESSION_HEADER) \
-                and not original.content.startswith(SESSION_HEADER):
-            content = content[len(SESSION_HEADER):].lstrip("\n")
+        if (
+            isinstance(original.content, str)
+            and isinstance(original, HumanMessage)
+            and digest_record(original) is not None
+            and content.startswith(SESSION_HEADER)
+            and not original.content.startswith(SESSION_HEADER)
+        ):
+            content = content[len(SESSION_HEADER) :].lstrip("\n")
         return original.model_copy(update={"content": content})
     new_blocks = list(content)
     update: dict[str, Any] = {}

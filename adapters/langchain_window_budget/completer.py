@@ -51,12 +51,17 @@ def summary_config() -> RunnableConfig:
         pass
     else:
         metadata.update(internal_call_metadata())
-    return {"tags": [*SUMMARY_TAGS, NOSTREAM_TAG], "metadata": metadata,
-            "run_name": "window_budget_summary"}
+    return {
+        "tags": [*SUMMARY_TAGS, NOSTREAM_TAG],
+        "metadata": metadata,
+        "run_name": "window_budget_summary",
+    }
 
 
-def _max_tokens_kwargs(chat_model: BaseChatModel, options: CompleteOptions | None,
-                       ) -> dict[str, Any]:
+def _max_tokens_kwargs(
+    chat_model: BaseChatModel,
+    options: CompleteOptions | None,
+) -> dict[str, Any]:
     if options is None or options.max_tokens is None:
         return {}
     fields = getattr(type(chat_model), "model_fields", {})
@@ -76,8 +81,7 @@ def _reply(reply: BaseMessage, model: Model) -> AssistantMessage:
     text: Any = reply.text
     if not isinstance(text, str):  # langchain-core < 1.0 exposed .text() as a method
         text = text()
-    usage = _usage(reply) if isinstance(reply, AIMessage) and not usage_is_stale(reply) \
-        else None
+    usage = _usage(reply) if isinstance(reply, AIMessage) and not usage_is_stale(reply) else None
     return AssistantMessage((TextBlock(str(text)),), usage=usage, model=model.id)
 
 
@@ -90,20 +94,24 @@ def make_completers(chat_model: BaseChatModel) -> tuple[CompleteFn, SyncComplete
     The reply's text is read with ``.text``, whatever the shape of its content.
     """
 
-    async def complete(model: Model, context: Context,
-                       options: CompleteOptions | None = None) -> AssistantMessage:
+    async def complete(
+        model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         if options is not None and options.signal is not None:
             options.signal.raise_if_cancelled()
-        reply = await chat_model.ainvoke(_prompt(context), config=summary_config(),
-                                         **_max_tokens_kwargs(chat_model, options))
+        reply = await chat_model.ainvoke(
+            _prompt(context), config=summary_config(), **_max_tokens_kwargs(chat_model, options)
+        )
         return _reply(reply, model)
 
-    def complete_sync(model: Model, context: Context,
-                      options: CompleteOptions | None = None) -> AssistantMessage:
+    def complete_sync(
+        model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         if options is not None and options.signal is not None:
             options.signal.raise_if_cancelled()
-        reply = chat_model.invoke(_prompt(context), config=summary_config(),
-                                  **_max_tokens_kwargs(chat_model, options))
+        reply = chat_model.invoke(
+            _prompt(context), config=summary_config(), **_max_tokens_kwargs(chat_model, options)
+        )
         return _reply(reply, model)
 
     return complete, complete_sync

@@ -64,8 +64,13 @@ __all__ = [
     "resolve_window",
 ]
 
-CounterSpec = (TokenCounter | Callable[[str], int] | Callable[[list[BaseMessage]], int]
-               | Literal["heuristic", "tiktoken", "model"] | None)
+CounterSpec = (
+    TokenCounter
+    | Callable[[str], int]
+    | Callable[[list[BaseMessage]], int]
+    | Literal["heuristic", "tiktoken", "model"]
+    | None
+)
 """How to count tokens: the heuristic (None), ``"tiktoken"``, ``"model"`` (the chat model's
 ``get_num_tokens_from_messages``), a :class:`~window_budget.contract.TokenCounter`, a ``str ->
 int``,
@@ -91,8 +96,11 @@ def resolve_window(chat_model: object, context_window: int | None) -> int:
 
     """
     if context_window is not None:
-        if isinstance(context_window, bool) or not isinstance(context_window, int) \
-                or context_window <= 0:
+        if (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window <= 0
+        ):
             raise ConfigError(f"context_window must be a positive int, got {context_window!r}")
         return context_window
     profile = getattr(chat_model, "profile", None)
@@ -107,8 +115,11 @@ def resolve_window(chat_model: object, context_window: int | None) -> int:
         model_id = llm_type if isinstance(llm_type, str) and llm_type else None
     if model_id is not None and lookup_model(model_id) is not None:
         return model_for(model_id, context_window=None).context_window
-    what = f"model {model_id!r} is not in window-budget's table of models and " \
-        if model_id is not None else ""
+    what = (
+        f"model {model_id!r} is not in window-budget's table of models and "
+        if model_id is not None
+        else ""
+    )
     raise ConfigError(
         f"cannot tell the context window of {name} ({what}it has no profile with "
         "max_input_tokens); pass context_window=<tokens>, e.g. context_window=128_000"
@@ -125,8 +136,10 @@ register_counter("model", _model_counter)
 register_counter_kind(recognise)  # count_tokens_approximately & co. count messages, not text
 
 
-def _resolve_counter(counter: CounterSpec, chat_model: BaseChatModel | None,
-                     ) -> TokenCounter | None:
+def _resolve_counter(
+    counter: CounterSpec,
+    chat_model: BaseChatModel | None,
+) -> TokenCounter | None:
     return resolve_counter_spec(counter, chat_model)[0]
 
 
@@ -215,12 +228,20 @@ class LangChainCondenser:
 
     """
 
-    def __init__(self, model: BaseChatModel | None = None, *, context_window: int | None = None,
-                 policy: BudgetPolicy | None = None, counter: CounterSpec = None,
-                 summarizer: BaseChatModel | None = None, use_usage: bool = True,
-                 remember_digests: bool = False,
-                 on_summarizer_error: OnSummarizerError | None = None,
-                 trigger: TriggerSpec | None = None, keep: ContextSize | None = None) -> None:
+    def __init__(
+        self,
+        model: BaseChatModel | None = None,
+        *,
+        context_window: int | None = None,
+        policy: BudgetPolicy | None = None,
+        counter: CounterSpec = None,
+        summarizer: BaseChatModel | None = None,
+        use_usage: bool = True,
+        remember_digests: bool = False,
+        on_summarizer_error: OnSummarizerError | None = None,
+        trigger: TriggerSpec | None = None,
+        keep: ContextSize | None = None,
+    ) -> None:
         window = resolve_window(model, context_window)
         policy = policy if policy is not None else BudgetPolicy.for_window(window)
         if on_summarizer_error is not None:
@@ -244,19 +265,28 @@ class LangChainCondenser:
                 summarizer_window = resolve_window(summarizer, None)
             except ConfigError:  # no profile: the guarded window is the best guess
                 summarizer_window = window
-            summarizer_model = Model(chat_model_id(summarizer) or "langchain-summarizer",
-                                     summarizer_window)
+            summarizer_model = Model(
+                chat_model_id(summarizer) or "langchain-summarizer", summarizer_window
+            )
         self.condenser: WindowCondenser = create_condenser(
-            model=Model(model_id or "langchain", window), complete=complete,
-            complete_sync=complete_sync, policy=policy, counter=self.counter,
-            summarizer_model=summarizer_model)
+            model=Model(model_id or "langchain", window),
+            complete=complete,
+            complete_sync=complete_sync,
+            policy=policy,
+            counter=self.counter,
+            summarizer_model=summarizer_model,
+        )
         """The core condenser doing the work."""
-        self._converter = Converter(model_id=model_id, counter=self.counter,
-                                    use_usage=use_usage)
+        self._converter = Converter(model_id=model_id, counter=self.counter, use_usage=use_usage)
         self._lock = threading.Lock()
         # What makes two digests of one head interchangeable: the writer and the policy.
-        self._digest_seed = ("langchain", model_id, chat_model_id(writer) if writer else None,
-                             repr(self.condenser.policy), window)
+        self._digest_seed = (
+            "langchain",
+            model_id,
+            chat_model_id(writer) if writer else None,
+            repr(self.condenser.policy),
+            window,
+        )
         self._chain_src: list[BaseMessage] = []
         self._chain_last: list[int] = []
         self._chain_pinned = 0
@@ -286,8 +316,9 @@ class LangChainCondenser:
     def ignore_usage(self) -> None:
         """Stop anchoring on ``usage_metadata`` (for callers that do not store the result)."""
         with self._lock:
-            self._converter = Converter(model_id=self._converter.model_id,
-                                        counter=self.counter, use_usage=False)
+            self._converter = Converter(
+                model_id=self._converter.model_id, counter=self.counter, use_usage=False
+            )
 
     # -- shared halves ---------------------------------------------------------
 
@@ -295,8 +326,11 @@ class LangChainCondenser:
         """:func:`as_message_list`, without reading a list the previous run already read."""
         seen = self._seen
         k = len(seen)
-        if type(messages) is list and _holds_objects(messages, seen) and all(
-                type(m) in _MESSAGE_TYPES or _is_message(m) for m in messages[k:]):
+        if (
+            type(messages) is list
+            and _holds_objects(messages, seen)
+            and all(type(m) in _MESSAGE_TYPES or _is_message(m) for m in messages[k:])
+        ):
             return messages
         return as_message_list(messages)
 
@@ -326,13 +360,16 @@ class LangChainCondenser:
                 if self._seen_fields is not None:
                     grown = message_fields(messages[k:])
                     if grown is not None:
-                        fields = (self._seen_fields[0] + grown[0],
-                                  self._seen_fields[1] + grown[1])
+                        fields = (self._seen_fields[0] + grown[0], self._seen_fields[1] + grown[1])
             elif k and len(messages) >= k:
                 mine = message_fields(messages)
                 theirs = self._seen_fields or message_fields(last)
-                if mine is not None and theirs is not None \
-                        and mine[0][:k] == theirs[0] and mine[1][:k] == theirs[1]:
+                if (
+                    mine is not None
+                    and theirs is not None
+                    and mine[0][:k] == theirs[0]
+                    and mine[1][:k] == theirs[1]
+                ):
                     canon = [*last, *messages[k:]]
                     fields = (theirs[0] + mine[0][k:], theirs[1] + mine[1][k:])
                     self.reused_prefix = k
@@ -346,12 +383,16 @@ class LangChainCondenser:
         with self._lock:  # the converter is a per-instance cache
             return self._converter.convert(messages)
 
-    def _finish(self, messages: Sequence[BaseMessage], conv: Converted, result: CondenseResult,
-                archive: ArchiveFn | None,
-                unchanged: Sequence[BaseMessage] | None = None) -> LangChainResult:
+    def _finish(
+        self,
+        messages: Sequence[BaseMessage],
+        conv: Converted,
+        result: CondenseResult,
+        archive: ArchiveFn | None,
+        unchanged: Sequence[BaseMessage] | None = None,
+    ) -> LangChainResult:
         if result.messages is conv.core:
-            return LangChainResult(messages if unchanged is None else unchanged, [], None,
-                                   result)
+            return LangChainResult(messages if unchanged is None else unchanged, [], None, result)
         replaced: list[BaseMessage] = []
         lc_of = {id(c): conv.origin[i] for i, c in enumerate(conv.core)}
         dropped = [messages[lc_of[id(c)]] for c in result.plan.dropped]
@@ -364,9 +405,13 @@ class LangChainCondenser:
         # The kept messages' sources, in output order. A trim keeps a subsequence of the
         # input and may rewrite some of it (usage cleared, text shortened, images removed);
         # masking keeps every position, a placeholder where an output was.
-        sources = (list(result.plan.kept) if summary is not None or result.plan.cut
-                   else list(conv.core) if masked
-                   else [c for c in conv.core if id(c) not in dropped_ids])
+        sources = (
+            list(result.plan.kept)
+            if summary is not None or result.plan.cut
+            else list(conv.core)
+            if masked
+            else [c for c in conv.core if id(c) not in dropped_ids]
+        )
         outs = result.messages[offset:]
         if len(sources) != len(outs):  # pragma: no cover - a core contract violation
             raise RuntimeError("window-budget: the condensed tail does not match its plan")
@@ -396,19 +441,30 @@ class LangChainCondenser:
                 fresh -= 1
             where = archive(dropped) if archive is not None else None
             source = summary.message if isinstance(summary.message, DigestMessage) else None
-            digest = build_digest(summary.text, covered=prev_covered + fresh, kept=len(tail),
-                                  compactions=prev_compactions + 1, fallback=summary.fallback,
-                                  archive=where, source=source, audit=summary.audit)
+            digest = build_digest(
+                summary.text,
+                covered=prev_covered + fresh,
+                kept=len(tail),
+                compactions=prev_compactions + 1,
+                fallback=summary.fallback,
+                archive=where,
+                source=source,
+                audit=summary.audit,
+            )
         elif archive is not None and dropped:
             archive(dropped)
-        pinned = list(messages[:conv.pinned])
+        pinned = list(messages[: conv.pinned])
         out_list: list[BaseMessage] = [*pinned, *([digest] if digest else []), *tail]
         return LangChainResult(out_list, dropped, digest, result, replaced)
 
     # -- remembered digests ----------------------------------------------------
 
-    def _recall(self, messages: Sequence[BaseMessage], force: bool,
-                canon: Sequence[BaseMessage] | None = None) -> _Recall | None:
+    def _recall(
+        self,
+        messages: Sequence[BaseMessage],
+        force: bool,
+        canon: Sequence[BaseMessage] | None = None,
+    ) -> _Recall | None:
         """The transcript with a remembered digest in place of its head, when one is known.
 
         ``canon`` is :meth:`_canonical`'s stand-in for ``messages`` (equal position by
@@ -429,18 +485,28 @@ class LangChainCondenser:
             # The same head, but what follows answers a call in it: cutting there would
             # orphan a tool result. Summarize afresh.
             return _Recall(messages, pinned, chain, 0, None, canon=canon)
-        view = [*messages[:pinned], digest, *messages[pinned + length:]]
+        view = [*messages[:pinned], digest, *messages[pinned + length :]]
         canon_view = view if canon is messages else [*canon[:pinned], digest, *body[length:]]
-        return _Recall(view, pinned, chain, length, digest,
-                       list(messages[pinned:pinned + length]), canon=canon_view)
+        return _Recall(
+            view,
+            pinned,
+            chain,
+            length,
+            digest,
+            list(messages[pinned : pinned + length]),
+            canon=canon_view,
+        )
 
     def _chain(self, codec: Any, canon: Sequence[BaseMessage], pinned: int) -> list[int]:
         """The head fingerprints of ``canon[pinned:]``, extending last call's when it only grew."""
         with self._lock:
             src, chain = self._chain_src, self._chain_last
             k = len(src)
-            if pinned == self._chain_pinned and len(chain) == k - pinned \
-                    and _holds_objects(canon, src):
+            if (
+                pinned == self._chain_pinned
+                and len(chain) == k - pinned
+                and _holds_objects(canon, src)
+            ):
                 if len(canon) == k:
                     return chain  # the same list again: nothing to fingerprint
                 chain = bridge.head_chain(codec, canon[k:], self._digest_seed, prev=chain)
@@ -465,9 +531,15 @@ class LangChainCondenser:
 
     # -- drivers ---------------------------------------------------------------
 
-    def run(self, messages: Sequence[Any], *, force: bool = False,
-            extra_pinned_tokens: int = 0, archive: ArchiveFn | None = None,
-            own_objects: bool = True) -> LangChainResult:
+    def run(
+        self,
+        messages: Sequence[Any],
+        *,
+        force: bool = False,
+        extra_pinned_tokens: int = 0,
+        archive: ArchiveFn | None = None,
+        own_objects: bool = True,
+    ) -> LangChainResult:
         """Condense ``messages`` when over budget (or always, with ``force``); sync.
 
         ``extra_pinned_tokens`` counts a system prompt kept outside ``messages``. Dicts,
@@ -484,21 +556,28 @@ class LangChainCondenser:
 
         """
         prep = self._prepare(messages, force, extra_pinned_tokens)
-        result = self.condenser.run_sync(prep.conv.core, force=prep.force,
-                                         pinned_tokens=prep.pinned_tokens)
+        result = self.condenser.run_sync(
+            prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
+        )
         return self._complete(prep, result, archive, own_objects)
 
-    async def arun(self, messages: Sequence[Any], *, force: bool = False,
-                   extra_pinned_tokens: int = 0, archive: ArchiveFn | None = None,
-                   own_objects: bool = True) -> LangChainResult:
+    async def arun(
+        self,
+        messages: Sequence[Any],
+        *,
+        force: bool = False,
+        extra_pinned_tokens: int = 0,
+        archive: ArchiveFn | None = None,
+        own_objects: bool = True,
+    ) -> LangChainResult:
         """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``)."""
         prep = self._prepare(messages, force, extra_pinned_tokens)
-        result = await self.condenser.run(prep.conv.core, force=prep.force,
-                                          pinned_tokens=prep.pinned_tokens)
+        result = await self.condenser.run(
+            prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
+        )
         return self._complete(prep, result, archive, own_objects)
 
-    def _prepare(self, messages: Sequence[Any], force: bool,
-                 extra_pinned_tokens: int) -> _Prepared:
+    def _prepare(self, messages: Sequence[Any], force: bool, extra_pinned_tokens: int) -> _Prepared:
         """Everything before the core runs, shared by :meth:`run` and :meth:`arun`."""
         messages = self._message_list(messages)
         canon = self._canonical(messages)
@@ -511,29 +590,39 @@ class LangChainCondenser:
         finally:
             # The key memo holds this run's messages: never let it keep a thread alive.
             self._converter.forget()
-        return _Prepared(view, converted, conv, recall, force,
-                         conv.pinned_tokens + extra_pinned_tokens)
+        return _Prepared(
+            view, converted, conv, recall, force, conv.pinned_tokens + extra_pinned_tokens
+        )
 
-    def _complete(self, prep: _Prepared, result: CondenseResult, archive: ArchiveFn | None,
-                  own_objects: bool) -> LangChainResult:
+    def _complete(
+        self, prep: _Prepared, result: CondenseResult, archive: ArchiveFn | None, own_objects: bool
+    ) -> LangChainResult:
         """Everything after the core ran, shared by :meth:`run` and :meth:`arun`."""
-        return self._remember(prep.recall, self._finish(
-            prep.view, prep.conv, result, archive, None if own_objects else prep.converted))
+        return self._remember(
+            prep.recall,
+            self._finish(
+                prep.view, prep.conv, result, archive, None if own_objects else prep.converted
+            ),
+        )
 
     def _counted_trigger(self, messages: Sequence[BaseMessage], extra_pinned_tokens: int) -> bool:
         """True when a ``("messages", N)`` trigger clause holds for ``messages``."""
         trigger = self._size_trigger
         if trigger is None:
             return False
-        tokens = (self.estimate(messages, extra_pinned_tokens=extra_pinned_tokens)
-                  if trigger.needs_tokens() else None)
+        tokens = (
+            self.estimate(messages, extra_pinned_tokens=extra_pinned_tokens)
+            if trigger.needs_tokens()
+            else None
+        )
         return trigger.met(len(messages), tokens)
 
     def estimate(self, messages: Sequence[Any], *, extra_pinned_tokens: int = 0) -> int:
         """The gate's token figure for ``messages`` (pinned system messages included)."""
         conv = self._convert(self._canonical(self._message_list(messages)))
-        decision = self.condenser.decide(conv.core,
-                                         pinned_tokens=conv.pinned_tokens + extra_pinned_tokens)
+        decision = self.condenser.decide(
+            conv.core, pinned_tokens=conv.pinned_tokens + extra_pinned_tokens
+        )
         return int(decision.tokens_before)
 
     def count_messages(self, messages: Sequence[Any]) -> int:
@@ -606,8 +695,9 @@ def _legal_cut(body: Sequence[BaseMessage], cut: int) -> bool:
             open_calls.discard(str(m.tool_call_id))
     if not open_calls:
         return True
-    return not any(isinstance(m, ToolMessage) and str(m.tool_call_id) in open_calls
-                   for m in body[cut:])
+    return not any(
+        isinstance(m, ToolMessage) and str(m.tool_call_id) in open_calls for m in body[cut:]
+    )
 
 
 def _same_text(a: object, b: object) -> bool:
@@ -640,17 +730,21 @@ def as_message_list(messages: Sequence[Any]) -> Sequence[BaseMessage]:
 
     """
     if isinstance(messages, str | bytes):
-        raise TypeError("pass a list of messages, not a single string; wrap it: "
-                        "[HumanMessage(text)] or [(\"user\", text)]")
+        raise TypeError(
+            "pass a list of messages, not a single string; wrap it: "
+            '[HumanMessage(text)] or [("user", text)]'
+        )
     if _MESSAGE_TYPES.issuperset(map(type, messages)) or all(
-            type(m) in _MESSAGE_TYPES or _is_message(m) for m in messages):
+        type(m) in _MESSAGE_TYPES or _is_message(m) for m in messages
+    ):
         return messages
     try:
         return convert_to_messages(messages)
     except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
         raise TypeError(
             f"cannot read these messages ({exc}); pass LangChain messages, dicts with "
-            "'role' and 'content', or (role, text) tuples") from exc
+            "'role' and 'content', or (role, text) tuples"
+        ) from exc
 
 
 # ------------------------------------------------------------------ LCEL
@@ -740,9 +834,16 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"policy {self.policy!r} is not a BudgetPolicy: {exc}") from exc
         engine = LangChainCondenser(
-            self.model, context_window=self.context_window, policy=policy_obj,
-            counter=self.counter, summarizer=self.summarizer, remember_digests=True,
-            on_summarizer_error=self.on_summarizer_error, trigger=self.trigger, keep=self.keep)
+            self.model,
+            context_window=self.context_window,
+            policy=policy_obj,
+            counter=self.counter,
+            summarizer=self.summarizer,
+            remember_digests=True,
+            on_summarizer_error=self.on_summarizer_error,
+            trigger=self.trigger,
+            keep=self.keep,
+        )
         engine.ignore_usage()
         self._engine = engine
 
@@ -796,27 +897,30 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Condense one transcript (the input object itself comes back when under budget)."""
-        return self._call_with_config(self._apply, input, config,
-                                      run_type="chain", **kwargs)
+        return self._call_with_config(self._apply, input, config, run_type="chain", **kwargs)
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None,
-                      **kwargs: Any) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """The async twin of :meth:`invoke`."""
-        return await self._acall_with_config(self._aapply, input, config,
-                                             run_type="chain", **kwargs)
+        return await self._acall_with_config(
+            self._aapply, input, config, run_type="chain", **kwargs
+        )
 
 
-_ENGINES: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], LangChainCondenser]] = \
-    OrderedDict()
+_ENGINES: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], LangChainCondenser]] = OrderedDict()
 _ENGINES_LOCK = threading.Lock()
 _MAX_ENGINES = 32
 
 
-def _shared_engine(model: BaseChatModel | None, context_window: int | None,
-                   policy: BudgetPolicy | None, counter: CounterSpec,
-                   summarizer: BaseChatModel | None,
-                   on_summarizer_error: OnSummarizerError | None, trigger: Any = None,
-                   keep: Any = None) -> LangChainCondenser:
+def _shared_engine(
+    model: BaseChatModel | None,
+    context_window: int | None,
+    policy: BudgetPolicy | None,
+    counter: CounterSpec,
+    summarizer: BaseChatModel | None,
+    on_summarizer_error: OnSummarizerError | None,
+    trigger: Any = None,
+    keep: Any = None,
+) -> LangChainCondenser:
     """One engine per configuration, reused by :func:`condense_messages` calls.
 
     Its caches (the last conversion, the token ledger) then make a repeated call on a
@@ -824,18 +928,32 @@ def _shared_engine(model: BaseChatModel | None, context_window: int | None,
     identity are held with the engine, so their ids cannot be reused while it is cached.
     """
     objects = (model, summarizer, counter)
-    key = (id(model), id(summarizer),
-           counter if counter is None or isinstance(counter, str) else id(counter),
-           context_window, repr(policy), on_summarizer_error, repr(trigger), repr(keep))
+    key = (
+        id(model),
+        id(summarizer),
+        counter if counter is None or isinstance(counter, str) else id(counter),
+        context_window,
+        repr(policy),
+        on_summarizer_error,
+        repr(trigger),
+        repr(keep),
+    )
     with _ENGINES_LOCK:
         hit = _ENGINES.get(key)
         if hit is not None:
             _ENGINES.move_to_end(key)
             return hit[1]
-    engine = LangChainCondenser(model, context_window=context_window, policy=policy,
-                                counter=counter, summarizer=summarizer, remember_digests=True,
-                                on_summarizer_error=on_summarizer_error, trigger=trigger,
-                                keep=keep)
+    engine = LangChainCondenser(
+        model,
+        context_window=context_window,
+        policy=policy,
+        counter=counter,
+        summarizer=summarizer,
+        remember_digests=True,
+        on_summarizer_error=on_summarizer_error,
+        trigger=trigger,
+        keep=keep,
+    )
     with _ENGINES_LOCK:
         _ENGINES[key] = (objects, engine)
         while len(_ENGINES) > _MAX_ENGINES:
@@ -843,13 +961,19 @@ def _shared_engine(model: BaseChatModel | None, context_window: int | None,
     return engine
 
 
-def condense_messages(messages: Sequence[BaseMessage] | None = None, *,
-                      model: BaseChatModel | None = None, context_window: int | None = None,
-                      policy: BudgetPolicy | None = None, counter: CounterSpec = None,
-                      summarizer: BaseChatModel | None = None, force: bool = False,
-                      on_summarizer_error: OnSummarizerError | None = None,
-                      trigger: TriggerSpec | None = None, keep: ContextSize | None = None,
-                      ) -> Any:
+def condense_messages(
+    messages: Sequence[BaseMessage] | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    context_window: int | None = None,
+    policy: BudgetPolicy | None = None,
+    counter: CounterSpec = None,
+    summarizer: BaseChatModel | None = None,
+    force: bool = False,
+    on_summarizer_error: OnSummarizerError | None = None,
+    trigger: TriggerSpec | None = None,
+    keep: ContextSize | None = None,
+) -> Any:
     """Condense a LangChain transcript, or, without ``messages``, build the LCEL transformer.
 
     With ``messages``: returns the same list object when under budget, else a new list of
@@ -866,24 +990,36 @@ def condense_messages(messages: Sequence[BaseMessage] | None = None, *,
     """
     if messages is None:
         return WindowBudgetRunnable(
-            model=model, context_window=context_window, policy=policy, counter=counter,
-            summarizer=summarizer, on_summarizer_error=on_summarizer_error, trigger=trigger,
-            keep=keep)
-    engine = _shared_engine(model, context_window, policy, counter, summarizer,
-                            on_summarizer_error, trigger, keep)
+            model=model,
+            context_window=context_window,
+            policy=policy,
+            counter=counter,
+            summarizer=summarizer,
+            on_summarizer_error=on_summarizer_error,
+            trigger=trigger,
+            keep=keep,
+        )
+    engine = _shared_engine(
+        model, context_window, policy, counter, summarizer, on_summarizer_error, trigger, keep
+    )
     result = engine.run(messages, force=force)
     return messages if not result.changed else list(result.messages)
 
 
-async def acondense_messages(messages: Sequence[BaseMessage], *,
-                             model: BaseChatModel | None = None,
-                             context_window: int | None = None,
-                             policy: BudgetPolicy | None = None, counter: CounterSpec = None,
-                             summarizer: BaseChatModel | None = None, force: bool = False,
-                             on_summarizer_error: OnSummarizerError | None = None,
-                             ) -> Sequence[BaseMessage]:
+async def acondense_messages(
+    messages: Sequence[BaseMessage],
+    *,
+    model: BaseChatModel | None = None,
+    context_window: int | None = None,
+    policy: BudgetPolicy | None = None,
+    counter: CounterSpec = None,
+    summarizer: BaseChatModel | None = None,
+    force: bool = False,
+    on_summarizer_error: OnSummarizerError | None = None,
+) -> Sequence[BaseMessage]:
     """The async twin of :func:`condense_messages` (messages required)."""
-    engine = _shared_engine(model, context_window, policy, counter, summarizer,
-                            on_summarizer_error, None, None)
+    engine = _shared_engine(
+        model, context_window, policy, counter, summarizer, on_summarizer_error, None, None
+    )
     result = await engine.arun(messages, force=force)
     return messages if not result.changed else list(result.messages)

@@ -33,13 +33,16 @@ _PROBE = "window budget counts the tokens of this probe sentence. " * 4
 
 
 def _describe(fn: Callable[..., Any]) -> str:
-    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-               or type(fn).__name__)
+    return str(
+        getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    )
 
 
 def _signature_kind(fn: Callable[..., Any]) -> CounterKind | None:
-    if getattr(fn, "__name__", "") in ("get_num_tokens_from_messages",
-                                       "count_tokens_approximately"):
+    if getattr(fn, "__name__", "") in (
+        "get_num_tokens_from_messages",
+        "count_tokens_approximately",
+    ):
         return "messages"
     try:
         params = list(inspect.signature(fn).parameters.values())
@@ -86,17 +89,23 @@ def counter_kind(fn: Callable[..., Any]) -> CounterKind:
         as_messages = None
     # A real messages counter gives the probe's text at least a token per 16 characters;
     # a text counter handed a list answers from the list's length (one item): far less.
-    if isinstance(as_messages, int) and not isinstance(as_messages, bool) \
-            and as_messages >= len(_PROBE) // 16:
+    if (
+        isinstance(as_messages, int)
+        and not isinstance(as_messages, bool)
+        and as_messages >= len(_PROBE) // 16
+    ):
         return "messages"
     raise ConfigError(
         f"cannot tell what counter {_describe(fn)} counts: it answered neither for a text "
         "(str -> int) nor for a list of messages; name its first parameter 'text' or "
-        "'messages' (or annotate it) so window-budget knows which")
+        "'messages' (or annotate it) so window-budget knows which"
+    )
 
 
-def messages_counter(fn: Callable[[list[Any]], int], name: str | None = None,
-                     ) -> CallableCounter:
+def messages_counter(
+    fn: Callable[[list[Any]], int],
+    name: str | None = None,
+) -> CallableCounter:
     """A core counter over a LangChain messages counter: each text is one ``HumanMessage``."""
 
     def count(text: str) -> int:

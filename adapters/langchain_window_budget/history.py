@@ -88,21 +88,32 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
 
     """
 
-    def __init__(self, history: BaseChatMessageHistory, *,
-                 model: BaseChatModel | None = None, context_window: int | None = None,
-                 policy: BudgetPolicy | None = None, counter: CounterSpec = None,
-                 summarizer: BaseChatModel | None = None,
-                 archive: BaseChatMessageHistory | None = None,
-                 system_prompt_tokens: int = 0,
-                 engine: LangChainCondenser | None = None,
-                 on_summarizer_error: OnSummarizerError | None = None) -> None:
+    def __init__(
+        self,
+        history: BaseChatMessageHistory,
+        *,
+        model: BaseChatModel | None = None,
+        context_window: int | None = None,
+        policy: BudgetPolicy | None = None,
+        counter: CounterSpec = None,
+        summarizer: BaseChatModel | None = None,
+        archive: BaseChatMessageHistory | None = None,
+        system_prompt_tokens: int = 0,
+        engine: LangChainCondenser | None = None,
+        on_summarizer_error: OnSummarizerError | None = None,
+    ) -> None:
         self.history = history
         """The wrapped live history."""
         self.archive = archive if archive is not None else ArchiveChatMessageHistory()
         """Holds every message a compaction removed from the live history."""
         self.engine = engine or LangChainCondenser(
-            model, context_window=context_window, policy=policy, counter=counter,
-            summarizer=summarizer, on_summarizer_error=on_summarizer_error)
+            model,
+            context_window=context_window,
+            policy=policy,
+            counter=counter,
+            summarizer=summarizer,
+            on_summarizer_error=on_summarizer_error,
+        )
         """The condenser doing the work."""
         self.system_prompt_tokens = system_prompt_tokens
         """Tokens counted on top of the history (the chain's system prompt)."""
@@ -153,8 +164,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         # Runs before the digest is built, so the digest can say where the head went.
         start = len(self.archive.messages)
         self.archive.add_messages(dropped)
-        return {"history": type(self.archive).__name__, "start": start,
-                "end": start + len(dropped)}
+        return {"history": type(self.archive).__name__, "start": start, "end": start + len(dropped)}
 
     def _archive_replaced(self, result: LangChainResult) -> None:
         # The live history will hold shortened copies: the originals must survive somewhere.
@@ -175,8 +185,9 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             self.history.add_messages(messages)
             current = list(self.history.messages)
             self._publish(current)
-            result = self.engine.run(current, extra_pinned_tokens=self.system_prompt_tokens,
-                                     archive=self._archive)
+            result = self.engine.run(
+                current, extra_pinned_tokens=self.system_prompt_tokens, archive=self._archive
+            )
             self.last_result = result
             if not result.changed:
                 return
@@ -200,8 +211,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         conversation in front of the digest, and grow by a digest every compaction.
         """
         try:
-            check_written(read_back, written, type(self.history).__name__, same=_same,
-                          exact=True)
+            check_written(read_back, written, type(self.history).__name__, same=_same, exact=True)
         except BaseException:
             self._publish(None)
             raise
@@ -220,7 +230,8 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             current = list(await self.history.aget_messages())
             self._publish(current)
             result = await self.engine.arun(
-                current, extra_pinned_tokens=self.system_prompt_tokens, archive=self._archive)
+                current, extra_pinned_tokens=self.system_prompt_tokens, archive=self._archive
+            )
             self.last_result = result
             if not result.changed:
                 return

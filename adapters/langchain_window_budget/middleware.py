@@ -74,6 +74,7 @@ def _thread_id(runtime: object) -> Any:
     except Exception:  # outside a graph run: one shared state
         return None
 
+
 try:  # LangChain >= 1.3 filters tagged internal calls out of ``run.messages``
     from langchain.agents.middleware.internal_call_transformer import InternalCallTransformer
 
@@ -120,13 +121,20 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     transformers = _TRANSFORMERS
     """Keeps the digest call's tokens out of ``run.messages`` (LangChain's own mechanism)."""
 
-    def __init__(self, model: BaseChatModel | str, *, context_window: int | None = None,
-                 policy: BudgetPolicy | None = None, counter: CounterSpec = None,
-                 summarizer: BaseChatModel | str | None = None,
-                 system_prompt: str | SystemMessage | None = None,
-                 archive: Callable[[list[BaseMessage]], object] | None = None,
-                 trigger: TriggerSpec | None = None, keep: ContextSize | None = None,
-                 on_summarizer_error: OnSummarizerError | None = None) -> None:
+    def __init__(
+        self,
+        model: BaseChatModel | str,
+        *,
+        context_window: int | None = None,
+        policy: BudgetPolicy | None = None,
+        counter: CounterSpec = None,
+        summarizer: BaseChatModel | str | None = None,
+        system_prompt: str | SystemMessage | None = None,
+        archive: Callable[[list[BaseMessage]], object] | None = None,
+        trigger: TriggerSpec | None = None,
+        keep: ContextSize | None = None,
+        on_summarizer_error: OnSummarizerError | None = None,
+    ) -> None:
         super().__init__()
         register_node_name(self.name)  # so is_window_budget_digest knows its stream output
         if isinstance(model, str):
@@ -137,15 +145,25 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             from langchain.chat_models import init_chat_model
 
             summarizer = init_chat_model(summarizer)
-        self.engine = LangChainCondenser(model, context_window=context_window, policy=policy,
-                                         counter=counter, summarizer=summarizer,
-                                         trigger=trigger, keep=keep,
-                                         on_summarizer_error=on_summarizer_error)
+        self.engine = LangChainCondenser(
+            model,
+            context_window=context_window,
+            policy=policy,
+            counter=counter,
+            summarizer=summarizer,
+            trigger=trigger,
+            keep=keep,
+            on_summarizer_error=on_summarizer_error,
+        )
         """The condenser doing the work (exposes the window, policy and counter)."""
         self._default = _ThreadState()
         if system_prompt is not None:
-            self._learn(self._default, system_prompt if isinstance(system_prompt, SystemMessage)
-                        else SystemMessage(content=system_prompt))
+            self._learn(
+                self._default,
+                system_prompt
+                if isinstance(system_prompt, SystemMessage)
+                else SystemMessage(content=system_prompt),
+            )
         self._threads: OrderedDict[Any, _ThreadState] = OrderedDict()
         self._threads_lock = threading.Lock()
         self.gates = 0
@@ -165,8 +183,9 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             state = self._threads.get(thread_id)
             if state is None:
                 # A new thread starts from what the constructor was told (its system prompt).
-                state = self._threads[thread_id] = replace(self._default, gated=None,
-                                                           last_result=None)
+                state = self._threads[thread_id] = replace(
+                    self._default, gated=None, last_result=None
+                )
                 while len(self._threads) > MAX_THREADS:
                     self._threads.popitem(last=False)
             else:
@@ -182,8 +201,13 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             state.system_tokens = self.engine.count_messages([system])
         return state.system_tokens
 
-    def _update(self, state: _ThreadState, result: LangChainResult, tokens: int,
-                given: Sequence[BaseMessage]) -> dict[str, Any] | None:
+    def _update(
+        self,
+        state: _ThreadState,
+        result: LangChainResult,
+        tokens: int,
+        given: Sequence[BaseMessage],
+    ) -> dict[str, Any] | None:
         self.last_result = state.last_result = result
         state.gated = _mark(result.messages if result.changed else given, tokens)
         if not result.changed:
@@ -193,35 +217,46 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.compactions += 1
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]}
 
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any],
-                     ) -> dict[str, Any] | None:
+    def before_model(
+        self,
+        state: AgentState[Any],
+        runtime: Runtime[Any],
+    ) -> dict[str, Any] | None:
         """Condense the thread before the model sees it; ``None`` when under budget."""
         thread = self.thread_state(_thread_id(runtime))
         tokens = thread.system_tokens
         self.gates += 1
-        result = self.engine.run(state["messages"], extra_pinned_tokens=tokens,
-                                 own_objects=False)
+        result = self.engine.run(state["messages"], extra_pinned_tokens=tokens, own_objects=False)
         return self._update(thread, result, tokens, state["messages"])
 
-    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any],
-                            ) -> dict[str, Any] | None:
+    async def abefore_model(
+        self,
+        state: AgentState[Any],
+        runtime: Runtime[Any],
+    ) -> dict[str, Any] | None:
         """The async twin of :meth:`before_model` (the digest call uses ``ainvoke``)."""
         thread = self.thread_state(_thread_id(runtime))
         tokens = thread.system_tokens
         self.gates += 1
-        result = await self.engine.arun(state["messages"], extra_pinned_tokens=tokens,
-                                       own_objects=False)
+        result = await self.engine.arun(
+            state["messages"], extra_pinned_tokens=tokens, own_objects=False
+        )
         return self._update(thread, result, tokens, state["messages"])
 
     def _already_gated(self, request: ModelRequest[Any]) -> tuple[_ThreadState, int, bool]:
         thread = self.thread_state(_thread_id(request.runtime))
         tokens = self._learn(thread, request.system_message)
-        return thread, tokens, thread.gated is not None and \
-            _mark(request.messages, tokens) == thread.gated
+        return (
+            thread,
+            tokens,
+            thread.gated is not None and _mark(request.messages, tokens) == thread.gated,
+        )
 
-    def wrap_model_call(self, request: ModelRequest[Any],
-                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-                        ) -> ModelResponse[Any]:
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
         """Learn the system prompt's size; condense this request if it still does not fit."""
         thread, tokens, done = self._already_gated(request)
         if done:
@@ -235,7 +270,8 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return _mark_reply(handler(request))
 
     async def awrap_model_call(
-        self, request: ModelRequest[Any],
+        self,
+        request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """The async twin of :meth:`wrap_model_call`."""
@@ -251,8 +287,10 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return _mark_reply(await handler(request))
 
 
-def _mark(messages: Sequence[BaseMessage], tokens: int,
-          ) -> tuple[int, object, str | None, int] | None:
+def _mark(
+    messages: Sequence[BaseMessage],
+    tokens: int,
+) -> tuple[int, object, str | None, int] | None:
     """What identifies a gated list cheaply: its length and its last message."""
     if not messages:
         return None

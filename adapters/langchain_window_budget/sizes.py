@@ -26,8 +26,9 @@ __all__ = ["ContextSize", "SizeTrigger", "TriggerSpec", "apply_sizes"]
 
 ContextSize: TypeAlias = tuple[Literal["tokens", "fraction", "messages"], int | float]
 """One threshold: ``("tokens", 4000)``, ``("fraction", 0.8)`` or ``("messages", 50)``."""
-TriggerSpec: TypeAlias = (ContextSize | Mapping[str, int | float]
-                          | Sequence[ContextSize | Mapping[str, int | float]])
+TriggerSpec: TypeAlias = (
+    ContextSize | Mapping[str, int | float] | Sequence[ContextSize | Mapping[str, int | float]]
+)
 """A threshold, a dict of thresholds that must all hold, or a list of either (any holds)."""
 
 _KINDS = ("tokens", "fraction", "messages")
@@ -35,8 +36,10 @@ _KINDS = ("tokens", "fraction", "messages")
 
 def _check(kind: object, value: object, what: str) -> tuple[str, int | float]:
     if kind not in _KINDS:
-        raise ConfigError(f"{what}: unsupported kind {kind!r}; use 'tokens', 'fraction' or "
-                          "'messages', e.g. ('tokens', 4000)")
+        raise ConfigError(
+            f"{what}: unsupported kind {kind!r}; use 'tokens', 'fraction' or "
+            "'messages', e.g. ('tokens', 4000)"
+        )
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{what}: the {kind} value must be a number, got {value!r}")
     if kind == "fraction":
@@ -56,15 +59,19 @@ def _clauses(trigger: Any) -> list[dict[str, int | float]]:
             return {kind: value}
         if isinstance(item, Mapping) and item:
             return dict(_check(k, v, f"trigger {dict(item)!r}") for k, v in item.items())
-        raise ConfigError(f"trigger {item!r} is not a (kind, value) tuple or a dict of them, "
-                          "e.g. ('tokens', 4000), ('fraction', 0.8) or {'messages': 50}")
+        raise ConfigError(
+            f"trigger {item!r} is not a (kind, value) tuple or a dict of them, "
+            "e.g. ('tokens', 4000), ('fraction', 0.8) or {'messages': 50}"
+        )
 
     if isinstance(trigger, tuple | Mapping):
         return [one(trigger)]
     if isinstance(trigger, list) and trigger:
         return [one(item) for item in trigger]
-    raise ConfigError(f"trigger {trigger!r} is not a (kind, value) tuple, a dict or a "
-                      "non-empty list of them, e.g. [('fraction', 0.8), ('messages', 100)]")
+    raise ConfigError(
+        f"trigger {trigger!r} is not a (kind, value) tuple, a dict or a "
+        "non-empty list of them, e.g. [('fraction', 0.8), ('messages', 100)]"
+    )
 
 
 def _tokens(clause: Mapping[str, int | float], window: int) -> int | None:
@@ -88,12 +95,15 @@ class SizeTrigger:
 
     def met(self, count: int, tokens: int | None) -> bool:
         """True when ``count`` messages (of ``tokens`` tokens) meet any clause."""
-        return any(count >= messages and (need is None or (tokens or 0) >= need)
-                   for messages, need in self.clauses)
+        return any(
+            count >= messages and (need is None or (tokens or 0) >= need)
+            for messages, need in self.clauses
+        )
 
 
-def apply_sizes(policy: BudgetPolicy, context_window: int, *, trigger: Any = None,
-                keep: Any = None) -> tuple[BudgetPolicy, SizeTrigger | None]:
+def apply_sizes(
+    policy: BudgetPolicy, context_window: int, *, trigger: Any = None, keep: Any = None
+) -> tuple[BudgetPolicy, SizeTrigger | None]:
     """``policy`` with ``trigger`` / ``keep`` applied, and the message clauses left to check.
 
     Raises:
@@ -102,8 +112,10 @@ def apply_sizes(policy: BudgetPolicy, context_window: int, *, trigger: Any = Non
     """
     if keep is not None:
         if not (isinstance(keep, tuple) and len(keep) == 2):
-            raise ConfigError(f"keep {keep!r} must be one (kind, value) tuple, e.g. "
-                              "('messages', 20), ('tokens', 3000) or ('fraction', 0.3)")
+            raise ConfigError(
+                f"keep {keep!r} must be one (kind, value) tuple, e.g. "
+                "('messages', 20), ('tokens', 3000) or ('fraction', 0.3)"
+            )
         kind, value = _check(keep[0], keep[1], f"keep {keep!r}")
         if kind == "messages":
             policy = replace(policy, keep_unit="messages", keep_recent=int(value))
@@ -113,11 +125,13 @@ def apply_sizes(policy: BudgetPolicy, context_window: int, *, trigger: Any = Non
     if trigger is None:
         return policy, None
     clauses = _clauses(trigger)
-    token_only = [t for c in clauses if "messages" not in c
-                  if (t := _tokens(c, context_window)) is not None]
+    token_only = [
+        t for c in clauses if "messages" not in c if (t := _tokens(c, context_window)) is not None
+    ]
     if token_only:
         usable = max(1, context_window - (policy.reserve_tokens or 0))
         policy = replace(policy, trigger_ratio=min(1.0, max(min(token_only) / usable, 1e-9)))
-    counted = tuple((int(c["messages"]), _tokens(c, context_window))
-                    for c in clauses if "messages" in c)
+    counted = tuple(
+        (int(c["messages"]), _tokens(c, context_window)) for c in clauses if "messages" in c
+    )
     return policy, SizeTrigger(counted) if counted else None

@@ -89,8 +89,9 @@ CONVERSIONS: Final = ContentCache(64 << 20, value_size=_core_size)
 """Process-wide native → core conversions, bounded by bytes, shared by every adapter."""
 
 
-def convert(codec: Codec, messages: Sequence[Any], *,
-            cache: ContentCache | None = None) -> list[AgentMessage]:
+def convert(
+    codec: Codec, messages: Sequence[Any], *, cache: ContentCache | None = None
+) -> list[AgentMessage]:
     """The core messages for ``messages``, through the content-keyed conversion cache.
 
     Equal messages convert once per process, whatever objects carry them, so the core's
@@ -144,7 +145,7 @@ class Recognised:
     def put_many(self, name: str, items: Sequence[tuple[Hashable, Any, AgentMessage]]) -> None:
         """Remember ``(id, native message, core message)`` triples (None ids are skipped)."""
         if len(items) > self.limit:
-            items = items[len(items) - self.limit:]  # the newest a bound's worth
+            items = items[len(items) - self.limit :]  # the newest a bound's worth
         with self._lock:
             if len(self._data) + len(items) > self.limit:
                 self._data.clear()
@@ -209,8 +210,7 @@ def digest_record(digest: DigestMessage, **extra: Any) -> dict[str, Any]:
     record: dict[str, Any] = {"digest": True}
     for f in _digest_fields(type(digest)):
         value = getattr(digest, f.name)
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
-            else f.default
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if f.name in _ALWAYS or value != default:
             record[_RECORD_NAMES.get(f.name, f.name)] = value
     record.update(extra)
@@ -233,8 +233,9 @@ def read_digest_record(kwargs: Mapping[str, Any] | None) -> dict[str, Any] | Non
     return None
 
 
-def digest_from_record(content: Content, record: Mapping[str, Any], *,
-                       kind: type[DigestMessage] = DigestMessage) -> DigestMessage:
+def digest_from_record(
+    content: Content, record: Mapping[str, Any], *, kind: type[DigestMessage] = DigestMessage
+) -> DigestMessage:
     """Rebuild the core's :class:`DigestMessage` from its text and a stored record.
 
     The inverse of :func:`digest_record`: each digest field is taken from the record when
@@ -319,7 +320,8 @@ def resolve_counter_spec(spec: object, context: Any = None) -> tuple[TokenCounte
         if not spec.startswith("tiktoken:"):
             raise ConfigError(
                 f"unknown counter {spec!r}; use one of {sorted(_COUNTERS)}, "
-                "'tiktoken:<encoding>', a TokenCounter or a str -> int function")
+                "'tiktoken:<encoding>', a TokenCounter or a str -> int function"
+            )
     if callable(spec) and not hasattr(spec, "count"):
         with _COUNTERS_LOCK:
             recognisers = list(_RECOGNISERS)
@@ -344,8 +346,9 @@ _LENGTHS: dict[Hashable, set[int]] = {}
 _LENGTHS_LOCK = threading.Lock()
 
 
-def head_chain(codec: Codec, messages: Sequence[Any], seed: Hashable,
-               prev: Sequence[int] = ()) -> list[int]:
+def head_chain(
+    codec: Codec, messages: Sequence[Any], seed: Hashable, prev: Sequence[int] = ()
+) -> list[int]:
     """Running fingerprints of ``messages``' prefixes: entry ``i`` stands for ``messages[:i+1]``.
 
     ``prev`` is the chain of a prefix already fingerprinted (``messages`` then holds only

@@ -58,8 +58,11 @@ class Model:
     """The model's output cap, when known."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.context_window, bool) or not isinstance(self.context_window, int) \
-                or self.context_window <= 0:
+        if (
+            isinstance(self.context_window, bool)
+            or not isinstance(self.context_window, int)
+            or self.context_window <= 0
+        ):
             raise ValueError(
                 f"Model.context_window must be a positive int, got {self.context_window!r}"
             )
@@ -132,13 +135,20 @@ class BudgetPolicy:
         _check_int("tool_output_chars", self.tool_output_chars)
         _check_int("mask_keep_outputs", self.mask_keep_outputs, allow_none=True)
         _check_int("mask_min_chars", self.mask_min_chars)
-        if isinstance(self.max_summary_calls, bool) or not isinstance(
-                self.max_summary_calls, int) or self.max_summary_calls < 1:
-            raise ValueError("BudgetPolicy.max_summary_calls must be an int of at least 1, "
-                             f"got {self.max_summary_calls!r}")
+        if (
+            isinstance(self.max_summary_calls, bool)
+            or not isinstance(self.max_summary_calls, int)
+            or self.max_summary_calls < 1
+        ):
+            raise ValueError(
+                "BudgetPolicy.max_summary_calls must be an int of at least 1, "
+                f"got {self.max_summary_calls!r}"
+            )
         if self.keep_unit not in ("tokens", "turns", "messages"):
-            raise ValueError("BudgetPolicy.keep_unit must be 'tokens', 'turns' or 'messages', "
-                             f"got {self.keep_unit!r}")
+            raise ValueError(
+                "BudgetPolicy.keep_unit must be 'tokens', 'turns' or 'messages', "
+                f"got {self.keep_unit!r}"
+            )
         if self.strategy not in ("summarize", "trim"):
             raise ValueError(
                 f"BudgetPolicy.strategy must be 'summarize' or 'trim', got {self.strategy!r}"
@@ -150,10 +160,14 @@ class BudgetPolicy:
             )
         timeout = self.summary_timeout
         if timeout is not None and (
-                isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                or not 0 < timeout < math.inf):
-            raise ValueError("BudgetPolicy.summary_timeout must be None or a positive, finite "
-                             f"number of seconds, got {timeout!r}")
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf
+        ):
+            raise ValueError(
+                "BudgetPolicy.summary_timeout must be None or a positive, finite "
+                f"number of seconds, got {timeout!r}"
+            )
         if self.digest_max_tokens < 64:
             raise ValueError(
                 f"BudgetPolicy.digest_max_tokens must be at least 64, got {self.digest_max_tokens}"
@@ -171,20 +185,26 @@ class BudgetPolicy:
         >>> BudgetPolicy.for_window(4096).keep_recent
         940
         """
-        if isinstance(context_window, bool) or not isinstance(context_window, int) \
-                or context_window <= 0:
-            raise ValueError(
-                f"context_window must be a positive int, got {context_window!r}")
+        if (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window <= 0
+        ):
+            raise ValueError(f"context_window must be a positive int, got {context_window!r}")
         reserve = 0 if output_reserved else min(2048, context_window // 8)
         ratio = 0.75
         limit = max(0, context_window - reserve) * ratio
-        return cls(trigger_ratio=ratio, reserve_tokens=reserve,
-                   keep_recent=max(1, min(6000, int(limit * 0.35))),
-                   digest_max_tokens=max(64, min(2000, int(limit * 0.2))))
+        return cls(
+            trigger_ratio=ratio,
+            reserve_tokens=reserve,
+            keep_recent=max(1, min(6000, int(limit * 0.35))),
+            digest_max_tokens=max(64, min(2000, int(limit * 0.2))),
+        )
 
     @classmethod
-    def turns(cls, keep_recent: int = 8, *, trigger_ratio: float = 0.8,
-              reserve_tokens: int | None = None) -> BudgetPolicy:
+    def turns(
+        cls, keep_recent: int = 8, *, trigger_ratio: float = 0.8, reserve_tokens: int | None = None
+    ) -> BudgetPolicy:
         """Keep the last ``keep_recent`` turns verbatim; fire at 80 % of the usable window.
 
         A turn is a user message and everything answering it (replies, tool calls and their
@@ -193,8 +213,12 @@ class BudgetPolicy:
         >>> BudgetPolicy.turns(4).keep_unit
         'turns'
         """
-        return cls(trigger_ratio=trigger_ratio, keep_recent=keep_recent,
-                   reserve_tokens=reserve_tokens, keep_unit="turns")
+        return cls(
+            trigger_ratio=trigger_ratio,
+            keep_recent=keep_recent,
+            reserve_tokens=reserve_tokens,
+            keep_unit="turns",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,8 +273,10 @@ class Summary:
     def text(self) -> str:
         """The digest's full text, header included."""
         content = self.message.content
-        return content if isinstance(content, str) else "".join(
-            getattr(b, "text", "") for b in content
+        return (
+            content
+            if isinstance(content, str)
+            else "".join(getattr(b, "text", "") for b in content)
         )
 
 
@@ -282,8 +308,9 @@ class CompleteOptions:
 class CompleteFn(Protocol):
     """The injected model call, async: ``(model, context, options) -> AssistantMessage``."""
 
-    def __call__(self, model: Model, context: Context,
-                 options: CompleteOptions | None = None) -> Awaitable[AssistantMessage]:
+    def __call__(
+        self, model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> Awaitable[AssistantMessage]:
         """Run the model once and return its reply."""
         ...
 
@@ -292,8 +319,9 @@ class CompleteFn(Protocol):
 class SyncCompleteFn(Protocol):
     """The sync twin of :class:`CompleteFn`, for callers without an event loop."""
 
-    def __call__(self, model: Model, context: Context,
-                 options: CompleteOptions | None = None) -> AssistantMessage:
+    def __call__(
+        self, model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         """Run the model once and return its reply."""
         ...
 
@@ -400,8 +428,7 @@ class CondenseResult:
     @property
     def changed(self) -> bool:
         """True when the output differs from the input."""
-        return self.plan.cut > 0 or bool(self.shortened) or self.reason in ("trimmed",
-                                                                             "masked")
+        return self.plan.cut > 0 or bool(self.shortened) or self.reason in ("trimmed", "masked")
 
     @property
     def audit(self) -> DigestAudit | None:
@@ -410,10 +437,12 @@ class CondenseResult:
 
     def _repr_html_(self) -> str:
         from window_budget.tools.display import condense_result_html  # lazy: only notebooks need it
+
         return condense_result_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         from window_budget.tools.display import condense_result_text
+
         printer.text(condense_result_text(self))
 
 

@@ -48,5 +48,5 @@ def digest_body(message: AgentMessage) -> str | None:
         text = content_text(message.content)
         for header in (SESSION_HEADER, BRANCH_HEADER):
             if text.startswith(header):
-                return text[len(header):].strip()
+                return text[len(header) :].strip()
     return None

@@ -61,8 +61,11 @@ _ARTICLES = {"NoneType": "None", "int": "an int", "Mapping": "a mapping"}
 
 
 def _type_names(types: tuple[type, ...]) -> str:
-    names = [_ARTICLES.get(t.__name__, f"a {t.__name__}") for t in types
-             if not (t is dict and Mapping in types)]  # dict is listed only for speed
+    names = [
+        _ARTICLES.get(t.__name__, f"a {t.__name__}")
+        for t in types
+        if not (t is dict and Mapping in types)
+    ]  # dict is listed only for speed
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
@@ -73,8 +76,9 @@ def _check(owner: object, name: str, *types: type) -> None:
     if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
         return
     # Type names only, never the value: a wrong field may hold 50 MB or a secret.
-    raise MessageError(f"{type(owner).__name__}.{name} must be {_type_names(types)}, "
-                       f"not {kind.__name__}")
+    raise MessageError(
+        f"{type(owner).__name__}.{name} must be {_type_names(types)}, not {kind.__name__}"
+    )
 
 
 def _check_count(owner: object, name: str, *, optional: bool = False) -> None:
@@ -83,10 +87,15 @@ def _check_count(owner: object, name: str, *, optional: bool = False) -> None:
     if optional and value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        shown = "a negative int" if isinstance(value, int) and not isinstance(value, bool) \
+        shown = (
+            "a negative int"
+            if isinstance(value, int) and not isinstance(value, bool)
             else type(value).__name__
-        raise MessageError(f"{type(owner).__name__}.{name} must be a non-negative int"
-                           f"{' or None' if optional else ''}, not {shown}")
+        )
+        raise MessageError(
+            f"{type(owner).__name__}.{name} must be a non-negative int"
+            f"{' or None' if optional else ''}, not {shown}"
+        )
 
 
 # Field kinds; each check first compares the exact type, so a valid field costs one lookup.
@@ -182,7 +191,8 @@ def _normalize_content(owner: str, content: object) -> Content:
         return content
     # tuple and list first: the ABC check is slow and runs for every message built.
     if type(content) in (tuple, list) or (
-            isinstance(content, Sequence) and not isinstance(content, bytes | bytearray)):
+        isinstance(content, Sequence) and not isinstance(content, bytes | bytearray)
+    ):
         blocks: tuple[Any, ...] = tuple(content)  # type: ignore[arg-type]
         for i, block in enumerate(blocks):
             if type(block) not in _BLOCK_TYPES and not isinstance(block, _BLOCK_TYPES):
@@ -280,8 +290,10 @@ class DigestMessage(UserMessage):
         if type(self.fallback) is not bool:
             _check(self, "fallback", bool)
         if self.facts is not None and not isinstance(self.facts, dict):
-            raise MessageError("DigestMessage.facts must be a dict (a serialized ledger) or "
-                               f"None, not {type(self.facts).__name__}")
+            raise MessageError(
+                "DigestMessage.facts must be a dict (a serialized ledger) or "
+                f"None, not {type(self.facts).__name__}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -546,8 +558,12 @@ def _block_to_dict(block: Block) -> dict[str, Any]:
             out["signature"] = block.signature
         return out
     if isinstance(block, ToolCallBlock):
-        return {"type": "toolCall", "id": block.id, "name": block.name,
-                "arguments": dict(block.arguments)}
+        return {
+            "type": "toolCall",
+            "id": block.id,
+            "name": block.name,
+            "arguments": dict(block.arguments),
+        }
     return {"type": "image", "data": block.data, "mimeType": block.mime_type}
 
 
@@ -596,32 +612,51 @@ def message_to_dict(message: AgentMessage) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         out: dict[str, Any] = {"role": "user", "content": _content_to_json(message.content)}
         if isinstance(message, DigestMessage):
-            out["digest"] = {"covered": message.covered_count, "kept": message.kept_count,
-                             "fallback": message.fallback}
+            out["digest"] = {
+                "covered": message.covered_count,
+                "kept": message.kept_count,
+                "fallback": message.fallback,
+            }
             if message.facts is not None:
                 out["digest"]["facts"] = message.facts
     elif isinstance(message, AssistantMessage):
         out = {"role": "assistant", "content": _content_to_json(message.content)}
         if message.usage is not None:
             u = message.usage
-            out["usage"] = {"input": u.input_tokens, "output": u.output_tokens,
-                            "cacheRead": u.cache_read_tokens,
-                            "cacheWrite": u.cache_creation_tokens}
+            out["usage"] = {
+                "input": u.input_tokens,
+                "output": u.output_tokens,
+                "cacheRead": u.cache_read_tokens,
+                "cacheWrite": u.cache_creation_tokens,
+            }
         if message.model is not None:
             out["model"] = message.model
         if message.stop_reason is not None:
             out["stopReason"] = message.stop_reason
     elif isinstance(message, ToolResultMessage):
-        out = {"role": "toolResult", "toolCallId": message.tool_call_id,
-               "toolName": message.tool_name, "content": _content_to_json(message.content),
-               "isError": message.is_error}
+        out = {
+            "role": "toolResult",
+            "toolCallId": message.tool_call_id,
+            "toolName": message.tool_name,
+            "content": _content_to_json(message.content),
+            "isError": message.is_error,
+        }
     elif isinstance(message, BashExecutionMessage):
-        out = {"role": "bashExecution", "command": message.command, "output": message.output,
-               "exitCode": message.exit_code, "cancelled": message.cancelled,
-               "truncated": message.truncated}
+        out = {
+            "role": "bashExecution",
+            "command": message.command,
+            "output": message.output,
+            "exitCode": message.exit_code,
+            "cancelled": message.cancelled,
+            "truncated": message.truncated,
+        }
     elif isinstance(message, CustomMessage):
-        out = {"role": "custom", "customType": message.custom_type,
-               "content": _content_to_json(message.content), "display": message.display}
+        out = {
+            "role": "custom",
+            "customType": message.custom_type,
+            "content": _content_to_json(message.content),
+            "display": message.display,
+        }
         if message.details is not None:
             out["details"] = dict(message.details)
     elif isinstance(message, BranchSummaryMessage):
@@ -629,8 +664,11 @@ def message_to_dict(message: AgentMessage) -> dict[str, Any]:
         if message.from_id is not None:
             out["fromId"] = message.from_id
     elif isinstance(message, CompactionSummaryMessage):
-        out = {"role": "compactionSummary", "summary": message.summary,
-               "tokensBefore": message.tokens_before}
+        out = {
+            "role": "compactionSummary",
+            "summary": message.summary,
+            "tokensBefore": message.tokens_before,
+        }
         if message.kept_count is not None:
             out["keptCount"] = message.kept_count
     else:
@@ -705,48 +743,71 @@ def message_from_dict(raw: Mapping[str, Any]) -> AgentMessage:
             info = raw.get("digest")
             if isinstance(info, Mapping):
                 kept = info.get("kept")
-                return DigestMessage(content, timestamp=ts,
-                                     covered_count=_whole(info.get("covered", 0), where,
-                                                          "digest.covered"),
-                                     kept_count=None if kept is None else _whole(
-                                         kept, where, "digest.kept"),
-                                     fallback=bool(info.get("fallback", False)),
-                                     facts=_facts_or_none(info.get("facts")))
+                return DigestMessage(
+                    content,
+                    timestamp=ts,
+                    covered_count=_whole(info.get("covered", 0), where, "digest.covered"),
+                    kept_count=None if kept is None else _whole(kept, where, "digest.kept"),
+                    fallback=bool(info.get("fallback", False)),
+                    facts=_facts_or_none(info.get("facts")),
+                )
             return UserMessage(content, timestamp=ts)
         if role == "assistant":
             usage = None
             if isinstance(raw.get("usage"), Mapping):
                 u = raw["usage"]
-                usage = Usage(*(_whole(u.get(k, 0), where, f"usage.{k}")
-                                for k in ("input", "output", "cacheRead", "cacheWrite")))
-            return AssistantMessage(_content_from_json(raw["content"], where), usage=usage,
-                                    model=raw.get("model"), stop_reason=raw.get("stopReason"),
-                                    timestamp=ts)
+                usage = Usage(
+                    *(
+                        _whole(u.get(k, 0), where, f"usage.{k}")
+                        for k in ("input", "output", "cacheRead", "cacheWrite")
+                    )
+                )
+            return AssistantMessage(
+                _content_from_json(raw["content"], where),
+                usage=usage,
+                model=raw.get("model"),
+                stop_reason=raw.get("stopReason"),
+                timestamp=ts,
+            )
         if role == "toolResult":
-            return ToolResultMessage(str(raw["toolCallId"]), str(raw.get("toolName", "")),
-                                     _content_from_json(raw["content"], where),
-                                     is_error=bool(raw.get("isError", False)), timestamp=ts)
+            return ToolResultMessage(
+                str(raw["toolCallId"]),
+                str(raw.get("toolName", "")),
+                _content_from_json(raw["content"], where),
+                is_error=bool(raw.get("isError", False)),
+                timestamp=ts,
+            )
         if role == "bashExecution":
-            return BashExecutionMessage(str(raw["command"]), str(raw.get("output", "")),
-                                        exit_code=raw.get("exitCode"),
-                                        cancelled=bool(raw.get("cancelled", False)),
-                                        truncated=bool(raw.get("truncated", False)), timestamp=ts)
+            return BashExecutionMessage(
+                str(raw["command"]),
+                str(raw.get("output", "")),
+                exit_code=raw.get("exitCode"),
+                cancelled=bool(raw.get("cancelled", False)),
+                truncated=bool(raw.get("truncated", False)),
+                timestamp=ts,
+            )
         if role == "custom":
-            return CustomMessage(str(raw.get("customType", "custom")),
-                                 _content_from_json(raw.get("content", ""), where),
-                                 display=bool(raw.get("display", True)),
-                                 details=raw.get("details"), timestamp=ts)
+            return CustomMessage(
+                str(raw.get("customType", "custom")),
+                _content_from_json(raw.get("content", ""), where),
+                display=bool(raw.get("display", True)),
+                details=raw.get("details"),
+                timestamp=ts,
+            )
         if role == "branchSummary":
-            return BranchSummaryMessage(str(raw["summary"]), from_id=raw.get("fromId"),
-                                        timestamp=ts)
+            return BranchSummaryMessage(
+                str(raw["summary"]), from_id=raw.get("fromId"), timestamp=ts
+            )
         if role == "compactionSummary":
             kept = raw.get("keptCount")
-            return CompactionSummaryMessage(str(raw["summary"]),
-                                            _whole(raw.get("tokensBefore", 0), where,
-                                                   "tokensBefore"), timestamp=ts,
-                                            kept_count=kept if isinstance(kept, int)
-                                            and not isinstance(kept, bool) and kept >= 0
-                                            else None)
+            return CompactionSummaryMessage(
+                str(raw["summary"]),
+                _whole(raw.get("tokensBefore", 0), where, "tokensBefore"),
+                timestamp=ts,
+                kept_count=kept
+                if isinstance(kept, int) and not isinstance(kept, bool) and kept >= 0
+                else None,
+            )
     except KeyError as exc:
         raise MessageError(f"{where} is missing {exc.args[0]!r}") from None
     if not isinstance(role, str) or not role:

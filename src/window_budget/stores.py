@@ -85,8 +85,14 @@ def _equal(a: Any, b: Any) -> bool:
     return a is b or bool(a == b)
 
 
-def check_written(read_back: Sequence[M], written: Sequence[M], store: str, *,
-                  same: Callable[[M, M], bool] = _equal, exact: bool = False) -> None:
+def check_written(
+    read_back: Sequence[M],
+    written: Sequence[M],
+    store: str,
+    *,
+    same: Callable[[M, M], bool] = _equal,
+    exact: bool = False,
+) -> None:
     """Refuse a store that does not start with exactly what was written to it.
 
     Messages after the written ones are accepted (another writer appended them) unless
@@ -102,19 +108,24 @@ def check_written(read_back: Sequence[M], written: Sequence[M], store: str, *,
     # Messages after what was written are appends by other writers, not a fault.
     longer_ok = not exact and len(read_back) > len(written)
     if (len(read_back) == len(written) or longer_ok) and all(
-            same(a, b) for a, b in zip(read_back, written, strict=False)):
+        same(a, b) for a, b in zip(read_back, written, strict=False)
+    ):
         return
     if len(read_back) > len(written):
-        what = (f"holds {len(read_back):,} messages after {len(written):,} were written "
-                "(it appended instead of replacing, or another process wrote meanwhile)")
+        what = (
+            f"holds {len(read_back):,} messages after {len(written):,} were written "
+            "(it appended instead of replacing, or another process wrote meanwhile)"
+        )
     elif len(read_back) < len(written):
         what = f"holds {len(read_back):,} messages after {len(written):,} were written"
     else:
         what = "returned other messages than were written"
-    raise StoreError(f"the store {store} {what}; window-budget stops writing to it rather "
-                     "than multiply or lose messages — use a store whose set_messages "
-                     "replaces the list, and one with a transactional rewrite when several "
-                     "processes share a conversation")
+    raise StoreError(
+        f"the store {store} {what}; window-budget stops writing to it rather "
+        "than multiply or lose messages — use a store whose set_messages "
+        "replaces the list, and one with a transactional rewrite when several "
+        "processes share a conversation"
+    )
 
 
 class LockedRewrite(Generic[M]):
@@ -135,12 +146,21 @@ class LockedRewrite(Generic[M]):
 
     """
 
-    guarantee = ("one process: exact (a lock); several processes: not guaranteed (a "
-                 "message appended between the re-read and the write can be lost)")
+    guarantee = (
+        "one process: exact (a lock); several processes: not guaranteed (a "
+        "message appended between the re-read and the write can be lost)"
+    )
 
-    def __init__(self, read: Callable[[], Sequence[M]], write: Callable[[list[M]], None],
-                 archive: Callable[[Sequence[M]], None], *, store: str,
-                 lock: Any = None, same: Callable[[M, M], bool] = _equal) -> None:
+    def __init__(
+        self,
+        read: Callable[[], Sequence[M]],
+        write: Callable[[list[M]], None],
+        archive: Callable[[Sequence[M]], None],
+        *,
+        store: str,
+        lock: Any = None,
+        same: Callable[[M, M], bool] = _equal,
+    ) -> None:
         self._read = read
         self._write = write
         self._archive = archive

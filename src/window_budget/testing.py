@@ -81,8 +81,9 @@ class ScriptedCompleter:
         """Replies not used yet."""
         return len(self._queue)
 
-    def sync(self, model: Model, context: Context,
-             options: CompleteOptions | None = None) -> AssistantMessage:
+    def sync(
+        self, model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         """Sync completer: record the call and return the next reply."""
         with self._lock:
             self.calls.append(CompleterCall(model, context, options))
@@ -100,7 +101,8 @@ class ScriptedCompleter:
             return AssistantMessage((TextBlock(reply),), model=model.id)
         return reply
 
-    async def __call__(self, model: Model, context: Context,
-                       options: CompleteOptions | None = None) -> AssistantMessage:
+    async def __call__(
+        self, model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         """Async completer: same as :meth:`sync`."""
         return self.sync(model, context, options)

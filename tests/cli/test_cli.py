@@ -41,16 +41,35 @@ def test_inspect_every_format(path: Path) -> None:
 
 
 def test_inspect_json_shape() -> None:
-    result = run("inspect", FIXTURES / "claude_code_session.jsonl", LONG, "--json",
-                 "--window", "32768", "--no-mask")
+    result = run(
+        "inspect",
+        FIXTURES / "claude_code_session.jsonl",
+        LONG,
+        "--json",
+        "--window",
+        "32768",
+        "--no-mask",
+    )
     assert result.exit_code == 0
     reports = json.loads(result.output)
     assert isinstance(reports, list)
     assert len(reports) == 2
     small, long = reports
-    assert set(small) >= {"file", "format", "messages", "estimated_tokens", "by_role",
-                          "by_category", "reported_usage", "context_tokens", "anchored",
-                          "gate", "cut", "system_tokens", "skipped"}
+    assert set(small) >= {
+        "file",
+        "format",
+        "messages",
+        "estimated_tokens",
+        "by_role",
+        "by_category",
+        "reported_usage",
+        "context_tokens",
+        "anchored",
+        "gate",
+        "cut",
+        "system_tokens",
+        "skipped",
+    }
     assert small["format"] == "claude-code"
     assert small["reported_usage"]["context_tokens"] == 4 + 5200 + 900 + 12
     assert small["gate"]["over_budget"] is False
@@ -144,8 +163,10 @@ def test_compact_dry_run_writes_nothing(tmp_path: Path) -> None:
     assert not out.exists()
 
 
-def test_compact_with_a_langchain_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                        ) -> None:
+def test_compact_with_a_langchain_model(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     pytest.importorskip("langchain_window_budget")
     from langchain_core.language_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
@@ -155,8 +176,19 @@ def test_compact_with_a_langchain_model(monkeypatch: pytest.MonkeyPatch, tmp_pat
     fake = GenericFakeChatModel(messages=iter([AIMessage("# Objective\nport the loader")]))
     monkeypatch.setattr(cli, "_load_chat_model", lambda spec: fake)
     out = tmp_path / "out.json"
-    result = run("compact", LONG, "--window", "32768", "--model", "fake:model", "--to",
-                 "json", "--no-mask", "-o", out)
+    result = run(
+        "compact",
+        LONG,
+        "--window",
+        "32768",
+        "--model",
+        "fake:model",
+        "--to",
+        "json",
+        "--no-mask",
+        "-o",
+        out,
+    )
     assert result.exit_code == 0, result.output
     digest = read_transcript(out).messages[0]
     assert "port the loader" in digest.content  # type: ignore[union-attr,operator]
@@ -190,14 +222,15 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     assert "7 condensations over 193 messages" in result.output
 
 
-def test_plot_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch,
-                                                 tmp_path: Path) -> None:
+def test_plot_without_matplotlib_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = run("plot", LONG, "-o", tmp_path / "x.png")
     assert result.exit_code == 1
-    assert 'window-budget[plot]' in result.output
+    assert "window-budget[plot]" in result.output
 
 
 def test_demo_still_works() -> None:
@@ -231,8 +264,11 @@ def test_a_compacted_claude_code_file_inspects_under_budget(tmp_path: Path) -> N
     assert info["gate"]["over_budget"] is False
     assert info["gate"]["fires_at"] is None
     # the session log keeps the folded turns ahead of the new boundary
-    (boundary,) = [line for line in map(json.loads, out.read_text().splitlines())
-                   if line.get("subtype") == "compact_boundary"]
+    (boundary,) = [
+        line
+        for line in map(json.loads, out.read_text().splitlines())
+        if line.get("subtype") == "compact_boundary"
+    ]
     assert len(read_transcript(out, whole_file=True).messages) > info["messages"]
     original = json.loads(run("inspect", LONG, "--window", "32768", "--json").stdout)[0]
     assert boundary["compactMetadata"]["preTokens"] == original["context_tokens"]
@@ -287,8 +323,9 @@ def test_the_error_line_starts_its_own_line_after_the_progress_bar(tmp_path: Pat
     assert all(line.startswith("Error:") for line in error_lines)
 
 
-def test_plot_directory_skips_a_file_that_fails(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plot_directory_skips_a_file_that_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("matplotlib")
     from window_budget.tools import timeline
 
@@ -315,8 +352,10 @@ def _brute_force_firing(msgs, model, pinned, limit, counter=None):  # type: igno
     from window_budget.pipeline import estimate_context as context
 
     for i in range(len(msgs)):
-        if context(msgs[:i + 1], model, counter=counter,
-                   pinned_tokens=pinned).context_tokens > limit:
+        if (
+            context(msgs[: i + 1], model, counter=counter, pinned_tokens=pinned).context_tokens
+            > limit
+        ):
             return i
     return None
 
@@ -329,24 +368,38 @@ def test_first_firing_agrees_with_the_gate() -> None:
 
     model = Model("m", 4000)
     limit = budget_limit(model, BudgetPolicy(reserve_tokens=0))
-    digest = DigestMessage("[session digest — older turns condensed]\n\nx",
-                           covered_count=9, kept_count=2)
+    digest = DigestMessage(
+        "[session digest — older turns condensed]\n\nx", covered_count=9, kept_count=2
+    )
     cases = {
         "stale usage kept with a digest": [
-            digest, UserMessage("q"), AssistantMessage("a", usage=Usage(50_000, 1), model="m"),
-            UserMessage("more " * 50)],
+            digest,
+            UserMessage("q"),
+            AssistantMessage("a", usage=Usage(50_000, 1), model="m"),
+            UserMessage("more " * 50),
+        ],
         "another model's usage": [
-            UserMessage("q"), AssistantMessage("a", usage=Usage(50_000, 1), model="other"),
-            UserMessage("more")],
+            UserMessage("q"),
+            AssistantMessage("a", usage=Usage(50_000, 1), model="other"),
+            UserMessage("more"),
+        ],
         "dated alias of the same model anchors": [
-            UserMessage("q"), AssistantMessage("a", usage=Usage(3_500, 1), model="m-2024-01-01"),
-            UserMessage("more")],
+            UserMessage("q"),
+            AssistantMessage("a", usage=Usage(3_500, 1), model="m-2024-01-01"),
+            UserMessage("more"),
+        ],
         "implausibly small usage": [
-            UserMessage("x" * 20_000), AssistantMessage("a", usage=Usage(10, 1), model="m"),
-            UserMessage("more")],
+            UserMessage("x" * 20_000),
+            AssistantMessage("a", usage=Usage(10, 1), model="m"),
+            UserMessage("more"),
+        ],
         "fresh usage after the kept turns": [
-            digest, UserMessage("q"), AssistantMessage("a"),
-            UserMessage("again"), AssistantMessage("b", usage=Usage(3_500, 1), model="m")],
+            digest,
+            UserMessage("q"),
+            AssistantMessage("a"),
+            UserMessage("again"),
+            AssistantMessage("b", usage=Usage(3_500, 1), model="m"),
+        ],
     }
     for name, msgs in cases.items():
         for pinned in (0, 500):
@@ -354,8 +407,7 @@ def test_first_firing_agrees_with_the_gate() -> None:
             assert _first_firing(msgs, model, pinned, limit, None) == expected, name
     assert _first_firing(cases["stale usage kept with a digest"], model, 0, limit, None) is None
     assert _first_firing(cases["another model's usage"], model, 0, limit, None) is None
-    assert _first_firing(cases["dated alias of the same model anchors"], model, 0, limit,
-                         None) == 1
+    assert _first_firing(cases["dated alias of the same model anchors"], model, 0, limit, None) == 1
     assert _first_firing(cases["implausibly small usage"], model, 0, limit, None) == 0
 
 
@@ -393,9 +445,11 @@ def test_run_picks_a_run_and_applies_only_to_files_of_many(tmp_path: Path) -> No
 
 
 def test_inspect_names_the_model_of_each_new_format() -> None:
-    for name, model in [("openhands_output.jsonl", "claude-sonnet-4-5-20250929"),
-                        ("claude_code_sidechain.jsonl", "claude-haiku-4-5-20251001"),
-                        ("swe_agent_run.traj", "claude-sonnet-4-20250514")]:
+    for name, model in [
+        ("openhands_output.jsonl", "claude-sonnet-4-5-20250929"),
+        ("claude_code_sidechain.jsonl", "claude-haiku-4-5-20251001"),
+        ("swe_agent_run.traj", "claude-sonnet-4-20250514"),
+    ]:
         result = run("inspect", FIXTURES / name)
         assert result.exit_code == 0, result.output
         assert f"model             {model}" in result.output

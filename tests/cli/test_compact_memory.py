@@ -15,9 +15,22 @@ LONG = Path(__file__).parents[2] / "examples" / "long_session.jsonl"
 
 def test_compact_reports_the_ledger_and_writes_it(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    result = CliRunner().invoke(main, ["compact", str(LONG), "--window", "8000",
-                                       "--keep-recent", "1000", "--to", "json", "-o", str(out)],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        main,
+        [
+            "compact",
+            str(LONG),
+            "--window",
+            "8000",
+            "--keep-recent",
+            "1000",
+            "--to",
+            "json",
+            "-o",
+            str(out),
+        ],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     assert "digest ledger: " in result.stderr
     assert "facts carried" in result.stderr

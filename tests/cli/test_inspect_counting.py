@@ -15,8 +15,9 @@ from window_budget.readers import write_transcript
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
 
-def _session(path: Path, model: str, *, calls: int = 6, ratio: float = 1.2,
-             overhead: int = 2500) -> Path:
+def _session(
+    path: Path, model: str, *, calls: int = 6, ratio: float = 1.2, overhead: int = 2500
+) -> Path:
     msgs: list = [UserMessage("run the tests and fix what fails")]
     for i in range(calls):
         prompt = overhead + round(ratio * estimate_tokens(msgs))
@@ -84,12 +85,15 @@ def test_no_calibration_without_enough_usage() -> None:
 
 
 def test_a_placeholder_model_on_a_failed_reply_does_not_hide_the_session_model(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "s.json"
-    msgs = [UserMessage("hi"),
-            AssistantMessage("hello", usage=Usage(900, 5), model="claude-opus-4-1-20250805"),
-            UserMessage("again"),
-            AssistantMessage("API Error: overloaded", usage=Usage(0, 0), model="<synthetic>")]
+    msgs = [
+        UserMessage("hi"),
+        AssistantMessage("hello", usage=Usage(900, 5), model="claude-opus-4-1-20250805"),
+        UserMessage("again"),
+        AssistantMessage("API Error: overloaded", usage=Usage(0, 0), model="<synthetic>"),
+    ]
     write_transcript(msgs, path, format="json")
     info = _inspect(path)
     assert info["gate"]["window"] == 200_000

@@ -20,15 +20,17 @@ WINDOW = "32768"
 
 def inspect(path: Path) -> tuple[dict, str]:
     runner = CliRunner()
-    info = json.loads(runner.invoke(main, ["inspect", str(path), "--window", WINDOW,
-                                           "--json"]).stdout)[0]
+    info = json.loads(
+        runner.invoke(main, ["inspect", str(path), "--window", WINDOW, "--json"]).stdout
+    )[0]
     return info, runner.invoke(main, ["inspect", str(path), "--window", WINDOW]).stdout
 
 
 def compacted(tmp_path: Path, fmt: str) -> Path:
     out = tmp_path / f"out.{'jsonl' if fmt in ('claude-code', 'pi') else 'json'}"
-    result = CliRunner().invoke(main, ["compact", str(LONG), "--window", WINDOW, "--no-mask",
-                                       "--to", fmt, "-o", str(out)])
+    result = CliRunner().invoke(
+        main, ["compact", str(LONG), "--window", WINDOW, "--no-mask", "--to", fmt, "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     return out
 
@@ -63,9 +65,11 @@ def test_inspect_shows_the_ledger_the_audit_and_the_pointer(tmp_path: Path, fmt:
 def test_a_model_written_digest_shows_what_the_audit_pinned(tmp_path: Path) -> None:
     transcript = read_transcript(LONG)
     forgetful = ScriptedCompleter(["# Objective\nPort the settings service."])
-    result = create_condenser(model=Model("m", int(WINDOW)), complete_sync=forgetful.sync,
-                              policy=BudgetPolicy(mask_keep_outputs=None)
-                              ).run_sync(list(transcript.messages))
+    result = create_condenser(
+        model=Model("m", int(WINDOW)),
+        complete_sync=forgetful.sync,
+        policy=BudgetPolicy(mask_keep_outputs=None),
+    ).run_sync(list(transcript.messages))
     assert result.audit is not None
     out = tmp_path / "model.json"
     write_transcript(result.messages, out, format="json")
@@ -77,11 +81,22 @@ def test_a_model_written_digest_shows_what_the_audit_pinned(tmp_path: Path) -> N
 def test_a_summary_another_tool_wrote_is_read_by_heading(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     lines = [
-        {"type": "system", "subtype": "compact_boundary", "sessionId": "s",
-         "compactMetadata": {"trigger": "auto", "preTokens": 150000}},
-        {"type": "user", "isCompactSummary": True, "sessionId": "s", "message": {
-            "role": "user", "content": "# Objective\nShip the exporter.\n\n# Status\n"
-                                       "## Shipped\n- edited `src/export.py`\n"}},
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "sessionId": "s",
+            "compactMetadata": {"trigger": "auto", "preTokens": 150000},
+        },
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "sessionId": "s",
+            "message": {
+                "role": "user",
+                "content": "# Objective\nShip the exporter.\n\n# Status\n"
+                "## Shipped\n- edited `src/export.py`\n",
+            },
+        },
         {"type": "user", "sessionId": "s", "message": {"role": "user", "content": "go on"}},
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -23,20 +23,25 @@ MODEL = Model("claude-sonnet-4-5", 200_000)
 
 
 def _reply(text: str, prompt: int, *, stop: str | None = "stop") -> AssistantMessage:
-    return AssistantMessage(text, usage=Usage(prompt, 20), model="claude-sonnet-4-5",
-                            stop_reason=stop)
+    return AssistantMessage(
+        text, usage=Usage(prompt, 20), model="claude-sonnet-4-5", stop_reason=stop
+    )
 
 
 def _both(messages: list) -> tuple[int | None, int | None]:
     return anchor_index(messages, MODEL), TokenLedger().anchor(messages, MODEL)
 
 
-@pytest.mark.parametrize("failed", [
-    AssistantMessage("", usage=Usage(0, 0), model="claude-sonnet-4-5", stop_reason="aborted"),
-    AssistantMessage("", usage=Usage(0, 0), model="<synthetic>"),
-    AssistantMessage("partial", usage=Usage(12, 0), model="claude-sonnet-4-5",
-                     stop_reason="error"),
-])
+@pytest.mark.parametrize(
+    "failed",
+    [
+        AssistantMessage("", usage=Usage(0, 0), model="claude-sonnet-4-5", stop_reason="aborted"),
+        AssistantMessage("", usage=Usage(0, 0), model="<synthetic>"),
+        AssistantMessage(
+            "partial", usage=Usage(12, 0), model="claude-sonnet-4-5", stop_reason="error"
+        ),
+    ],
+)
 def test_a_failed_reply_does_not_drop_the_previous_anchor(failed: AssistantMessage) -> None:
     good = _reply("ok", 5000)
     after = [UserMessage("try again " * 20), failed, UserMessage("and again")]
@@ -83,8 +88,11 @@ def test_a_figure_after_an_inline_compaction_is_judged_by_what_it_measured() -> 
     # A whole file read with an earlier compaction inside: the figure after the summary
     # measured the summary and what followed, not the long history before it.
     history = [UserMessage("old work " * 4000), _reply("done", 9_000)]
-    after = [CompactionSummaryMessage("goal: ship", 9_000, kept_count=0),
-             UserMessage("next task"), _reply("on it", 600)]
+    after = [
+        CompactionSummaryMessage("goal: ship", 9_000, kept_count=0),
+        UserMessage("next task"),
+        _reply("on it", 600),
+    ]
     msgs = [*history, *after]
     assert _both(msgs) == (4, 4)
     assert estimate_context(msgs, MODEL).context_tokens == 620
@@ -101,10 +109,14 @@ def test_compaction_kept_count_survives_a_round_trip() -> None:
 _turn = st.one_of(
     st.builds(UserMessage, st.text(max_size=40)),
     st.builds(UserMessage, st.integers(0, 600).map(lambda n: "word " * n)),
-    st.builds(lambda p, stop: _reply("r", p, stop=stop), st.integers(0, 400),
-              st.sampled_from(["stop", "error", "aborted", None])),
-    st.builds(lambda k: CompactionSummaryMessage("summary", kept_count=k),
-              st.none() | st.integers(0, 4)),
+    st.builds(
+        lambda p, stop: _reply("r", p, stop=stop),
+        st.integers(0, 400),
+        st.sampled_from(["stop", "error", "aborted", None]),
+    ),
+    st.builds(
+        lambda k: CompactionSummaryMessage("summary", kept_count=k), st.none() | st.integers(0, 4)
+    ),
 )
 
 

@@ -21,9 +21,15 @@ CHARS = CallableCounter(len, name="chars")
 
 def _worker_sections() -> list[tuple[int, str, str]]:
     """A worker agent's turn: seven sections adding up to about 2,500 characters."""
-    sizes = [("rule", 100), ("directive", 200), ("architect_plan", 400),
-             ("episodic_lessons", 600), ("banned_patterns", 500),
-             ("preferred_approaches", 400), ("strategic_lessons", 300)]
+    sizes = [
+        ("rule", 100),
+        ("directive", 200),
+        ("architect_plan", 400),
+        ("episodic_lessons", 600),
+        ("banned_patterns", 500),
+        ("preferred_approaches", 400),
+        ("strategic_lessons", 300),
+    ]
     # Given out of order, to show the output follows priority, not input order.
     sections = [(p, label, chr(ord("a") + p) * size) for p, (label, size) in enumerate(sizes)]
     return sections[::-1]
@@ -35,8 +41,15 @@ def test_worker_example_under_2500_characters() -> None:
     assert result.used_tokens == len(result.text)
     # 2,500 characters of content plus six separators do not fit: the least essential
     # section is the one cut short, everything else is whole and in priority order.
-    assert result.included == ("rule", "directive", "architect_plan", "episodic_lessons",
-                               "banned_patterns", "preferred_approaches", "strategic_lessons")
+    assert result.included == (
+        "rule",
+        "directive",
+        "architect_plan",
+        "episodic_lessons",
+        "banned_patterns",
+        "preferred_approaches",
+        "strategic_lessons",
+    )
     assert result.truncated == ("strategic_lessons",)
     assert result.dropped == ()
     parts = result.text.split("\n\n")
@@ -98,8 +111,9 @@ def test_budget_zero_and_no_sections() -> None:
     assert zero.used_tokens == 0
     assert zero.dropped == ("a",)
     empty = assemble_prompt([], 10)
-    assert empty == AssembledPrompt(text="", used_tokens=0, budget_tokens=10, included=(),
-                                    truncated=(), dropped=())
+    assert empty == AssembledPrompt(
+        text="", used_tokens=0, budget_tokens=10, included=(), truncated=(), dropped=()
+    )
 
 
 def test_empty_sections_take_no_room() -> None:
@@ -133,9 +147,13 @@ def test_bad_section() -> None:
 def test_event_through_logging_and_callback(caplog: pytest.LogCaptureFixture) -> None:
     seen: list[dict[str, Any]] = []
     with caplog.at_level(logging.INFO, logger="window_budget.tools.assemble"):
-        result = assemble_prompt(_worker_sections(), 1500, counter=CHARS,
-                                 context={"agent": "worker", "rule_id": "R-7"},
-                                 on_event=seen.append)
+        result = assemble_prompt(
+            _worker_sections(),
+            1500,
+            counter=CHARS,
+            context={"agent": "worker", "rule_id": "R-7"},
+            on_event=seen.append,
+        )
     assert len(seen) == 1
     event = seen[0]
     assert event["event"] == "prompt_assembled"
@@ -166,14 +184,19 @@ def test_tiktoken_counter_is_honoured() -> None:
 
 
 sections_st = st.lists(
-    st.tuples(st.integers(0, 5), st.text(max_size=5),
-              st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=600)),
-    max_size=8)
+    st.tuples(
+        st.integers(0, 5),
+        st.text(max_size=5),
+        st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=600),
+    ),
+    max_size=8,
+)
 
 
 @given(sections_st, st.integers(0, 800), st.integers(0, 150))
-def test_never_exceeds_the_budget(sections: list[tuple[int, str, str]], budget: int,
-                                  min_trunc: int) -> None:
+def test_never_exceeds_the_budget(
+    sections: list[tuple[int, str, str]], budget: int, min_trunc: int
+) -> None:
     for counter in (CHARS, HeuristicCounter()):
         result = assemble_prompt(sections, budget, counter=counter, min_truncated_tokens=min_trunc)
         assert counter.count(result.text) == result.used_tokens <= budget

@@ -33,7 +33,7 @@ def head() -> list:
         AssistantMessage((ToolCallBlock("e1", "Edit", {"file_path": f"{ROOT}/src/billing.py"}),)),
         ToolResultMessage("e1", "Edit", "ok"),
         AssistantMessage((ToolCallBlock("b1", "Bash", {"command": "alembic upgrade head"}),)),
-        ToolResultMessage("b1", "Bash", "relation \"entries\" does not exist", is_error=True),
+        ToolResultMessage("b1", "Bash", 'relation "entries" does not exist', is_error=True),
         AssistantMessage("Switched to the table-rewrite migration because ALTER locks tables."),
     ]
 
@@ -59,10 +59,12 @@ def test_omitted_key_facts_are_pinned_and_counted() -> None:
 
 
 def test_a_complete_digest_gets_no_pins() -> None:
-    reply = ("# Objective\nMove billing to the ledger API.\n# Guardrails\nNever push to main.\n"
-             "# Status\nedited src/billing.py; `alembic upgrade head` failed: relation "
-             "\"entries\" does not exist (open)\n# Rationale\nSwitched to the table-rewrite "
-             "migration because ALTER locks tables.")
+    reply = (
+        "# Objective\nMove billing to the ledger API.\n# Guardrails\nNever push to main.\n"
+        "# Status\nedited src/billing.py; `alembic upgrade head` failed: relation "
+        '"entries" does not exist (open)\n# Rationale\nSwitched to the table-rewrite '
+        "migration because ALTER locks tables."
+    )
     summary = summarize_sync(head(), deps(reply))
     assert summary.audit is not None
     assert summary.audit.appended == 0
@@ -87,13 +89,16 @@ def test_the_network_free_digest_has_no_audit() -> None:
 
 def test_the_next_prompt_carries_the_ledger_the_model_dropped() -> None:
     fake = ScriptedCompleter(["# Objective\nbilling", "# Objective\nbilling"])
-    condenser = create_condenser(model=Model("m", 200_000), complete_sync=fake.sync,
-                                 policy=BudgetPolicy(keep_recent=20))
+    condenser = create_condenser(
+        model=Model("m", 200_000), complete_sync=fake.sync, policy=BudgetPolicy(keep_recent=20)
+    )
     first = condenser.run_sync([*head(), UserMessage("next")], force=True)
     assert first.audit is not None
     assert first.audit.appended > 0
-    condenser.run_sync([*first.messages, UserMessage("more"), AssistantMessage("ok"),
-                        UserMessage("again")], force=True)
+    condenser.run_sync(
+        [*first.messages, UserMessage("more"), AssistantMessage("ok"), UserMessage("again")],
+        force=True,
+    )
     carried = fake.calls[1].prompt.split("<carried-digest>\n", 1)[1].split("</carried-digest>")[0]
     assert "Never push to main." in carried
     assert "alembic upgrade head" in carried
@@ -101,8 +106,9 @@ def test_the_next_prompt_carries_the_ledger_the_model_dropped() -> None:
 
 def test_the_usage_report_shows_the_audit() -> None:
     fake = ScriptedCompleter(["# Objective\nbilling"])
-    condenser = create_condenser(model=Model("m", 200_000), complete_sync=fake.sync,
-                                 policy=BudgetPolicy(keep_recent=20))
+    condenser = create_condenser(
+        model=Model("m", 200_000), complete_sync=fake.sync, policy=BudgetPolicy(keep_recent=20)
+    )
     result = condenser.run_sync([*head(), UserMessage("next")], force=True)
     report = analyze(result.messages, Model("m", 200_000), audit=result.audit)
     text = format_report(report)
@@ -119,39 +125,50 @@ def test_mentions_matches_paths_relative_to_the_root_and_prose_by_words() -> Non
     assert mentions("we edited `src/billing.py`", files[0], ROOT)
     assert not mentions("we edited billing", files[0], ROOT)
     decision = ledger.of_kind("decision")[0]
-    assert mentions("switched to the table-rewrite migration since ALTER locks tables",
-                    decision)
+    assert mentions("switched to the table-rewrite migration since ALTER locks tables", decision)
     text, audit = audit_digest("nothing useful", ledger, max_tokens=2000)
     assert audit.appended == audit.checked
     assert text.startswith("nothing useful\n\n# Pinned facts\n")
 
 
 def _big_head(files: int = 36, errors: int = 6) -> list:
-    msgs: list = [UserMessage("Port the settings service to TOML. Never touch migrations/. "
-                              "Keep the public API of loader.py unchanged.")]
+    msgs: list = [
+        UserMessage(
+            "Port the settings service to TOML. Never touch migrations/. "
+            "Keep the public API of loader.py unchanged."
+        )
+    ]
     for i in range(files):
         path = f"{ROOT}/services/settings/src/{('core', 'io', 'cli')[i % 3]}/module_{i}.py"
-        msgs += [AssistantMessage((ToolCallBlock(f"e{i}", "Edit", {"file_path": path}),)),
-                 ToolResultMessage(f"e{i}", "Edit", "ok")]
+        msgs += [
+            AssistantMessage((ToolCallBlock(f"e{i}", "Edit", {"file_path": path}),)),
+            ToolResultMessage(f"e{i}", "Edit", "ok"),
+        ]
     for i in range(errors):
-        msgs += [AssistantMessage((ToolCallBlock(f"t{i}", "Bash",
-                                                 {"command": f"pytest tests/test_part{i}.py"}),)),
-                 ToolResultMessage(f"t{i}", "Bash", f"E   KeyError: 'setting_{i}'\n1 failed",
-                                   is_error=True)]
+        msgs += [
+            AssistantMessage(
+                (ToolCallBlock(f"t{i}", "Bash", {"command": f"pytest tests/test_part{i}.py"}),)
+            ),
+            ToolResultMessage(
+                f"t{i}", "Bash", f"E   KeyError: 'setting_{i}'\n1 failed", is_error=True
+            ),
+        ]
     for i in range(40):  # lower-priority facts competing for the same room
-        msgs += [AssistantMessage(f"Decided to keep option {i} because the callers read it."),
-                 AssistantMessage((ToolCallBlock(f"r{i}", "Bash",
-                                                 {"command": f"make target{i}"}),)),
-                 ToolResultMessage(f"r{i}", "Bash", "done")]
+        msgs += [
+            AssistantMessage(f"Decided to keep option {i} because the callers read it."),
+            AssistantMessage((ToolCallBlock(f"r{i}", "Bash", {"command": f"make target{i}"}),)),
+            ToolResultMessage(f"r{i}", "Bash", "done"),
+        ]
     return msgs
 
 
 def _holds_file(text: str, path: str, root: str) -> bool:
     """The path verbatim (relative to the root), or its folder and its name on one line."""
-    rel = path[len(root) + 1:]
+    rel = path[len(root) + 1 :]
     folder, _, name = rel.rpartition("/")
-    return rel in text or any(f"{folder}/" in line and f"`{name}`" in line
-                              for line in text.splitlines())
+    return rel in text or any(
+        f"{folder}/" in line and f"`{name}`" in line for line in text.splitlines()
+    )
 
 
 def test_floor_facts_are_pinned_first_compressed_within_the_budget() -> None:

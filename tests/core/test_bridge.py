@@ -37,16 +37,19 @@ class LedgerDigest(DigestMessage):
 
 def test_every_digest_field_survives_a_json_and_pickle_round_trip() -> None:
     facts = {"objective": "ship it", "files": ["a.py", "b.py"], "n": 3}
-    digest = LedgerDigest("[digest]", covered_count=40, kept_count=5, fallback=True,
-                          facts=facts, tags=["x"])
+    digest = LedgerDigest(
+        "[digest]", covered_count=40, kept_count=5, fallback=True, facts=facts, tags=["x"]
+    )
     record = digest_record(digest, compactions=2)
     assert record["covered"] == 40
     assert record["kept"] == 5
     assert record["fallback"] is True
     assert record["facts"] == facts
     assert record["compactions"] == 2
-    for stored in (json.loads(json.dumps({RECORD_KEY: record})),
-                   pickle.loads(pickle.dumps({RECORD_KEY: record}))):
+    for stored in (
+        json.loads(json.dumps({RECORD_KEY: record})),
+        pickle.loads(pickle.dumps({RECORD_KEY: record})),
+    ):
         back = read_digest_record(stored)
         assert back is not None
         rebuilt = digest_from_record("[digest]", back, kind=LedgerDigest)
@@ -59,8 +62,9 @@ def test_default_extra_fields_are_left_out_of_the_record() -> None:
 
 
 def test_old_records_are_read() -> None:
-    old_langchain = {RECORD_KEY: {"digest": True, "covered": 10, "kept": 3,
-                                  "compactions": 2, "fallback": False}}
+    old_langchain = {
+        RECORD_KEY: {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
+    }
     old_llama_index = {LEGACY_FLAG_KEY: True, LEGACY_COVERED_KEY: 7}
     a = digest_from_record("t", read_digest_record(old_langchain) or {})
     b = digest_from_record("t", read_digest_record(old_llama_index) or {})

@@ -38,8 +38,9 @@ def _history(n: int, tag: str = "") -> list[object]:
     out: list[object] = []
     for i in range(n):
         out.append(UserMessage(f"{tag}question {i} " + "w " * 30))
-        out.append(AssistantMessage((TextBlock(f"answer {i}"),
-                                     ToolCallBlock(f"c{i}", "look", {"q": i}))))
+        out.append(
+            AssistantMessage((TextBlock(f"answer {i}"), ToolCallBlock(f"c{i}", "look", {"q": i})))
+        )
         out.append(ToolResultMessage(f"c{i}", "look", f"result {i}"))
     return out
 

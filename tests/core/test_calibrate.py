@@ -28,28 +28,40 @@ from window_budget.pipeline import estimate_context
 MODEL = Model("claude-sonnet-4-5-20250929", 200_000)
 
 
-def _session(ratio: float, overhead: int, sizes: list[int], *, model: str = MODEL.id,
-             failed_at: int | None = None) -> list:
+def _session(
+    ratio: float,
+    overhead: int,
+    sizes: list[int],
+    *,
+    model: str = MODEL.id,
+    failed_at: int | None = None,
+) -> list:
     """A tool loop whose provider counts ``ratio`` x the estimate plus ``overhead``."""
     msgs: list = [UserMessage("look at the repository and fix the failing test")]
     for i, size in enumerate(sizes):
         before = estimate_tokens(msgs)
         if i == failed_at:
-            msgs.append(AssistantMessage("", usage=Usage(0, 0), model=model,
-                                         stop_reason="aborted"))
+            msgs.append(AssistantMessage("", usage=Usage(0, 0), model=model, stop_reason="aborted"))
         prompt = overhead + round(ratio * estimate_tokens(msgs))
-        msgs.append(AssistantMessage(f"reading file {i}", usage=Usage(prompt, 30), model=model,
-                                     stop_reason="toolUse"))
+        msgs.append(
+            AssistantMessage(
+                f"reading file {i}", usage=Usage(prompt, 30), model=model, stop_reason="toolUse"
+            )
+        )
         assert before <= estimate_tokens(msgs)
         msgs.append(ToolResultMessage(f"t{i}", "read", f"line {i}: value = compute({i})\n" * size))
     return msgs
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.floats(0.6, 1.8), st.integers(0, 6000),
-       st.lists(st.integers(5, 400), min_size=4, max_size=30))
-def test_a_constant_ratio_and_overhead_are_recovered(ratio: float, overhead: int,
-                                                      sizes: list[int]) -> None:
+@given(
+    st.floats(0.6, 1.8),
+    st.integers(0, 6000),
+    st.lists(st.integers(5, 400), min_size=4, max_size=30),
+)
+def test_a_constant_ratio_and_overhead_are_recovered(
+    ratio: float, overhead: int, sizes: list[int]
+) -> None:
     cal = calibrate(_session(ratio, overhead, sizes))
     assert cal is not None
     assert cal.ratio == pytest.approx(ratio, rel=0.02)
@@ -62,8 +74,9 @@ def test_one_wild_figure_does_not_move_the_median() -> None:
     wild = msgs[13]
     assert isinstance(wild, AssistantMessage)
     assert wild.usage is not None
-    msgs[13] = AssistantMessage(wild.content, usage=Usage(wild.usage.input_tokens * 3, 30),
-                                model=wild.model)
+    msgs[13] = AssistantMessage(
+        wild.content, usage=Usage(wild.usage.input_tokens * 3, 30), model=wild.model
+    )
     cal = calibrate(msgs)
     assert cal is not None
     assert cal.ratio == pytest.approx(1.2, rel=0.02)
@@ -116,8 +129,7 @@ def test_figures_of_another_model_are_not_mixed_in() -> None:
 
 def test_the_gate_applies_it_to_what_no_figure_covers() -> None:
     cal = Calibration(model="claude-sonnet-4-5", ratio=1.25, overhead_tokens=3000, samples=9)
-    msgs = [UserMessage("x " * 400), AssistantMessage("ok", usage=Usage(9000, 100),
-                                                     model=MODEL.id)]
+    msgs = [UserMessage("x " * 400), AssistantMessage("ok", usage=Usage(9000, 100), model=MODEL.id)]
     after = [ToolResultMessage("t", "read", "y " * 500)]
     anchored = estimate_context([*msgs, *after], MODEL, calibration=cal)
     assert anchored.anchored
@@ -137,14 +149,17 @@ def test_calibration_never_changes_the_transcript() -> None:
     calibrate_many([msgs])
     assert msgs == snapshot
     assert [estimate_message_tokens(m) for m in msgs] == [
-        estimate_message_tokens(m) for m in snapshot]
+        estimate_message_tokens(m) for m in snapshot
+    ]
 
 
 def test_figures_on_turns_a_compaction_kept_are_not_learned_from() -> None:
     tail = _session(1.25, 1000, [200] * 6)[1:]
     # Two kept turns whose figures measured the long transcript before the compaction.
-    kept = [AssistantMessage("earlier", usage=Usage(150_000, 30), model=MODEL.id),
-            ToolResultMessage("k", "read", "old output " * 50)]
+    kept = [
+        AssistantMessage("earlier", usage=Usage(150_000, 30), model=MODEL.id),
+        ToolResultMessage("k", "read", "old output " * 50),
+    ]
     msgs = [CompactionSummaryMessage("summary", 150_000, kept_count=2), *kept, *tail]
     cal = calibrate(msgs)
     assert cal is not None

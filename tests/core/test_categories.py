@@ -64,23 +64,26 @@ def _img(tag: str) -> ImageBlock:
 # ------------------------------------------------------------------ classify
 
 
-@pytest.mark.parametrize(("message", "category"), [
-    (_system(), C.SYSTEM),
-    (CustomMessage("cw_clamp_notice", "note"), C.SYSTEM),
-    (Foreign("system", "x"), C.SYSTEM),
-    (CustomMessage("file", "README contents"), C.CONTEXT),
-    (DigestMessage(SESSION_HEADER + "\n\n# Objective\nship"), C.CONTEXT),
-    (CompactionSummaryMessage("old digest"), C.CONTEXT),
-    (UserMessage("hi"), C.DIALOG),
-    (AssistantMessage("hello"), C.DIALOG),
-    (Foreign("narrator", "x"), C.DIALOG),
-    (ToolResultMessage("c1", "bash", "ok"), C.SYSTEM_OUTPUT),
-    (BashExecutionMessage("ls", "a b", exit_code=0), C.SYSTEM_OUTPUT),
-    (ToolResultMessage("c1", "bash", "no such file", is_error=True), C.ERROR),
-    (ToolResultMessage("c1", "py", "Traceback (most recent call last):\n  x"), C.ERROR),
-    (BashExecutionMessage("make", "fail", exit_code=2), C.ERROR),
-    (AssistantMessage("", stop_reason="error"), C.ERROR),
-])
+@pytest.mark.parametrize(
+    ("message", "category"),
+    [
+        (_system(), C.SYSTEM),
+        (CustomMessage("cw_clamp_notice", "note"), C.SYSTEM),
+        (Foreign("system", "x"), C.SYSTEM),
+        (CustomMessage("file", "README contents"), C.CONTEXT),
+        (DigestMessage(SESSION_HEADER + "\n\n# Objective\nship"), C.CONTEXT),
+        (CompactionSummaryMessage("old digest"), C.CONTEXT),
+        (UserMessage("hi"), C.DIALOG),
+        (AssistantMessage("hello"), C.DIALOG),
+        (Foreign("narrator", "x"), C.DIALOG),
+        (ToolResultMessage("c1", "bash", "ok"), C.SYSTEM_OUTPUT),
+        (BashExecutionMessage("ls", "a b", exit_code=0), C.SYSTEM_OUTPUT),
+        (ToolResultMessage("c1", "bash", "no such file", is_error=True), C.ERROR),
+        (ToolResultMessage("c1", "py", "Traceback (most recent call last):\n  x"), C.ERROR),
+        (BashExecutionMessage("make", "fail", exit_code=2), C.ERROR),
+        (AssistantMessage("", stop_reason="error"), C.ERROR),
+    ],
+)
 def test_classify(message: AgentMessage, category: MessageCategory) -> None:
     assert classify_message(message) is category
 
@@ -90,7 +93,12 @@ def test_classify(message: AgentMessage, category: MessageCategory) -> None:
 
 def test_default_shares_add_up_to_105_percent() -> None:
     assert {c.name: v for c, v in DEFAULT_SHARES.items()} == {
-        "SYSTEM": 0.10, "CONTEXT": 0.35, "DIALOG": 0.50, "SYSTEM_OUTPUT": 0.05, "ERROR": 0.05}
+        "SYSTEM": 0.10,
+        "CONTEXT": 0.35,
+        "DIALOG": 0.50,
+        "SYSTEM_OUTPUT": 0.05,
+        "ERROR": 0.05,
+    }
 
 
 def test_shares_by_name_and_validation() -> None:
@@ -115,8 +123,7 @@ def test_allocation_lends_unused_shares() -> None:
     assert sum(alloc.values()) <= 1050
 
 
-@given(st.integers(0, 10_000),
-       st.dictionaries(st.sampled_from(list(C)), st.integers(0, 5000)))
+@given(st.integers(0, 10_000), st.dictionaries(st.sampled_from(list(C)), st.integers(0, 5000)))
 def test_allocation_never_exceeds_budget(budget: int, needs: dict[MessageCategory, int]) -> None:
     alloc = allocate_budgets(budget, needs)
     system = needs.get(C.SYSTEM, 0)
@@ -157,8 +164,11 @@ def test_one_image_or_none_changes_nothing() -> None:
 
 
 def test_image_pass_alone_can_make_it_fit() -> None:
-    msgs: list[AgentMessage] = [UserMessage([_img("a")]), UserMessage([_img("b")]),
-                                UserMessage("what changed?")]
+    msgs: list[AgentMessage] = [
+        UserMessage([_img("a")]),
+        UserMessage([_img("b")]),
+        UserMessage("what changed?"),
+    ]
     budget = estimate_tokens(msgs) - 500
     result = trim_by_category(msgs, budget)
     assert result.dropped == ()
@@ -181,12 +191,13 @@ def test_under_budget_returns_the_same_objects() -> None:
 
 def test_system_is_never_trimmed_and_oldest_dialog_goes_first() -> None:
     msgs: list[AgentMessage] = [_system("rules " * 50)] + [
-        UserMessage(f"turn {i} " + "x" * 200) for i in range(10)]
+        UserMessage(f"turn {i} " + "x" * 200) for i in range(10)
+    ]
     budget = estimate_message_tokens(msgs[0]) + 4 * estimate_message_tokens(msgs[1])
     kept, dropped = trim_messages_by_category(msgs, budget)
     assert kept[0] is msgs[0]
-    assert kept[1:] == msgs[-(len(kept) - 1):]
-    assert dropped == msgs[1:len(dropped) + 1]
+    assert kept[1:] == msgs[-(len(kept) - 1) :]
+    assert dropped == msgs[1 : len(dropped) + 1]
     assert estimate_tokens(kept) <= budget
 
 
@@ -248,8 +259,7 @@ def test_trim_fits_keeps_order_and_tool_pairs(msgs: list[AgentMessage], budget: 
     try:
         result = trim_by_category(msgs, budget)
     except BudgetError:
-        system = sum(estimate_message_tokens(m) for m in msgs
-                     if classify_message(m) is C.SYSTEM)
+        system = sum(estimate_message_tokens(m) for m in msgs if classify_message(m) is C.SYSTEM)
         assert system > budget
         return
     kept = list(result.kept)
@@ -280,17 +290,23 @@ def test_trim_fits_keeps_order_and_tool_pairs(msgs: list[AgentMessage], budget: 
 def _long_chat(n: int) -> list[AgentMessage]:
     msgs: list[AgentMessage] = []
     for i in range(n):
-        msgs += [UserMessage(f"question {i}: " + "why " * 60),
-                 _call(f"t{i}"), ToolResultMessage(f"t{i}", "bash", "output " * 80),
-                 AssistantMessage(f"answer {i}: " + "because " * 40)]
+        msgs += [
+            UserMessage(f"question {i}: " + "why " * 60),
+            _call(f"t{i}"),
+            ToolResultMessage(f"t{i}", "bash", "output " * 80),
+            AssistantMessage(f"answer {i}: " + "because " * 40),
+        ]
     return msgs
 
 
 def test_condenser_trim_strategy_end_to_end() -> None:
     completer = ScriptedCompleter()  # no replies: any model call would fail loudly
-    condenser = create_condenser(model=Model("local", 4000), complete=completer,
-                                 complete_sync=completer.sync,
-                                 policy=BudgetPolicy(strategy="trim", reserve_tokens=500))
+    condenser = create_condenser(
+        model=Model("local", 4000),
+        complete=completer,
+        complete_sync=completer.sync,
+        policy=BudgetPolicy(strategy="trim", reserve_tokens=500),
+    )
     short = _long_chat(1)
     assert condenser.run_sync(short).messages is short
 
@@ -306,8 +322,7 @@ def test_condenser_trim_strategy_end_to_end() -> None:
 
 
 async def test_condenser_trim_strategy_async() -> None:
-    condenser = create_condenser(model=Model("local", 4000),
-                                 policy=BudgetPolicy(strategy="trim"))
+    condenser = create_condenser(model=Model("local", 4000), policy=BudgetPolicy(strategy="trim"))
     msgs = _long_chat(30)
     out = await condenser(msgs)
     assert out is not msgs
@@ -319,11 +334,15 @@ _TIKTOKEN = TiktokenCounter()
 
 
 @given(transcripts(max_groups=12), st.integers(300, 6000), st.booleans())
-def test_condenser_trim_always_fits_or_is_identity(msgs: list[AgentMessage], window: int,
-                                                   exact: bool) -> None:
+def test_condenser_trim_always_fits_or_is_identity(
+    msgs: list[AgentMessage], window: int, exact: bool
+) -> None:
     counter = _TIKTOKEN if exact else None
-    condenser = create_condenser(model=Model("m", window), counter=counter,
-                                 policy=BudgetPolicy(strategy="trim", reserve_tokens=0))
+    condenser = create_condenser(
+        model=Model("m", window),
+        counter=counter,
+        policy=BudgetPolicy(strategy="trim", reserve_tokens=0),
+    )
     result = condenser.run_sync(msgs)
     if result.messages is msgs:
         assert result.reason in ("under-budget", "nothing-condensable")

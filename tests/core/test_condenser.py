@@ -44,15 +44,17 @@ def long_session(turns: int = 60, size: int = 1900) -> list:
     msgs: list = []
     for i in range(turns):
         msgs.append(UserMessage(f"step {i}: please continue"))
-        msgs.append(AssistantMessage([TextBlock("running"),
-                                      ToolCallBlock(f"c{i}", "bash", {"command": f"make {i}"})]))
+        msgs.append(
+            AssistantMessage(
+                [TextBlock("running"), ToolCallBlock(f"c{i}", "bash", {"command": f"make {i}"})]
+            )
+        )
         msgs.append(ToolResultMessage(f"c{i}", "bash", "x" * size, is_error=i % 5 == 0))
     return msgs
 
 
 def test_default_policy_is_the_seeds() -> None:
-    assert BudgetPolicy(trigger_ratio=0.75, keep_recent=6000,
-                                          reserve_tokens=2048) == DEFAULT_POLICY
+    assert BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048) == DEFAULT_POLICY
 
 
 async def test_identity_no_op_without_a_model() -> None:
@@ -74,18 +76,28 @@ async def test_identity_no_op_under_budget() -> None:
 
 async def test_identity_no_op_when_nothing_is_condensable() -> None:
     # One tool group holding everything: no legal cut.
-    msgs = [AssistantMessage([ToolCallBlock("a", "t", {}), ToolCallBlock("b", "t", {})]),
-            ToolResultMessage("a", "t", "x" * 100), ToolResultMessage("b", "t", "y" * 100)]
-    condenser = create_condenser(model=Model("m", 300),
-                                 policy=BudgetPolicy(reserve_tokens=0, keep_recent=10))
+    msgs = [
+        AssistantMessage([ToolCallBlock("a", "t", {}), ToolCallBlock("b", "t", {})]),
+        ToolResultMessage("a", "t", "x" * 100),
+        ToolResultMessage("b", "t", "y" * 100),
+    ]
+    condenser = create_condenser(
+        model=Model("m", 300), policy=BudgetPolicy(reserve_tokens=0, keep_recent=10)
+    )
     out = await condenser(msgs)
     assert out is msgs
 
 
 async def test_stub_completer_produces_digest_then_tail() -> None:
     fake = ScriptedCompleter(["# Objective\nport budgeting"])
-    condenser = create_condenser(CondenserDeps(complete=fake, model=WINDOW, policy=DEFAULT_POLICY,
-                                               summarizer_model=Model("big", 200_000)))
+    condenser = create_condenser(
+        CondenserDeps(
+            complete=fake,
+            model=WINDOW,
+            policy=DEFAULT_POLICY,
+            summarizer_model=Model("big", 200_000),
+        )
+    )
     msgs = long_session()
     out = await condenser(msgs)
     assert out is not msgs
@@ -127,8 +139,11 @@ def test_pinned_system_prompt_is_counted_and_too_big_one_is_a_budget_error() -> 
 
 
 def test_oversized_newest_message_is_shortened_with_a_marker() -> None:
-    msgs = [UserMessage("hello " * 500), AssistantMessage([ToolCallBlock("c", "read", {})]),
-            ToolResultMessage("c", "read", "HEAD" + "z" * 200_000 + "TAIL")]
+    msgs = [
+        UserMessage("hello " * 500),
+        AssistantMessage([ToolCallBlock("c", "read", {})]),
+        ToolResultMessage("c", "read", "HEAD" + "z" * 200_000 + "TAIL"),
+    ]
     result = create_condenser(model=WINDOW).run_sync(msgs)
     assert result.shortened == (2,)
     shortened = result.messages[2]
@@ -142,8 +157,10 @@ def test_oversized_newest_message_is_shortened_with_a_marker() -> None:
 
 
 def test_images_in_the_tail_become_placeholders_when_they_cannot_fit() -> None:
-    msgs = [UserMessage("old " * 5000),
-            UserMessage([TextBlock("look"), *[ImageBlock("AA") for _ in range(40)]])]
+    msgs = [
+        UserMessage("old " * 5000),
+        UserMessage([TextBlock("look"), *[ImageBlock("AA") for _ in range(40)]]),
+    ]
     result = create_condenser(model=WINDOW).run_sync(msgs)
     assert result.tokens_after <= result.limit
     assert "removed by window-budget" in str(result.messages[-1].content)
@@ -165,8 +182,11 @@ def test_turn_policy_keeps_n_turns_when_they_fit() -> None:
 
 
 def test_anchored_usage_drives_the_gate() -> None:
-    msgs = [UserMessage("hi"), AssistantMessage("ok", usage=Usage(30_000, 10), model="m"),
-            UserMessage("and?")]
+    msgs = [
+        UserMessage("hi"),
+        AssistantMessage("ok", usage=Usage(30_000, 10), model="m"),
+        UserMessage("and?"),
+    ]
     result = create_condenser(model=WINDOW).run_sync(msgs)
     assert result.tokens_before > 30_000
     assert result.reason == "condensed"
@@ -174,8 +194,9 @@ def test_anchored_usage_drives_the_gate() -> None:
 
 def test_six_successive_compactions_carry_the_digest() -> None:
     fake = ScriptedCompleter([lambda ctx, i=i: f"# Objective\ngeneration {i}" for i in range(6)])
-    condenser = create_condenser(model=WINDOW, complete_sync=fake.sync,
-                                 summarizer_model=Model("big", 200_000))
+    condenser = create_condenser(
+        model=WINDOW, complete_sync=fake.sync, summarizer_model=Model("big", 200_000)
+    )
     history: list = []
     for _ in range(6):
         history = history + long_session(turns=45)
@@ -198,8 +219,9 @@ def test_failing_summarizer_keeps_every_message_or_raises_cleanly() -> None:
     assert "503" in (result.summary.fallback_reason or "")
     assert list(result.plan.dropped) + list(result.plan.kept) == snapshot
     failing = ScriptedCompleter([RuntimeError("x")])
-    strict = create_condenser(model=WINDOW, complete_sync=failing.sync,
-                              policy=BudgetPolicy(on_summarizer_error="raise"))
+    strict = create_condenser(
+        model=WINDOW, complete_sync=failing.sync, policy=BudgetPolicy(on_summarizer_error="raise")
+    )
     with pytest.raises(SummarizerError):
         strict.run_sync(msgs)
     assert msgs == snapshot
@@ -226,17 +248,30 @@ def test_regating_after_an_append_estimates_one_message() -> None:
     assert condenser._ledger.estimated == before + 1
 
 
-failing = st.sampled_from([
-    RuntimeError("boom"), TimeoutError("slow"), ValueError("bad json"), "", "   ",
-    AssistantMessage([ToolCallBlock("z", "q", {})]), "# Objective\nfine",
-])
+failing = st.sampled_from(
+    [
+        RuntimeError("boom"),
+        TimeoutError("slow"),
+        ValueError("bad json"),
+        "",
+        "   ",
+        AssistantMessage([ToolCallBlock("z", "q", {})]),
+        "# Objective\nfine",
+    ]
+)
 
 
 @pytest.mark.slow
-@given(transcripts(max_groups=40), st.integers(2_000, 60_000), st.integers(0, 4000),
-       st.integers(0, 8_000), failing)
+@given(
+    transcripts(max_groups=40),
+    st.integers(2_000, 60_000),
+    st.integers(0, 4000),
+    st.integers(0, 8_000),
+    failing,
+)
 def test_result_fits_or_budget_error_and_nothing_is_lost(
-        msgs: list, window: int, reserve: int, keep: int, reply: object) -> None:
+    msgs: list, window: int, reserve: int, keep: int, reply: object
+) -> None:
     model = Model("m", window)
     policy = BudgetPolicy(reserve_tokens=reserve, keep_recent=keep)
     fake = ScriptedCompleter([reply])  # type: ignore[list-item]
@@ -260,8 +295,9 @@ def test_result_fits_or_budget_error_and_nothing_is_lost(
                 assert is_masked(out)
                 assert out.tool_call_id == src.tool_call_id
             else:  # the usage a reply reported measured the unmasked transcript
-                assert out == (replace(src, usage=None) if isinstance(src, AssistantMessage)
-                               else src)
+                assert out == (
+                    replace(src, usage=None) if isinstance(src, AssistantMessage) else src
+                )
         return
     assert list(plan.dropped) + list(plan.kept) == msgs
     if result.messages is msgs:
@@ -333,11 +369,17 @@ def test_counter_given_by_name_or_function_is_resolved() -> None:
         estimate_tokens(huge, "tiktoken")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("msgs", [
-    [UserMessage("z" * 200_000)],
-    [AssistantMessage([ToolCallBlock("a", "b", {})]), ToolResultMessage("a", "b", "z" * 200_000)],
-    [UserMessage([ImageBlock("xx")] * 10)],
-])
+@pytest.mark.parametrize(
+    "msgs",
+    [
+        [UserMessage("z" * 200_000)],
+        [
+            AssistantMessage([ToolCallBlock("a", "b", {})]),
+            ToolResultMessage("a", "b", "z" * 200_000),
+        ],
+        [UserMessage([ImageBlock("xx")] * 10)],
+    ],
+)
 def test_no_legal_cut_but_over_budget_shortens_or_raises(msgs: list) -> None:
     model = Model("m", 8192)
     result = create_condenser(model=model).run_sync(msgs)
@@ -356,8 +398,7 @@ def test_a_small_window_compacts_with_headroom_not_every_turn() -> None:
     compactions = 0
     for i in range(200):
         fake.enqueue("# Objective\n" + "word " * 600)  # a digest that fills its budget
-        history = [*history, UserMessage(f"turn {i} " + "q" * 300),
-                   AssistantMessage("a" * 300)]
+        history = [*history, UserMessage(f"turn {i} " + "q" * 300), AssistantMessage("a" * 300)]
         result = condenser.run_sync(history)
         if result.summary is not None:
             compactions += 1
@@ -385,8 +426,9 @@ def test_a_trimmed_transcript_is_not_trimmed_again_by_stale_usage() -> None:
     first = condenser.run_sync(msgs)
     assert first.reason == "trimmed"
     assert all(getattr(m, "usage", None) is None for m in first.messages)
-    again = create_condenser(model=Model("m", 8192),
-                             policy=BudgetPolicy(strategy="trim")).run_sync(list(first.messages))
+    again = create_condenser(model=Model("m", 8192), policy=BudgetPolicy(strategy="trim")).run_sync(
+        list(first.messages)
+    )
     assert again.reason == "under-budget"
 
 
@@ -400,16 +442,21 @@ def test_an_implausibly_small_usage_figure_does_not_anchor() -> None:
 
 
 def test_a_dated_model_alias_still_anchors() -> None:
-    msgs = [UserMessage("x" * 36_000),
-            AssistantMessage("ok", usage=Usage(9_000, 10), model="gpt-4o-2024-08-06")]
+    msgs = [
+        UserMessage("x" * 36_000),
+        AssistantMessage("ok", usage=Usage(9_000, 10), model="gpt-4o-2024-08-06"),
+    ]
     est = estimate_context(msgs, Model("gpt-4o", 128_000))
     assert est.anchored
     assert not estimate_context(msgs, Model("claude-x", 128_000)).anchored
 
 
 def test_shortening_cuts_the_longest_block_and_never_nests_markers() -> None:
-    msgs = [UserMessage("a" * 5000), AssistantMessage("b" * 5000),
-            UserMessage([TextBlock("Please fix bug #42"), TextBlock("z" * 100_000)])]
+    msgs = [
+        UserMessage("a" * 5000),
+        AssistantMessage("b" * 5000),
+        UserMessage([TextBlock("Please fix bug #42"), TextBlock("z" * 100_000)]),
+    ]
     result = create_condenser(model=Model("m", 8000)).run_sync(msgs)
     last = result.messages[-1]
     assert isinstance(last, UserMessage)
@@ -428,10 +475,19 @@ def test_signed_thinking_survives_shortening_untouched() -> None:
 
 
 def test_fitting_the_tail_shares_the_cut_instead_of_emptying_one_message() -> None:
-    msgs = [UserMessage("start"), AssistantMessage("ok"), UserMessage("go"),
-            AssistantMessage([ThinkingBlock("reasoning " * 600), TextBlock("I will call f."),
-                              ToolCallBlock("c1", "f", {})]),
-            ToolResultMessage("c1", "f", "result line\n" * 1000)]
+    msgs = [
+        UserMessage("start"),
+        AssistantMessage("ok"),
+        UserMessage("go"),
+        AssistantMessage(
+            [
+                ThinkingBlock("reasoning " * 600),
+                TextBlock("I will call f."),
+                ToolCallBlock("c1", "f", {}),
+            ]
+        ),
+        ToolResultMessage("c1", "f", "result line\n" * 1000),
+    ]
     model = Model("m", 2000)
     result = create_condenser(model=model, policy=BudgetPolicy(reserve_tokens=0)).run_sync(msgs)
     assert result.tokens_after <= result.limit

@@ -56,9 +56,15 @@ def test_every_policy_variable() -> None:
         "WINDOW_BUDGET_ON_SUMMARIZER_ERROR": "raise",
     }
     assert policy_from_env(environ=env) == BudgetPolicy(
-        trigger_ratio=0.8, keep_recent=4000, reserve_tokens=1024, keep_unit="tokens",
-        strategy="trim", digest_max_tokens=900, tool_output_chars=500,
-        on_summarizer_error="raise")
+        trigger_ratio=0.8,
+        keep_recent=4000,
+        reserve_tokens=1024,
+        keep_unit="tokens",
+        strategy="trim",
+        digest_max_tokens=900,
+        tool_output_chars=500,
+        on_summarizer_error="raise",
+    )
 
 
 def test_reserve_none() -> None:
@@ -85,25 +91,29 @@ def test_turns_get_the_turn_policy_defaults() -> None:
     assert policy_from_env(environ={"WINDOW_BUDGET_KEEP_UNIT": "messages"}).keep_unit == "messages"
     policy = policy_from_env(environ={"WINDOW_BUDGET_KEEP_UNIT": "turns"})
     assert policy == BudgetPolicy.turns()
-    custom = policy_from_env(environ={"WINDOW_BUDGET_KEEP_UNIT": "turns",
-                                      "WINDOW_BUDGET_KEEP_RECENT": "3"})
+    custom = policy_from_env(
+        environ={"WINDOW_BUDGET_KEEP_UNIT": "turns", "WINDOW_BUDGET_KEEP_RECENT": "3"}
+    )
     assert custom.keep_recent == 3
     assert custom.trigger_ratio == 0.8
 
 
-@pytest.mark.parametrize(("var", "value"), [
-    ("WINDOW_BUDGET_TRIGGER_RATIO", "1.5"),
-    ("WINDOW_BUDGET_TRIGGER_RATIO", "0"),
-    ("WINDOW_BUDGET_TRIGGER_RATIO", "lots"),
-    ("WINDOW_BUDGET_TRIGGER_RATIO", "nan"),
-    ("WINDOW_BUDGET_KEEP_RECENT", "-3"),
-    ("WINDOW_BUDGET_KEEP_RECENT", "1e3"),
-    ("WINDOW_BUDGET_RESERVE_TOKENS", "many"),
-    ("WINDOW_BUDGET_KEEP_UNIT", "pages"),
-    ("WINDOW_BUDGET_STRATEGY", "drop"),
-    ("WINDOW_BUDGET_ON_SUMMARIZER_ERROR", "ignore"),
-    ("WINDOW_BUDGET_COUNTER", "bpe"),
-])
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("WINDOW_BUDGET_TRIGGER_RATIO", "1.5"),
+        ("WINDOW_BUDGET_TRIGGER_RATIO", "0"),
+        ("WINDOW_BUDGET_TRIGGER_RATIO", "lots"),
+        ("WINDOW_BUDGET_TRIGGER_RATIO", "nan"),
+        ("WINDOW_BUDGET_KEEP_RECENT", "-3"),
+        ("WINDOW_BUDGET_KEEP_RECENT", "1e3"),
+        ("WINDOW_BUDGET_RESERVE_TOKENS", "many"),
+        ("WINDOW_BUDGET_KEEP_UNIT", "pages"),
+        ("WINDOW_BUDGET_STRATEGY", "drop"),
+        ("WINDOW_BUDGET_ON_SUMMARIZER_ERROR", "ignore"),
+        ("WINDOW_BUDGET_COUNTER", "bpe"),
+    ],
+)
 def test_bad_values_name_the_variable(var: str, value: str) -> None:
     with pytest.raises(ConfigError, match=var) as info:
         settings_from_env(environ={var: value})
@@ -145,7 +155,8 @@ def test_counter_unknown_encoding_is_a_config_error_naming_the_variable() -> Non
 
 
 def test_counter_known_encoding_that_cannot_load_falls_back_with_a_warning(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pytest.importorskip("tiktoken")
     from window_budget.budget import _counters as counters
 
@@ -172,8 +183,9 @@ def test_encoding_name_is_not_checked_without_tiktoken(monkeypatch: pytest.Monke
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_tiktoken)
-    assert read_setting("ENCODING", environ={"WINDOW_BUDGET_ENCODING": "custom_enc"}) \
-        == "custom_enc"
+    assert (
+        read_setting("ENCODING", environ={"WINDOW_BUDGET_ENCODING": "custom_enc"}) == "custom_enc"
+    )
 
 
 def test_model_from_env() -> None:

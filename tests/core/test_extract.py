@@ -30,12 +30,22 @@ from window_budget.digest import SESSION_HEADER
 from window_budget.pipeline.summarize import build_local_digest, classify_tool_call, key_error_line
 from window_budget.testing import ScriptedCompleter
 
-HEADINGS = ("# Objective", "# Guardrails", "# Status", "## Shipped", "## Active", "## Stuck",
-            "# Rationale", "# Plan", "# Carryover")
+HEADINGS = (
+    "# Objective",
+    "# Guardrails",
+    "# Status",
+    "## Shipped",
+    "## Active",
+    "## Stuck",
+    "# Rationale",
+    "# Plan",
+    "# Carryover",
+)
 
-PYTEST_NOISE = ("FAILED tests/test_db.py::test_migrate - sqlite3.OperationalError: "
-                "no such table: invoices\n" + "E   assert ...\n" * 30
-                + "1 failed, 11 passed in 0.42s")
+PYTEST_NOISE = (
+    "FAILED tests/test_db.py::test_migrate - sqlite3.OperationalError: "
+    "no such table: invoices\n" + "E   assert ...\n" * 30 + "1 failed, 11 passed in 0.42s"
+)
 
 
 def heuristic(text: str) -> int:
@@ -49,11 +59,17 @@ def call(cid: str, name: str, **args: object) -> AssistantMessage:
 
 def session() -> list:
     return [
-        UserMessage("Port the settings loader to TOML. Never touch the migrations/ folder. "
-                    "Only use the standard library."),
-        AssistantMessage((ThinkingBlock("Read it first."),
-                          TextBlock("I'll read settings/loader.py, then port it."),
-                          ToolCallBlock("r1", "read_file", {"path": "settings/loader.py"}))),
+        UserMessage(
+            "Port the settings loader to TOML. Never touch the migrations/ folder. "
+            "Only use the standard library."
+        ),
+        AssistantMessage(
+            (
+                ThinkingBlock("Read it first."),
+                TextBlock("I'll read settings/loader.py, then port it."),
+                ToolCallBlock("r1", "read_file", {"path": "settings/loader.py"}),
+            )
+        ),
         ToolResultMessage("r1", "read_file", "import yaml\n" * 50),
         call("e1", "Edit", file_path="settings/loader.py", old_string="yaml", new_string="toml"),
         ToolResultMessage("e1", "Edit", "ok"),
@@ -62,10 +78,14 @@ def session() -> list:
         call("t1", "bash", command="pytest tests/test_db.py -q"),
         ToolResultMessage("t1", "bash", PYTEST_NOISE, is_error=True),
         BashExecutionMessage("make lint", "ruff: 3 errors\nerror: lint failed", exit_code=2),
-        UserMessage("Use the ticket PAY-4821 in the commit message, see "
-                    "https://runbooks.example.com/settings for context."),
-        AssistantMessage("The fixture quotes integers, so I will fix the fixture rather than "
-                         "the parser. Plan:\n1. fix the fixture\n2. rerun pytest\n3. commit"),
+        UserMessage(
+            "Use the ticket PAY-4821 in the commit message, see "
+            "https://runbooks.example.com/settings for context."
+        ),
+        AssistantMessage(
+            "The fixture quotes integers, so I will fix the fixture rather than "
+            "the parser. Plan:\n1. fix the fixture\n2. rerun pytest\n3. commit"
+        ),
     ]
 
 
@@ -102,8 +122,11 @@ def test_written_files_and_read_files_are_told_apart() -> None:
 
 
 def test_read_only_file_goes_to_carryover() -> None:
-    msgs = [UserMessage("look"), call("r", "Read", file_path="src/app config.py"),
-            ToolResultMessage("r", "Read", "x = 1")]
+    msgs = [
+        UserMessage("look"),
+        call("r", "Read", file_path="src/app config.py"),
+        ToolResultMessage("r", "Read", "x = 1"),
+    ]
     assert "- read `src/app config.py`" in build_local_digest(msgs)
 
 
@@ -116,9 +139,10 @@ def test_commands_with_their_outcome() -> None:
 def test_failed_result_keeps_the_key_error_line_not_the_noise() -> None:
     body = build_local_digest(session())
     stuck = body.split("## Stuck\n")[1].split("# Rationale")[0]
-    assert ("`pytest tests/test_db.py -q` failed: FAILED tests/test_db.py::test_migrate - "
-            "sqlite3.OperationalError: no such table: invoices (1 failed, 11 passed in 0.42s)"
-            ) in stuck
+    assert (
+        "`pytest tests/test_db.py -q` failed: FAILED tests/test_db.py::test_migrate - "
+        "sqlite3.OperationalError: no such table: invoices (1 failed, 11 passed in 0.42s)"
+    ) in stuck
     assert "E   assert" not in body
     assert "`make lint` (exit 2) failed: error: lint failed (ruff: 3 errors)" in stuck
 
@@ -134,9 +158,13 @@ def test_rationale_plan_and_identifiers() -> None:
 
 
 def test_resolved_failure_is_marked_and_yields_to_open_ones() -> None:
-    msgs = [UserMessage("fix it"), call("a", "bash", command="pytest -q"),
-            ToolResultMessage("a", "bash", "ValueError: boom", is_error=True),
-            call("b", "bash", command="pytest -q"), ToolResultMessage("b", "bash", "3 passed")]
+    msgs = [
+        UserMessage("fix it"),
+        call("a", "bash", command="pytest -q"),
+        ToolResultMessage("a", "bash", "ValueError: boom", is_error=True),
+        call("b", "bash", command="pytest -q"),
+        ToolResultMessage("b", "bash", "3 passed"),
+    ]
     body = build_local_digest(msgs)
     assert "`pytest -q` failed: ValueError: boom — resolved: a later run passed" in body
     assert "ran `pytest -q` — failed 1x, then passed (2 runs)" in body
@@ -145,29 +173,39 @@ def test_resolved_failure_is_marked_and_yields_to_open_ones() -> None:
 def test_repeated_failures_of_one_command_are_one_item() -> None:
     msgs: list = [UserMessage("go")]
     for i in range(5):
-        msgs += [call(f"c{i}", "bash", command="npm test"),
-                 ToolResultMessage(f"c{i}", "bash", f"Error: at line {i}", is_error=True)]
+        msgs += [
+            call(f"c{i}", "bash", command="npm test"),
+            ToolResultMessage(f"c{i}", "bash", f"Error: at line {i}", is_error=True),
+        ]
     stuck = build_local_digest(msgs).split("## Stuck\n")[1].split("\n\n")[0]
     assert stuck == "- `npm test` failed 5x: Error: at line 4"
 
 
-@pytest.mark.parametrize(("name", "args", "expected"), [
-    ("Write", {"file_path": "a.py"}, ("write", "a.py")),
-    ("MultiEdit", {"file_path": "a.py"}, ("write", "a.py")),
-    ("str_replace_based_edit_tool", {"command": "view", "path": "a.py"}, ("read", "a.py")),
-    ("str_replace_based_edit_tool", {"command": "str_replace", "path": "a.py"},
-     ("write", "a.py")),
-    ("read_file", {"path": "a.py"}, ("read", "a.py")),
-    ("Bash", {"command": "ls -la"}, ("shell", "ls -la")),
-    ("search", {"query": "x"}, ("other", None)),
-])
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("Write", {"file_path": "a.py"}, ("write", "a.py")),
+        ("MultiEdit", {"file_path": "a.py"}, ("write", "a.py")),
+        ("str_replace_based_edit_tool", {"command": "view", "path": "a.py"}, ("read", "a.py")),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "str_replace", "path": "a.py"},
+            ("write", "a.py"),
+        ),
+        ("read_file", {"path": "a.py"}, ("read", "a.py")),
+        ("Bash", {"command": "ls -la"}, ("shell", "ls -la")),
+        ("search", {"query": "x"}, ("other", None)),
+    ],
+)
 def test_classify_tool_call(name: str, args: dict, expected: tuple) -> None:
     assert classify_tool_call(name, args) == expected
 
 
 def test_key_error_line_picks_the_traceback_tail() -> None:
-    tb = ("Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n"
-          "    main()\nKeyError: 'port'\n")
+    tb = (
+        'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n'
+        "    main()\nKeyError: 'port'\n"
+    )
     assert key_error_line(tb) == "KeyError: 'port'"
     assert key_error_line("") == "(no output)"
     assert key_error_line("starting\nsomething odd\ndone") == "starting … done"
@@ -178,8 +216,15 @@ def test_unknown_roles_and_odd_messages_do_not_crash() -> None:
     class Odd:
         role = "telemetry"
 
-    body = build_local_digest([Odd(), UserMessage(()), AssistantMessage(""),  # type: ignore[list-item]
-                               call("x", "bash"), ToolResultMessage("nope", "t", "?")])
+    body = build_local_digest(
+        [
+            Odd(),
+            UserMessage(()),
+            AssistantMessage(""),  # type: ignore[list-item]
+            call("x", "bash"),
+            ToolResultMessage("nope", "t", "?"),
+        ]
+    )
     assert "# Objective\nnone recorded" in body
 
 
@@ -188,8 +233,11 @@ def test_unknown_roles_and_odd_messages_do_not_crash() -> None:
 
 def test_carried_digest_is_merged_not_nested() -> None:
     first = build_local_digest(session())
-    later = [UserMessage("Now the CLI. Don't print secrets."),
-             call("e", "edit_file", path="settings/cli.py"), ToolResultMessage("e", "e", "ok")]
+    later = [
+        UserMessage("Now the CLI. Don't print secrets."),
+        call("e", "edit_file", path="settings/cli.py"),
+        ToolResultMessage("e", "e", "ok"),
+    ]
     body = build_local_digest(later, prior_digest=first)
     for heading in HEADINGS:
         assert body.count(heading + "\n") == 1
@@ -219,12 +267,13 @@ def test_many_compactions_stay_bounded() -> None:
     digest = None
     sizes = []
     for round_ in range(25):
-        head = [UserMessage(f"Round {round_}: never break API_{round_}."),
-                call(f"w{round_}", "Write", file_path=f"src/mod_{round_}.py"),
-                ToolResultMessage(f"w{round_}", "Write", "ok"),
-                call(f"t{round_}", "bash", command=f"pytest tests/test_{round_}.py"),
-                ToolResultMessage(f"t{round_}", "bash", f"AssertionError: {round_}",
-                                  is_error=True)]
+        head = [
+            UserMessage(f"Round {round_}: never break API_{round_}."),
+            call(f"w{round_}", "Write", file_path=f"src/mod_{round_}.py"),
+            ToolResultMessage(f"w{round_}", "Write", "ok"),
+            call(f"t{round_}", "bash", command=f"pytest tests/test_{round_}.py"),
+            ToolResultMessage(f"t{round_}", "bash", f"AssertionError: {round_}", is_error=True),
+        ]
         digest = build_local_digest(head, prior_digest=digest, max_tokens=600)
         sizes.append(heuristic(digest))
         assert digest.count("# Objective") == 1
@@ -289,11 +338,13 @@ def test_budget_with_tiktoken() -> None:
 def test_a_200k_token_head_is_fast() -> None:
     msgs: list = []
     for i in range(400):  # ~500 tokens of tool output per turn, 400 turns: ~200k tokens
-        msgs += [UserMessage(f"Step {i}: keep going, never skip tests."),
-                 call(f"r{i}", "read_file", path=f"src/pkg_{i % 40}/mod.py"),
-                 ToolResultMessage(f"r{i}", "read_file", f"def f_{i}(x):\n    return x\n" * 60),
-                 call(f"t{i}", "bash", command=f"pytest tests/test_{i % 40}.py"),
-                 ToolResultMessage(f"t{i}", "bash", PYTEST_NOISE, is_error=i % 7 == 0)]
+        msgs += [
+            UserMessage(f"Step {i}: keep going, never skip tests."),
+            call(f"r{i}", "read_file", path=f"src/pkg_{i % 40}/mod.py"),
+            ToolResultMessage(f"r{i}", "read_file", f"def f_{i}(x):\n    return x\n" * 60),
+            call(f"t{i}", "bash", command=f"pytest tests/test_{i % 40}.py"),
+            ToolResultMessage(f"t{i}", "bash", PYTEST_NOISE, is_error=i % 7 == 0),
+        ]
     assert heuristic("".join(str(m) for m in msgs)) > 200_000
     start = time.perf_counter()
     body = build_local_digest(msgs)
@@ -310,8 +361,9 @@ def _over_budget() -> list:
 
 
 def test_condenser_without_model_uses_the_fact_digest() -> None:
-    condenser = create_condenser(model=Model("m", context_window=16_384),
-                                 policy=BudgetPolicy(keep_recent=2000))
+    condenser = create_condenser(
+        model=Model("m", context_window=16_384), policy=BudgetPolicy(keep_recent=2000)
+    )
     result = condenser.run_sync(_over_budget())
     assert result.summary is not None
     assert result.summary.fallback
@@ -322,8 +374,11 @@ def test_condenser_without_model_uses_the_fact_digest() -> None:
 
 async def test_model_failure_falls_back_to_the_fact_digest() -> None:
     completer = ScriptedCompleter([RuntimeError("provider down")])
-    condenser = create_condenser(model=Model("m", context_window=16_384), complete=completer,
-                                 policy=BudgetPolicy(keep_recent=2000))
+    condenser = create_condenser(
+        model=Model("m", context_window=16_384),
+        complete=completer,
+        policy=BudgetPolicy(keep_recent=2000),
+    )
     result = await condenser.run(_over_budget())
     assert result.summary is not None
     assert result.summary.fallback

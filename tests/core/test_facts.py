@@ -48,14 +48,17 @@ def call(cid: str, name: str, **args: object) -> AssistantMessage:
 
 
 def run(cid: str, command: str, output: str, *, error: bool = False) -> list:
-    return [call(cid, "Bash", command=command), ToolResultMessage(cid, "Bash", output,
-                                                                  is_error=error)]
+    return [
+        call(cid, "Bash", command=command),
+        ToolResultMessage(cid, "Bash", output, is_error=error),
+    ]
 
 
 def session() -> list:
     return [
-        UserMessage("Move billing onto the ledger API. Never push to main. Keep amounts in "
-                    "integer cents."),
+        UserMessage(
+            "Move billing onto the ledger API. Never push to main. Keep amounts in integer cents."
+        ),
         UserMessage("[Request interrupted by user for tool use]"),
         UserMessage("<task-notification><task-id>t1</task-id></task-notification>"),
         UserMessage("<command-name>/cost</command-name>"),
@@ -69,13 +72,20 @@ def session() -> list:
         call("d1", "Delete", file_path=f"{ROOT}/src/billing/legacy_rates.py"),
         ToolResultMessage("d1", "Delete", "ok"),
         *run("b1", "git status", "clean"),
-        *run("b2", "pytest tests/billing -q", "E   AssertionError: 1999 != 2000\n1 failed",
-             error=True),
-        AssistantMessage("Switched to the table-rewrite migration because ALTER locks the "
-                         "table. Renamed `calc_tax` to `compute_line_tax`."),
+        *run(
+            "b2",
+            "pytest tests/billing -q",
+            "E   AssertionError: 1999 != 2000\n1 failed",
+            error=True,
+        ),
+        AssistantMessage(
+            "Switched to the table-rewrite migration because ALTER locks the "
+            "table. Renamed `calc_tax` to `compute_line_tax`."
+        ),
         *run("b3", "pytest tests/billing -q", "12 passed"),
-        BashExecutionMessage("alembic upgrade head", "relation \"entries\" does not exist",
-                             exit_code=1),
+        BashExecutionMessage(
+            "alembic upgrade head", 'relation "entries" does not exist', exit_code=1
+        ),
         UserMessage("Also handle ticket LED-42 and read LEDGER_API_URL from the environment."),
         AssistantMessage("Plan:\n1. wire reconcile to compute_line_tax\n2. backfill staging"),
     ]
@@ -91,11 +101,15 @@ def by_kind(ledger: FactLedger, kind: str) -> dict[str, object]:
 def test_objective_asks_and_constraints_skip_injected_turns() -> None:
     ledger = extract_facts(session())
     assert [f.text for f in ledger.of_kind("objective")] == [
-        "Move billing onto the ledger API. Never push to main. Keep amounts in integer cents."]
+        "Move billing onto the ledger API. Never push to main. Keep amounts in integer cents."
+    ]
     assert [f.text for f in ledger.of_kind("ask")] == [
-        "Also handle ticket LED-42 and read LEDGER_API_URL from the environment."]
+        "Also handle ticket LED-42 and read LEDGER_API_URL from the environment."
+    ]
     assert {f.text for f in ledger.of_kind("constraint")} == {
-        "Never push to main.", "Keep amounts in integer cents."}
+        "Never push to main.",
+        "Keep amounts in integer cents.",
+    }
 
 
 def test_files_created_edited_deleted_with_counts() -> None:
@@ -118,7 +132,8 @@ def test_commands_errors_and_their_resolution() -> None:
     assert pytest_error.status == "resolved"
     assert pytest_error.resolved_by is not None
     assert session()[pytest_error.resolved_by].content[0].arguments == {  # type: ignore[union-attr]
-        "command": "pytest tests/billing -q"}
+        "command": "pytest tests/billing -q"
+    }
     assert errors["alembic upgrade head"].status == "open"
 
 
@@ -132,15 +147,22 @@ def test_decisions_identifiers_and_plan_but_not_musings() -> None:
     assert idents["LED-42"] == "user"
     assert idents["LEDGER_API_URL"] == "user"
     assert "compute_line_tax" in idents
-    assert [f.text for f in ledger.of_kind("plan")] == ["wire reconcile to compute_line_tax",
-                                                         "backfill staging"]
+    assert [f.text for f in ledger.of_kind("plan")] == [
+        "wire reconcile to compute_line_tax",
+        "backfill staging",
+    ]
 
 
 def test_a_todo_list_replaces_the_plan_and_drops_done_items() -> None:
-    todos = [{"content": "port exporter", "status": "completed"},
-             {"content": "add rounding test", "status": "in_progress"}]
-    msgs = [UserMessage("go"), call("t", "TodoWrite", todos=todos),
-            ToolResultMessage("t", "TodoWrite", "ok")]
+    todos = [
+        {"content": "port exporter", "status": "completed"},
+        {"content": "add rounding test", "status": "in_progress"},
+    ]
+    msgs = [
+        UserMessage("go"),
+        call("t", "TodoWrite", todos=todos),
+        ToolResultMessage("t", "TodoWrite", "ok"),
+    ]
     assert [f.text for f in extract_facts(msgs).of_kind("plan")] == ["add rounding test"]
 
 
@@ -156,8 +178,11 @@ def test_pointers_index_the_archive_across_compactions() -> None:
     archive: list = []
     history: list = []
     for round_ in range(3):
-        history = [*history, UserMessage(f"Round {round_}: fix ticket LED-{round_}00."),
-                   *run(f"c{round_}", f"make check-{round_}", "ok")]
+        history = [
+            *history,
+            UserMessage(f"Round {round_}: fix ticket LED-{round_}00."),
+            *run(f"c{round_}", f"make check-{round_}", "ok"),
+        ]
         result = condenser.run_sync(history, force=True)
         archive += [m for m in result.plan.dropped if not is_digest(m)]
         history = list(result.messages)
@@ -166,8 +191,11 @@ def test_pointers_index_the_archive_across_compactions() -> None:
     assert ledger.archived == len(archive)
     for fact in ledger.facts:
         if fact.source is not None and fact.kind in ("ask", "objective", "command"):
-            text = str(archive[fact.source].content if hasattr(archive[fact.source], "content")
-                       else archive[fact.source])
+            text = str(
+                archive[fact.source].content
+                if hasattr(archive[fact.source], "content")
+                else archive[fact.source]
+            )
             key = fact.text.split()[-1] if fact.kind != "command" else fact.text
             assert key.rstrip(".") in text
 
@@ -186,13 +214,17 @@ def test_paths_are_relative_to_the_root_and_never_cut() -> None:
 def _many_facts(n: int) -> list:
     msgs: list = [UserMessage("Port every service. Never push to main.")]
     for i in range(n):
-        msgs += [call(f"w{i}", "Edit", file_path=f"{ROOT}/src/svc_{i % 7}/module_{i}.py"),
-                 ToolResultMessage(f"w{i}", "Edit", "ok"),
-                 *run(f"t{i}", f"pytest tests/svc_{i}/test_module_{i}.py -q", "ok"),
-                 *run(f"g{i}", "git status", "clean"),
-                 AssistantMessage(f"Renamed `helper_{i}` to `compute_{i}` because the old name "
-                                  "clashed with the ledger module."),
-                 UserMessage(f"Next, ticket LED-{i} please.")]
+        msgs += [
+            call(f"w{i}", "Edit", file_path=f"{ROOT}/src/svc_{i % 7}/module_{i}.py"),
+            ToolResultMessage(f"w{i}", "Edit", "ok"),
+            *run(f"t{i}", f"pytest tests/svc_{i}/test_module_{i}.py -q", "ok"),
+            *run(f"g{i}", "git status", "clean"),
+            AssistantMessage(
+                f"Renamed `helper_{i}` to `compute_{i}` because the old name "
+                "clashed with the ledger module."
+            ),
+            UserMessage(f"Next, ticket LED-{i} please."),
+        ]
     return msgs
 
 
@@ -212,8 +244,12 @@ def test_compress_before_evict_and_no_kind_disappears() -> None:
     assert "`git status` ×120" in body  # noise collapsed into one line, not 120
     assert "(7 files)" not in body or "`src/svc_0/`" in body
     # The newest of every kind stays (passing commands may be grouped by program).
-    for needle in ("module_119.py", "tests/svc_119/test_module_119.py -q", "compute_119",
-                   "LED-119"):
+    for needle in (
+        "module_119.py",
+        "tests/svc_119/test_module_119.py -q",
+        "compute_119",
+        "LED-119",
+    ):
         assert needle in body, needle
     assert "pytest tests/svc_119" in body or "`pytest …`" in body
     assert "more (kept in the digest's ledger)" in body
@@ -246,8 +282,9 @@ def test_merge_is_deterministic(a: list, b: list) -> None:
 
 def test_merge_keeps_the_old_objective_adds_counts_and_keeps_resolutions() -> None:
     old = extract_facts(session())
-    new = extract_facts([UserMessage("A different goal."), *run("x", "pytest tests/billing -q",
-                                                               "ok")])
+    new = extract_facts(
+        [UserMessage("A different goal."), *run("x", "pytest tests/billing -q", "ok")]
+    )
     merged = merge_ledgers(old, new)
     assert next(f.text for f in merged.of_kind("objective")).startswith("Move billing")
     commands = {f.text: f for f in merged.of_kind("command")}
@@ -256,8 +293,9 @@ def test_merge_keeps_the_old_objective_adds_counts_and_keeps_resolutions() -> No
 
 
 def test_the_ledger_rides_the_digest_and_survives_the_native_format() -> None:
-    result = create_condenser(model=Model("m", 200_000),
-                              policy=BudgetPolicy(keep_recent=50)).run_sync(session(), force=True)
+    result = create_condenser(
+        model=Model("m", 200_000), policy=BudgetPolicy(keep_recent=50)
+    ).run_sync(session(), force=True)
     digest = result.messages[0]
     assert isinstance(digest, DigestMessage)
     assert digest.facts is not None
@@ -272,8 +310,9 @@ def test_the_ledger_rides_the_digest_and_survives_the_native_format() -> None:
 
 
 def test_a_digest_without_its_ledger_is_read_from_its_text() -> None:
-    result = create_condenser(model=Model("m", 200_000),
-                              policy=BudgetPolicy(keep_recent=50)).run_sync(session(), force=True)
+    result = create_condenser(
+        model=Model("m", 200_000), policy=BudgetPolicy(keep_recent=50)
+    ).run_sync(session(), force=True)
     digest = result.messages[0]
     assert isinstance(digest, DigestMessage)
     text_only = DigestMessage(digest.content)
@@ -284,17 +323,31 @@ def test_a_digest_without_its_ledger_is_read_from_its_text() -> None:
     assert any(f.text.endswith("reconcile.py") for f in ledger.of_kind("file"))
 
 
-@pytest.mark.parametrize("bad", [None, [], {"format": "other"}, {"format": "window-budget/facts/1"},
-                                 {"format": "window-budget/facts/1", "facts": [["objective"]]},
-                                 {"format": "window-budget/facts/1",
-                                  "facts": [["bogus", "k", "t", 0, 0, 1, None, "", "", None]]},
-                                 {"format": "window-budget/facts/1",
-                                  "facts": [["file", "k", 3, 0, 0, 1, None, "", "", None]]}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        [],
+        {"format": "other"},
+        {"format": "window-budget/facts/1"},
+        {"format": "window-budget/facts/1", "facts": [["objective"]]},
+        {
+            "format": "window-budget/facts/1",
+            "facts": [["bogus", "k", "t", 0, 0, 1, None, "", "", None]],
+        },
+        {
+            "format": "window-budget/facts/1",
+            "facts": [["file", "k", 3, 0, 0, 1, None, "", "", None]],
+        },
+    ],
+)
 def test_a_damaged_ledger_is_a_clear_error_and_the_text_still_counts(bad: object) -> None:
     with pytest.raises(ValueError, match="digest facts"):
         ledger_from_json(bad)
-    digest = DigestMessage("[session digest — older turns condensed]\n\n# Objective\nship it",
-                           facts=bad if isinstance(bad, dict) else None)
+    digest = DigestMessage(
+        "[session digest — older turns condensed]\n\n# Objective\nship it",
+        facts=bad if isinstance(bad, dict) else None,
+    )
     ledger = ledger_of(digest)
     assert ledger is not None
     assert [f.text for f in ledger.of_kind("objective")] == ["ship it"]
@@ -307,8 +360,9 @@ def test_prose_from_another_tool_is_kept_as_notes() -> None:
 
 def test_text_blocks_and_strings_read_alike() -> None:
     a = extract_facts([AssistantMessage("Decided to use tomllib because it ships with 3.11.")])
-    b = extract_facts([AssistantMessage((TextBlock(
-        "Decided to use tomllib because it ships with 3.11."),))])
+    b = extract_facts(
+        [AssistantMessage((TextBlock("Decided to use tomllib because it ships with 3.11."),))]
+    )
     assert ledger_to_json(a) == ledger_to_json(b)
 
 

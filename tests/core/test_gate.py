@@ -19,15 +19,24 @@ from window_budget.pipeline import budget_limit, estimate_context
 def test_budget_limit_arithmetic() -> None:
     assert budget_limit(Model("m", 32_768), BudgetPolicy()) == (32_768 - 2048) * 0.75
     assert budget_limit(Model("m", 1000), BudgetPolicy(reserve_tokens=5000)) == 0
-    assert budget_limit(Model("m", 1000), BudgetPolicy(reserve_tokens=None,
-                                                       trigger_ratio=1.0)) == 1000
+    assert (
+        budget_limit(Model("m", 1000), BudgetPolicy(reserve_tokens=None, trigger_ratio=1.0)) == 1000
+    )
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("trigger_ratio", 0), ("trigger_ratio", 1.5), ("trigger_ratio", -0.1),
-    ("keep_recent", -1), ("reserve_tokens", -5), ("keep_unit", "lines"),
-    ("strategy", "delete"), ("digest_max_tokens", 10),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("trigger_ratio", 0),
+        ("trigger_ratio", 1.5),
+        ("trigger_ratio", -0.1),
+        ("keep_recent", -1),
+        ("reserve_tokens", -5),
+        ("keep_unit", "lines"),
+        ("strategy", "delete"),
+        ("digest_max_tokens", 10),
+    ],
+)
 def test_bad_policy_names_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"BudgetPolicy.{field}"):
         BudgetPolicy(**{field: value})  # type: ignore[arg-type]
@@ -50,8 +59,11 @@ def test_gate_fires_strictly_above_the_limit() -> None:
 def test_anchored_estimate_uses_the_last_usage_plus_what_follows() -> None:
     model = Model("m1", 100_000)
     after = UserMessage("x" * 360)
-    msgs = [UserMessage("hi"), AssistantMessage("ok", usage=Usage(5000, 100, 200, 0), model="m1"),
-            after]
+    msgs = [
+        UserMessage("hi"),
+        AssistantMessage("ok", usage=Usage(5000, 100, 200, 0), model="m1"),
+        after,
+    ]
     est = estimate_context(msgs, model, pinned_tokens=999)
     assert est.anchored
     assert est.context_tokens == 5300 + estimate_tokens([after])

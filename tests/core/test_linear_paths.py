@@ -22,9 +22,12 @@ from window_budget.tools.timeline import simulate
 
 def _parallel(n: int) -> list[object]:
     calls = tuple(ToolCallBlock(f"c{i}", "lookup", {"q": i}) for i in range(n))
-    return [UserMessage("go"), AssistantMessage(calls),
-            *(ToolResultMessage(f"c{i}", "lookup", f"r{i}") for i in range(n)),
-            UserMessage("next")]
+    return [
+        UserMessage("go"),
+        AssistantMessage(calls),
+        *(ToolResultMessage(f"c{i}", "lookup", f"r{i}") for i in range(n)),
+        UserMessage("next"),
+    ]
 
 
 def test_parallel_calls_block_each_cut_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,12 +42,13 @@ def test_parallel_calls_block_each_cut_once(monkeypatch: pytest.MonkeyPatch) -> 
     n = 5_000
     messages = _parallel(n)
     ledger = TokenLedger()
-    assert ledger.blocked(messages) == blocked_cuts(messages)[:len(messages)]  # type: ignore[arg-type]
+    assert ledger.blocked(messages) == blocked_cuts(messages)[: len(messages)]  # type: ignore[arg-type]
     assert steps[0] <= 2 * len(messages)  # was n * n / 2 walking back from each result
 
 
 def test_ledger_recheck_of_an_appended_list_costs_the_new_messages(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     compared = [0]
     real_list = builtins.list
 
@@ -68,7 +72,8 @@ def test_ledger_recheck_of_an_appended_list_costs_the_new_messages(
 
 @pytest.mark.slow
 def test_replay_runs_the_condenser_only_where_the_gate_fires(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     calls = [0]
     real = WindowCondenser.run_sync
 

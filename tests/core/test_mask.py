@@ -30,9 +30,13 @@ BIG = "line of build output\n" * 400  # ~8,400 characters
 def agent_run(steps: int, output: str = BIG) -> list:
     msgs: list = [UserMessage("Fix the flaky invoice export.")]
     for i in range(steps):
-        msgs += [AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make step{i}"}),),
-                                  usage=Usage(1000 + i, 10)),
-                 ToolResultMessage(f"c{i}", "bash", output, is_error=i == 1)]
+        msgs += [
+            AssistantMessage(
+                (ToolCallBlock(f"c{i}", "bash", {"command": f"make step{i}"}),),
+                usage=Usage(1000 + i, 10),
+            ),
+            ToolResultMessage(f"c{i}", "bash", output, is_error=i == 1),
+        ]
     return msgs
 
 
@@ -79,9 +83,11 @@ def test_masking_never_changes_the_shape(msgs: list, keep: int, min_chars: int) 
 
 def _condenser(**policy: object) -> tuple:
     fake = ScriptedCompleter(["# Objective\nfix the export"] * 4)
-    condenser = create_condenser(model=Model("m", 40_000), complete_sync=fake.sync,
-                                 policy=BudgetPolicy(keep_recent=3000, mask_keep_outputs=2,
-                                                     mask_min_chars=1000, **policy))
+    condenser = create_condenser(
+        model=Model("m", 40_000),
+        complete_sync=fake.sync,
+        policy=BudgetPolicy(keep_recent=3000, mask_keep_outputs=2, mask_min_chars=1000, **policy),
+    )
     return condenser, fake
 
 
@@ -121,8 +127,9 @@ def test_masking_is_on_by_default_and_none_turns_it_off() -> None:
     assert result.summary is None
     assert len(result.masked) == len(result.plan.dropped) == 11  # 14 outputs, the last 3 kept
     assert result.tokens_freed == result.tokens_before - result.tokens_after > 0
-    off = create_condenser(model=Model("m", 40_000),
-                           policy=BudgetPolicy(keep_recent=3000, mask_keep_outputs=None))
+    off = create_condenser(
+        model=Model("m", 40_000), policy=BudgetPolicy(keep_recent=3000, mask_keep_outputs=None)
+    )
     assert off.run_sync(agent_run(14)).reason == "condensed"
 
 
@@ -148,9 +155,11 @@ def _grow_with_masking(steps: int) -> tuple[list, list, list[str]]:
     reasons: list[str] = []
     for i in range(steps):
         output = "line of build output\n" * 300 if i % 3 == 0 else f"part {i} ok " + "y" * 1500
-        history += [AssistantMessage((ToolCallBlock(f"c{i}", "bash",
-                                                    {"command": f"make part{i}"}),)),
-                    ToolResultMessage(f"c{i}", "bash", output), UserMessage(f"next {i}")]
+        history += [
+            AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make part{i}"}),)),
+            ToolResultMessage(f"c{i}", "bash", output),
+            UserMessage(f"next {i}"),
+        ]
         result = condenser.run_sync(history)
         reasons.append(result.reason)
         archive += [m for m in result.plan.dropped if not is_digest(m)]
@@ -180,16 +189,23 @@ def test_placeholders_kept_with_a_digest_are_not_counted_twice() -> None:
     archive = list(masked.plan.dropped)  # the originals, handed back first
     # A manual compaction keeping a long tail: some placeholders stay with the digest.
     first = create_condenser(model=model, policy=BudgetPolicy(keep_recent=7600)).run_sync(
-        list(masked.messages), force=True)
+        list(masked.messages), force=True
+    )
     ledger = ledger_of(first.messages[0])
     assert ledger is not None
     assert ledger.masked_kept == sum(map(is_masked, first.plan.kept)) > 0
     archive += [m for m in first.plan.dropped if not is_digest(m)]
-    more = [m for i in range(14, 20) for m in (
-        AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make step{i}"}),)),
-        ToolResultMessage(f"c{i}", "bash", "ok"))]
+    more = [
+        m
+        for i in range(14, 20)
+        for m in (
+            AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make step{i}"}),)),
+            ToolResultMessage(f"c{i}", "bash", "ok"),
+        )
+    ]
     second = create_condenser(model=model, policy=BudgetPolicy(keep_recent=100)).run_sync(
-        [*first.messages, *more, UserMessage("go on")], force=True)
+        [*first.messages, *more, UserMessage("go on")], force=True
+    )
     archive += [m for m in second.plan.dropped if not is_digest(m)]
     ledger = ledger_of(second.messages[0])
     assert ledger is not None

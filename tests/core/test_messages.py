@@ -55,27 +55,42 @@ def test_messages_are_frozen() -> None:
 
 
 def test_text_and_tool_call_ids() -> None:
-    msg = AssistantMessage([ThinkingBlock("plan"), TextBlock("doing"),
-                            ToolCallBlock("c1", "bash", {"command": "ls"}),
-                            ToolCallBlock("c2", "read", {"path": "a"})])
+    msg = AssistantMessage(
+        [
+            ThinkingBlock("plan"),
+            TextBlock("doing"),
+            ToolCallBlock("c1", "bash", {"command": "ls"}),
+            ToolCallBlock("c2", "read", {"path": "a"}),
+        ]
+    )
     assert message_text(msg) == "doing"
     assert tool_call_ids(msg) == ("c1", "c2")
     assert message_text(BashExecutionMessage("ls", "a b")) == "ls\na b"
     assert message_text(CompactionSummaryMessage("old")) == "old"
 
 
-@pytest.mark.parametrize("msg", [
-    UserMessage("hi", timestamp=1.5),
-    UserMessage([TextBlock("a"), ImageBlock("ZGF0YQ==", "image/png")]),
-    AssistantMessage([ThinkingBlock("t", signature="sig"), TextBlock("x"),
-                      ToolCallBlock("c", "bash", {"command": "ls"})],
-                     usage=Usage(10, 2, 3, 4), model="m1", stop_reason="toolUse"),
-    ToolResultMessage("c", "bash", "out", is_error=True),
-    BashExecutionMessage("make", "ok", exit_code=2, cancelled=False, truncated=True),
-    CustomMessage("note", "text", display=False, details={"k": 1}),
-    BranchSummaryMessage("s", from_id="e1"),
-    CompactionSummaryMessage("s", tokens_before=99),
-])
+@pytest.mark.parametrize(
+    "msg",
+    [
+        UserMessage("hi", timestamp=1.5),
+        UserMessage([TextBlock("a"), ImageBlock("ZGF0YQ==", "image/png")]),
+        AssistantMessage(
+            [
+                ThinkingBlock("t", signature="sig"),
+                TextBlock("x"),
+                ToolCallBlock("c", "bash", {"command": "ls"}),
+            ],
+            usage=Usage(10, 2, 3, 4),
+            model="m1",
+            stop_reason="toolUse",
+        ),
+        ToolResultMessage("c", "bash", "out", is_error=True),
+        BashExecutionMessage("make", "ok", exit_code=2, cancelled=False, truncated=True),
+        CustomMessage("note", "text", display=False, details={"k": 1}),
+        BranchSummaryMessage("s", from_id="e1"),
+        CompactionSummaryMessage("s", tokens_before=99),
+    ],
+)
 def test_dict_round_trip(msg: object) -> None:
     assert message_from_dict(message_to_dict(msg)) == msg  # type: ignore[arg-type]
 
@@ -86,13 +101,16 @@ def test_unknown_role_round_trips_as_opaque() -> None:
     assert message_to_dict(back)["role"] == "systemNote"
 
 
-@pytest.mark.parametrize(("raw", "match"), [
-    ({"role": "user"}, "missing 'content'"),
-    ({"role": "toolResult", "content": "x"}, "missing 'toolCallId'"),
-    ({"role": "assistant", "content": [{"type": "video"}]}, "unknown block type"),
-    ({"content": "x"}, "non-empty string 'role'"),
-    ([1, 2], "JSON object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        ({"role": "user"}, "missing 'content'"),
+        ({"role": "toolResult", "content": "x"}, "missing 'toolCallId'"),
+        ({"role": "assistant", "content": [{"type": "video"}]}, "unknown block type"),
+        ({"content": "x"}, "non-empty string 'role'"),
+        ([1, 2], "JSON object"),
+    ],
+)
 def test_from_dict_errors_say_what_is_wrong(raw: object, match: str) -> None:
     with pytest.raises(MessageError, match=match):
         message_from_dict(raw)  # type: ignore[arg-type]

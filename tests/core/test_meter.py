@@ -14,8 +14,12 @@ from window_budget.tools.meter import ContextBudget, MalformedUsageWarning, Usag
 
 
 def result_event(nested: bool, inp: int, created: int = 0, read: int = 0) -> dict:
-    usage = {"input_tokens": inp, "cache_creation_input_tokens": created,
-             "cache_read_input_tokens": read, "output_tokens": 12}
+    usage = {
+        "input_tokens": inp,
+        "cache_creation_input_tokens": created,
+        "cache_read_input_tokens": read,
+        "output_tokens": 12,
+    }
     base = {"type": "result", "subtype": "success", "total_cost_usd": 0.01}
     return {**base, "usage": usage} if nested else {**base, **usage}
 
@@ -25,14 +29,21 @@ def test_result_event_both_usage_locations(nested: bool) -> None:
     meter = ContextBudget()
     assert meter.update(result_event(nested, 1_000, 2_000, 30_000))
     assert (meter.input_tokens, meter.cache_creation_tokens, meter.cache_read_tokens) == (
-        1_000, 2_000, 30_000)
+        1_000,
+        2_000,
+        30_000,
+    )
     assert meter.used_tokens == 33_000
     assert meter.utilization == pytest.approx(33_000 / 200_000)
 
 
 def test_langchain_usage_metadata_counts_cache_inside_input() -> None:
-    usage_metadata = {"input_tokens": 150_000, "output_tokens": 300, "total_tokens": 150_300,
-                      "input_token_details": {"cache_read": 100_000, "cache_creation": 20_000}}
+    usage_metadata = {
+        "input_tokens": 150_000,
+        "output_tokens": 300,
+        "total_tokens": 150_300,
+        "input_token_details": {"cache_read": 100_000, "cache_creation": 20_000},
+    }
     reading = parse_usage(usage_metadata)
     assert reading is not None
     assert reading.used_tokens == 150_000
@@ -43,18 +54,24 @@ def test_object_with_usage_metadata_like_an_ai_message() -> None:
     @dataclass
     class FakeAIMessage:
         content: str = "hi"
-        usage_metadata: dict = field(default_factory=lambda: {
-            "input_tokens": 10, "output_tokens": 2, "total_tokens": 12})
+        usage_metadata: dict = field(
+            default_factory=lambda: {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
+        )
 
     assert ContextBudget().update(FakeAIMessage())
 
 
 def test_openai_usage_dict() -> None:
-    reading = parse_usage({"prompt_tokens": 900, "completion_tokens": 50, "total_tokens": 950,
-                           "prompt_tokens_details": {"cached_tokens": 600}})
+    reading = parse_usage(
+        {
+            "prompt_tokens": 900,
+            "completion_tokens": 50,
+            "total_tokens": 950,
+            "prompt_tokens_details": {"cached_tokens": 600},
+        }
+    )
     assert reading is not None
-    assert (reading.input_tokens, reading.cache_read_tokens, reading.used_tokens) == (300, 600,
-                                                                                      900)
+    assert (reading.input_tokens, reading.cache_read_tokens, reading.used_tokens) == (300, 600, 900)
 
 
 def test_anthropic_usage_dict_and_core_types() -> None:
@@ -64,15 +81,18 @@ def test_anthropic_usage_dict_and_core_types() -> None:
     assert parse_usage(AssistantMessage("x")) is None
 
 
-@pytest.mark.parametrize("event", [
-    {"type": "system", "subtype": "init"},
-    {"type": "assistant", "message": {"usage": {"input_tokens": 199_000}}},
-    {"type": "user", "message": {"content": "hi"}},
-    {"type": "result", "subtype": "error_during_execution"},
-    {"unrelated": 1},
-    "a string",
-    None,
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "system", "subtype": "init"},
+        {"type": "assistant", "message": {"usage": {"input_tokens": 199_000}}},
+        {"type": "user", "message": {"content": "hi"}},
+        {"type": "result", "subtype": "error_during_execution"},
+        {"unrelated": 1},
+        "a string",
+        None,
+    ],
+)
 def test_events_without_usage_are_ignored(event: object) -> None:
     meter = ContextBudget()
     meter.update(result_event(True, 1_000))
@@ -126,14 +146,17 @@ def test_flags_equal_any_report_crossing(values: list[int]) -> None:
         assert meter.should_warn
 
 
-@pytest.mark.parametrize("usage", [
-    {"input_tokens": "1200"},
-    {"input_tokens": -5},
-    {"input_tokens": 10, "cache_read_input_tokens": 1.5},
-    {"input_tokens": True},
-    {"prompt_tokens": 10, "prompt_tokens_details": "cached"},
-    {"input_tokens": 10, "total_tokens": 10, "input_token_details": {"cache_read": 50}},
-])
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input_tokens": "1200"},
+        {"input_tokens": -5},
+        {"input_tokens": 10, "cache_read_input_tokens": 1.5},
+        {"input_tokens": True},
+        {"prompt_tokens": 10, "prompt_tokens_details": "cached"},
+        {"input_tokens": 10, "total_tokens": 10, "input_token_details": {"cache_read": 50}},
+    ],
+)
 def test_malformed_usage_is_ignored_with_a_warning(usage: dict) -> None:
     meter = ContextBudget()
     meter.update(result_event(True, 1_000))
@@ -154,8 +177,10 @@ def test_whole_floats_are_accepted() -> None:
     assert parse_usage({"input_tokens": 12.0}).used_tokens == 12  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("kwargs", [{"context_window": 0}, {"warn_ratio": 0.9},
-                                    {"warn_ratio": 0}, {"context_window": 1.5}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"context_window": 0}, {"warn_ratio": 0.9}, {"warn_ratio": 0}, {"context_window": 1.5}],
+)
 def test_bad_configuration(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         ContextBudget(**kwargs)
@@ -164,11 +189,14 @@ def test_bad_configuration(kwargs: dict) -> None:
 def test_build_compact_prompt() -> None:
     meter = ContextBudget()
     assert meter.build_compact_prompt("port the loader", "TESTING") == (
-        "/compact focus on port the loader -- current state is TESTING")
-    prompt = meter.build_compact_prompt("port\nthe loader", "DRAFT",
-                                        scratch_path="/w/my job/.context/scratch.md")
+        "/compact focus on port the loader -- current state is TESTING"
+    )
+    prompt = meter.build_compact_prompt(
+        "port\nthe loader", "DRAFT", scratch_path="/w/my job/.context/scratch.md"
+    )
     assert prompt.splitlines() == [
         "/compact focus on port the loader -- current state is DRAFT",
-        "After compaction, read /w/my job/.context/scratch.md for preserved context."]
+        "After compaction, read /w/my job/.context/scratch.md for preserved context.",
+    ]
     with pytest.raises(ConfigError):
         meter.build_compact_prompt("  ", "x")

@@ -17,8 +17,12 @@ def test_the_report_carries_the_calibrated_total() -> None:
     assert "x1.250 over 12 calls" in text
     assert "3,000" in text
     assert "calibrated:" in format_report_rich(report, width=200)
-    assert report.as_dict()["calibration"] == {"model": "claude-sonnet-4-5", "ratio": 1.25,
-                                               "overhead_tokens": 3000, "samples": 12}
+    assert report.as_dict()["calibration"] == {
+        "model": "claude-sonnet-4-5",
+        "ratio": 1.25,
+        "overhead_tokens": 3000,
+        "samples": 12,
+    }
 
 
 def test_without_a_calibration_nothing_changes() -> None:

@@ -35,57 +35,111 @@ from window_budget.tools.scratch import (
 
 def test_extract_text_handles_strings_and_block_lists() -> None:
     assert extract_text("plain") == "plain"
-    assert extract_text([{"type": "text", "text": "a"}, {"type": "tool_result"},
-                         {"type": "text", "text": "b"}]) == "a\nb"
+    assert (
+        extract_text(
+            [{"type": "text", "text": "a"}, {"type": "tool_result"}, {"type": "text", "text": "b"}]
+        )
+        == "a\nb"
+    )
     assert extract_text(None) == ""
 
 
 def test_stream_events_human_input_and_file_writes() -> None:
     model = ScratchModel()
-    model.extract_all([
-        {"type": "system", "subtype": "init"},
-        {"type": "user", "message": {"role": "user", "content": "Port the loader."}},
-        {"type": "user", "message": {"role": "user", "content": [
-            {"type": "text", "text": "Never touch migrations/."}]}},
-        {"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "On it."},
-            {"type": "tool_use", "id": "t1", "name": "Write",
-             "input": {"file_path": "docs/release notes/überblick.md", "content": "x"}},
-            {"type": "tool_use", "id": "t2", "name": "Edit",
-             "input": {"file_path": "src/app.py", "old_string": "a", "new_string": "b"}},
-            {"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": "README.md"}},
-        ]}},
-        # tool results ride on user events: they are not human input
-        {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}},
-        {"type": "tool_use", "id": "t4", "name": "Edit", "input": {"file_path": "src/app.py"}},
-        {"type": "result", "usage": {"input_tokens": 5}},
-    ])
+    model.extract_all(
+        [
+            {"type": "system", "subtype": "init"},
+            {"type": "user", "message": {"role": "user", "content": "Port the loader."}},
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "Never touch migrations/."}],
+                },
+            },
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "On it."},
+                        {
+                            "type": "tool_use",
+                            "id": "t1",
+                            "name": "Write",
+                            "input": {
+                                "file_path": "docs/release notes/überblick.md",
+                                "content": "x",
+                            },
+                        },
+                        {
+                            "type": "tool_use",
+                            "id": "t2",
+                            "name": "Edit",
+                            "input": {
+                                "file_path": "src/app.py",
+                                "old_string": "a",
+                                "new_string": "b",
+                            },
+                        },
+                        {
+                            "type": "tool_use",
+                            "id": "t3",
+                            "name": "Read",
+                            "input": {"file_path": "README.md"},
+                        },
+                    ],
+                },
+            },
+            # tool results ride on user events: they are not human input
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+                },
+            },
+            {"type": "tool_use", "id": "t4", "name": "Edit", "input": {"file_path": "src/app.py"}},
+            {"type": "result", "usage": {"input_tokens": 5}},
+        ]
+    )
     assert model.human_inputs == ["Port the loader.", "Never touch migrations/."]
     assert model.file_modifications == ["docs/release notes/überblick.md", "src/app.py"]
 
 
 def test_core_messages_are_accepted() -> None:
     model = ScratchModel()
-    model.extract_all([
-        UserMessage("Keep the API."),
-        DigestMessage("[session digest — older turns condensed]\n\n# Objective\nx"),
-        AssistantMessage((ToolCallBlock("c1", "edit_file", {"path": "a b/ç.py"}),)),
-        ToolResultMessage("c1", "edit_file", "ok"),
-    ])
+    model.extract_all(
+        [
+            UserMessage("Keep the API."),
+            DigestMessage("[session digest — older turns condensed]\n\n# Objective\nx"),
+            AssistantMessage((ToolCallBlock("c1", "edit_file", {"path": "a b/ç.py"}),)),
+            ToolResultMessage("c1", "edit_file", "ok"),
+        ]
+    )
     assert model.human_inputs == ["Keep the API."]
     assert model.file_modifications == ["a b/ç.py"]
 
 
 def test_openai_chat_dicts_are_accepted() -> None:
     model = ScratchModel()
-    model.extract_all([
-        {"role": "user", "content": "hello"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "x", "type": "function",
-             "function": {"name": "write_file", "arguments": '{"path": "out.txt"}'}}]},
-        {"role": "tool", "tool_call_id": "x", "content": "done"},
-    ])
+    model.extract_all(
+        [
+            {"role": "user", "content": "hello"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "x",
+                        "type": "function",
+                        "function": {"name": "write_file", "arguments": '{"path": "out.txt"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "x", "content": "done"},
+        ]
+    )
     assert model.human_inputs == ["hello"]
     assert model.file_modifications == ["out.txt"]
 
@@ -93,30 +147,43 @@ def test_openai_chat_dicts_are_accepted() -> None:
 def test_repeated_failures_of_the_same_call_become_a_dead_end() -> None:
     model = ScratchModel(dead_end_after=2)
     for i in range(3):
-        model.extract(AssistantMessage((ToolCallBlock(f"c{i}", "bash",
-                                                      {"command": "pip install foo"}),)))
-        model.extract(ToolResultMessage(f"c{i}", "bash", "ERROR: No matching distribution "
-                                        "found for foo", is_error=True))
-    assert model.dead_ends == ["`pip install foo` failed 2 times in a row: ERROR: No matching "
-                               "distribution found for foo"]
+        model.extract(
+            AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": "pip install foo"}),))
+        )
+        model.extract(
+            ToolResultMessage(
+                f"c{i}", "bash", "ERROR: No matching distribution found for foo", is_error=True
+            )
+        )
+    assert model.dead_ends == [
+        "`pip install foo` failed 2 times in a row: ERROR: No matching distribution found for foo"
+    ]
 
 
 def test_a_success_breaks_the_streak() -> None:
     model = ScratchModel(dead_end_after=2)
     outcomes = [True, False, True, False]  # failed, ok, failed, ok
     for i, failed in enumerate(outcomes):
-        model.extract({"type": "tool_use", "id": f"t{i}", "name": "Bash",
-                       "input": {"command": "make"}})
-        model.extract({"type": "tool_result", "tool_use_id": f"t{i}", "is_error": failed,
-                       "content": [{"type": "text", "text": "boom"}]})
+        model.extract(
+            {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "make"}}
+        )
+        model.extract(
+            {
+                "type": "tool_result",
+                "tool_use_id": f"t{i}",
+                "is_error": failed,
+                "content": [{"type": "text", "text": "boom"}],
+            }
+        )
     assert model.dead_ends == []
 
 
 def test_shell_commands_the_user_ran_count_too() -> None:
     model = ScratchModel(dead_end_after=2)
     for _ in range(2):
-        model.extract(BashExecutionMessage("cargo build", "error[E0432]: unresolved import",
-                                           exit_code=101))
+        model.extract(
+            BashExecutionMessage("cargo build", "error[E0432]: unresolved import", exit_code=101)
+        )
     assert model.dead_ends[0].startswith("`cargo build` failed 2 times")
 
 
@@ -149,18 +216,28 @@ def test_render_sections_and_pointers() -> None:
     model = ScratchModel()
     model.add_human_input("x" * 300)
     text = model.render()
-    for title, detail in [("Human Input", HUMAN_INPUT_FILE), ("State Changes", STATE_CHANGES_FILE),
-                          ("Dead Ends", DEAD_ENDS_FILE), ("Artifacts", ARTIFACTS_FILE)]:
+    for title, detail in [
+        ("Human Input", HUMAN_INPUT_FILE),
+        ("State Changes", STATE_CHANGES_FILE),
+        ("Dead Ends", DEAD_ENDS_FILE),
+        ("Artifacts", ARTIFACTS_FILE),
+    ]:
         assert f"## {title}\nFull entries: .context/{detail}" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("- x"))
     assert len(line) == 2 + 120
     assert line.endswith("…")
 
 
-@given(st.integers(0, 120), st.integers(0, 120), st.integers(0, 120), st.integers(0, 120),
-       st.integers(23, 400))
-def test_render_is_capped_with_equal_budgets(h: int, s: int, d: int, a: int,
-                                             max_lines: int) -> None:
+@given(
+    st.integers(0, 120),
+    st.integers(0, 120),
+    st.integers(0, 120),
+    st.integers(0, 120),
+    st.integers(23, 400),
+)
+def test_render_is_capped_with_equal_budgets(
+    h: int, s: int, d: int, a: int, max_lines: int
+) -> None:
     model = ScratchModel()
     for i in range(h):
         model.add_human_input(f"input {i}\nwith a second line")
@@ -218,7 +295,8 @@ def test_writer_writes_index_and_all_detail_files(tmp_path: Path) -> None:
     assert human.count("Keep the public API.") == 1
     assert human.count("Second thought.") == 1
     assert sorted(p.name for p in ctx.iterdir()) == sorted(
-        [SCRATCH_FILE, HUMAN_INPUT_FILE, STATE_CHANGES_FILE, DEAD_ENDS_FILE, ARTIFACTS_FILE])
+        [SCRATCH_FILE, HUMAN_INPUT_FILE, STATE_CHANGES_FILE, DEAD_ENDS_FILE, ARTIFACTS_FILE]
+    )
 
 
 def test_append_methods_keep_full_text(tmp_path: Path) -> None:
@@ -234,7 +312,8 @@ def test_append_methods_keep_full_text(tmp_path: Path) -> None:
 
 
 def test_crash_between_write_and_replace_keeps_the_previous_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     writer = ScratchWriter(tmp_path)
     first = writer.write_scratch(_filled())
     before = first.read_text(encoding="utf-8")
@@ -252,7 +331,8 @@ def test_crash_between_write_and_replace_keeps_the_previous_file(
 
 
 def test_killed_process_leaves_old_file_and_only_a_stray_temp(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     writer = ScratchWriter(tmp_path)
     first = writer.write_scratch(_filled())
     before = first.read_text(encoding="utf-8")

@@ -66,10 +66,15 @@ def test_whole_transcript_within_keep_recent_is_not_condensable() -> None:
 
 def test_cut_snaps_past_leading_tool_results_and_parallel_groups() -> None:
     big = "y" * 3600
-    msgs = [UserMessage(big), _call("a"),
-            AssistantMessage([ToolCallBlock("p1", "x", {}), ToolCallBlock("p2", "x", {})]),
-            ToolResultMessage("a", "bash", big), ToolResultMessage("p1", "x", big),
-            ToolResultMessage("p2", "x", big), UserMessage("now")]
+    msgs = [
+        UserMessage(big),
+        _call("a"),
+        AssistantMessage([ToolCallBlock("p1", "x", {}), ToolCallBlock("p2", "x", {})]),
+        ToolResultMessage("a", "bash", big),
+        ToolResultMessage("p1", "x", big),
+        ToolResultMessage("p2", "x", big),
+        UserMessage("now"),
+    ]
     blocked = blocked_cuts(msgs)
     assert blocked[2:6] == [True, True, True, True]
     plan = plan_slice(msgs, BudgetPolicy(keep_recent=1500))
@@ -78,8 +83,12 @@ def test_cut_snaps_past_leading_tool_results_and_parallel_groups() -> None:
 
 
 def test_orphans_and_aborted_calls_are_tolerated() -> None:
-    msgs = [ToolResultMessage("ghost", "bash", "x" * 2000), _call("never-answered"),
-            UserMessage("y" * 2000), UserMessage("z" * 100)]
+    msgs = [
+        ToolResultMessage("ghost", "bash", "x" * 2000),
+        _call("never-answered"),
+        UserMessage("y" * 2000),
+        UserMessage("z" * 100),
+    ]
     plan = plan_slice(msgs, BudgetPolicy(keep_recent=100))
     assert plan.cut in (2, 3)
     assert not isinstance(plan.kept[0], ToolResultMessage)
@@ -96,8 +105,13 @@ def test_turn_policy_keeps_the_last_n_turns_whole() -> None:
     # A turn is a user message and everything answering it: turns(2) keeps two user turns,
     # whatever number of replies, tool calls and results they hold.
     msgs = [UserMessage(f"u{i}") for i in range(10)] + [
-        AssistantMessage("a"), _call("c"), ToolResultMessage("c", "bash", "ok"),
-        AssistantMessage("done"), UserMessage("last"), AssistantMessage("reply")]
+        AssistantMessage("a"),
+        _call("c"),
+        ToolResultMessage("c", "bash", "ok"),
+        AssistantMessage("done"),
+        UserMessage("last"),
+        AssistantMessage("reply"),
+    ]
     plan = plan_slice(msgs, BudgetPolicy.turns(2))
     assert plan.cut == 9
     assert sum(isinstance(m, UserMessage) for m in plan.kept) == 2
@@ -112,16 +126,23 @@ def test_a_digest_is_not_a_turn() -> None:
 
 
 def test_message_policy_keeps_the_last_n_messages_with_pair_safety() -> None:
-    msgs = [UserMessage(f"u{i}") for i in range(10)] + [_call("c"),
-                                                         ToolResultMessage("c", "bash", "ok")]
+    msgs = [UserMessage(f"u{i}") for i in range(10)] + [
+        _call("c"),
+        ToolResultMessage("c", "bash", "ok"),
+    ]
     policy = BudgetPolicy(keep_unit="messages", keep_recent=1)
     assert plan_slice(msgs, policy).cut == 10  # never start on the result
     assert plan_slice(msgs, BudgetPolicy(keep_unit="messages", keep_recent=8)).cut == 4
 
 
 def test_force_slice_folds_everything_before_the_last_user_turn() -> None:
-    msgs = [UserMessage("a"), AssistantMessage("b"), UserMessage("c"), _call("x"),
-            ToolResultMessage("x", "bash", "d")]
+    msgs = [
+        UserMessage("a"),
+        AssistantMessage("b"),
+        UserMessage("c"),
+        _call("x"),
+        ToolResultMessage("x", "bash", "d"),
+    ]
     plan = plan_force_slice(msgs)
     assert plan.cut == 2
     assert plan_force_slice([UserMessage("only")]).cut == 0
@@ -135,7 +156,7 @@ def test_plan_matches_brute_force_and_partitions_the_input(msgs: list, keep: int
     plan = plan_slice(msgs, policy)
     assert plan.cut == _reference_cut(msgs, keep)
     assert list(plan.dropped) + list(plan.kept) == msgs
-    assert all(a is b for a, b in zip(plan.kept, msgs[plan.cut:], strict=True))
+    assert all(a is b for a, b in zip(plan.kept, msgs[plan.cut :], strict=True))
     if plan.cut:
         assert _legal(msgs, plan.cut)
         assert not isinstance(plan.kept[0], ToolResultMessage)

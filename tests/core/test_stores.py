@@ -13,11 +13,13 @@ words = st.lists(st.text(min_size=1, max_size=5), max_size=12)
 
 
 @given(words, words, st.integers(min_value=0, max_value=12))
-def test_a_fold_keeps_everything_appended_after_what_it_read(read: list[str], appended: list[str],
-                                                             cut: int) -> None:
+def test_a_fold_keeps_everything_appended_after_what_it_read(
+    read: list[str], appended: list[str], cut: int
+) -> None:
     cut = min(cut, len(read))
-    fold = Fold(expected=tuple(read), replacement=("digest", *read[cut:]),
-                archived=tuple(read[:cut]))
+    fold = Fold(
+        expected=tuple(read), replacement=("digest", *read[cut:]), archived=tuple(read[:cut])
+    )
     assert fold.apply([*read, *appended]) == ["digest", *read[cut:], *appended]
 
 
@@ -54,8 +56,9 @@ def test_the_locked_rewrite_archives_and_writes_when_the_prefix_holds() -> None:
     store = ListStore(["a", "b", "c"])
     rewrite = LockedRewrite(store.read, store.write, store.add_archive, store="ListStore")
     store.messages.append("d")  # appended by someone else after the compaction read
-    assert rewrite.rewrite(Fold(expected=("a", "b", "c"), replacement=("D", "c"),
-                                archived=("a", "b")))
+    assert rewrite.rewrite(
+        Fold(expected=("a", "b", "c"), replacement=("D", "c"), archived=("a", "b"))
+    )
     assert store.messages == ["D", "c", "d"]
     assert store.archive == ["a", "b"]
 
@@ -63,8 +66,9 @@ def test_the_locked_rewrite_archives_and_writes_when_the_prefix_holds() -> None:
 def test_the_locked_rewrite_writes_nothing_when_the_store_changed() -> None:
     store = ListStore(["D", "c"])
     rewrite = LockedRewrite(store.read, store.write, store.add_archive, store="ListStore")
-    assert not rewrite.rewrite(Fold(expected=("a", "b", "c"), replacement=("D", "c"),
-                                    archived=("a", "b")))
+    assert not rewrite.rewrite(
+        Fold(expected=("a", "b", "c"), replacement=("D", "c"), archived=("a", "b"))
+    )
     assert store.messages == ["D", "c"]
     assert store.archive == []
 
@@ -72,10 +76,12 @@ def test_the_locked_rewrite_writes_nothing_when_the_store_changed() -> None:
 def test_a_store_that_appends_on_set_is_refused_naming_it() -> None:
     store = ListStore(["a", "b", "c"], appends_on_set=True)
     rewrite = LockedRewrite(store.read, store.write, store.add_archive, store="AppendingStore")
-    with pytest.raises(StoreError, match=r"AppendingStore holds 5 messages after 2 were "
-                                         r"written \(it appended instead of replacing"):
-        rewrite.rewrite(Fold(expected=("a", "b", "c"), replacement=("D", "c"),
-                             archived=("a", "b")))
+    with pytest.raises(
+        StoreError,
+        match=r"AppendingStore holds 5 messages after 2 were "
+        r"written \(it appended instead of replacing",
+    ):
+        rewrite.rewrite(Fold(expected=("a", "b", "c"), replacement=("D", "c"), archived=("a", "b")))
 
 
 def test_check_written_names_lost_and_changed_messages() -> None:
@@ -94,11 +100,11 @@ def test_threads_sharing_a_locked_rewrite_never_fold_one_head_twice() -> None:
     store = ListStore([f"m{i}" for i in range(10)])
     rewrite = LockedRewrite(store.read, store.write, store.add_archive, store="ListStore")
     snapshot = tuple(store.read())
-    fold = Fold(expected=snapshot, replacement=("digest", *snapshot[8:]),
-                archived=snapshot[:8])
+    fold = Fold(expected=snapshot, replacement=("digest", *snapshot[8:]), archived=snapshot[:8])
     results: list[bool] = []
-    threads = [threading.Thread(target=lambda: results.append(rewrite.rewrite(fold)))
-               for _ in range(8)]
+    threads = [
+        threading.Thread(target=lambda: results.append(rewrite.rewrite(fold))) for _ in range(8)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -31,9 +31,13 @@ def test_bad_windows(bad: Any) -> None:
 def test_clamped_spawn_records_the_note_on_both_transcripts() -> None:
     parent = [UserMessage("research X")]
     child = [UserMessage("you research X")]
-    spawn = clamp_subagent(Model("big", 200_000, max_output_tokens=64_000), 50_000,
-                           sub_agent="researcher", parent_messages=parent,
-                           child_messages=child)
+    spawn = clamp_subagent(
+        Model("big", 200_000, max_output_tokens=64_000),
+        50_000,
+        sub_agent="researcher",
+        parent_messages=parent,
+        child_messages=child,
+    )
     assert spawn.clamped is True
     assert spawn.child_max == 50_000
     assert spawn.notice == ClampNotice("researcher", 50_000, 200_000, True)
@@ -41,9 +45,13 @@ def test_clamped_spawn_records_the_note_on_both_transcripts() -> None:
     assert spawn.parent_messages == [*parent, spawn.note]
     assert spawn.child_messages == [*child, spawn.note]
     assert parent == [UserMessage("research X")]  # input untouched
-    assert spawn.note.details == {"type": "cw_clamp_notice", "sub_agent": "researcher",
-                                  "child_max": 50_000, "parent_max": 200_000,
-                                  "clamped": True}
+    assert spawn.note.details == {
+        "type": "cw_clamp_notice",
+        "sub_agent": "researcher",
+        "child_max": 50_000,
+        "parent_max": 200_000,
+        "clamped": True,
+    }
     assert "clamped to 50,000" in spawn.note.content
 
 

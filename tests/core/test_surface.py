@@ -26,7 +26,7 @@ from window_budget.tools.scratch import ScratchModel, StateChange
 def test_condense_sync_writes_a_session_digest() -> None:
     summary = condense_sync([UserMessage("keep the API stable")])
     assert summary.text.startswith(SESSION_HEADER)
-    assert digest_body(summary.message) == summary.text[len(SESSION_HEADER):].strip()
+    assert digest_body(summary.message) == summary.text[len(SESSION_HEADER) :].strip()
     assert digest_body(UserMessage("not a digest")) is None
 
 
@@ -69,8 +69,7 @@ def test_trim_result_usage_reading_and_state_change_shapes() -> None:
     trimmed = trim_by_category([UserMessage("a" * 4000), UserMessage("b")], 200)
     assert isinstance(trimmed, TrimResult)
     assert trimmed.kept[-1].content == "b"
-    reading = parse_usage({"input_tokens": 10, "output_tokens": 2,
-                           "cache_read_input_tokens": 5})
+    reading = parse_usage({"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 5})
     assert isinstance(reading, UsageReading)
     scratch = ScratchModel()
     scratch.record_state_change("plan", "build")

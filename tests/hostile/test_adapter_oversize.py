@@ -23,9 +23,11 @@ def test_llama_index_memory_get_raises_when_the_system_prompt_exceeds_the_window
     from llama_index.memory.window_budget import WindowBudgetMemory
 
     memory = WindowBudgetMemory.from_defaults(context_window=WINDOW)
-    history = [ChatMessage(role="system", content=HUGE),
-               ChatMessage(role="user", content="hello"),
-               ChatMessage(role="assistant", content="hi")]
+    history = [
+        ChatMessage(role="system", content=HUGE),
+        ChatMessage(role="user", content="hello"),
+        ChatMessage(role="assistant", content="hi"),
+    ]
     memory.set(history)  # storing never raises: nothing is lost
     with pytest.raises(BudgetError, match="system messages"):
         memory.get()
@@ -57,8 +59,9 @@ def test_langchain_condense_raises_when_the_system_prompt_exceeds_the_window() -
     history = [SystemMessage(HUGE), HumanMessage("hello"), AIMessage("hi")]
     before = list(history)
     with pytest.raises(BudgetError):
-        condense_messages(history, context_window=WINDOW,
-                          policy=BudgetPolicy(reserve_tokens=0, keep_recent=500))
+        condense_messages(
+            history, context_window=WINDOW, policy=BudgetPolicy(reserve_tokens=0, keep_recent=500)
+        )
     assert history == before
 
 
@@ -70,8 +73,12 @@ def test_langchain_middleware_raises_when_the_system_prompt_exceeds_the_window()
     from langchain_window_budget import WindowBudgetMiddleware
 
     model = FakeListChatModel(responses=["ok"])
-    middleware = WindowBudgetMiddleware(model, context_window=WINDOW, system_prompt=HUGE,
-                                        policy=BudgetPolicy(reserve_tokens=0, keep_recent=500))
+    middleware = WindowBudgetMiddleware(
+        model,
+        context_window=WINDOW,
+        system_prompt=HUGE,
+        policy=BudgetPolicy(reserve_tokens=0, keep_recent=500),
+    )
     from langgraph.runtime import Runtime
 
     state = {"messages": [HumanMessage("hello")]}

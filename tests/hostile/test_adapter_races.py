@@ -17,7 +17,8 @@ from langchain_window_budget import CondensingChatMessageHistory
 from window_budget import BudgetPolicy
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
+    "ignore::langchain_core._api.deprecation.LangChainDeprecationWarning"
+)
 
 
 class ListHistory(BaseChatMessageHistory):
@@ -52,14 +53,17 @@ class ReadDuringClear(ListHistory):
 
 
 def turns(n: int, size: int = 400) -> list[BaseMessage]:
-    return [HumanMessage(f"q{i} " + "x" * size) if i % 2 == 0 else AIMessage(f"a{i} " + "y" * size)
-            for i in range(n)]
+    return [
+        HumanMessage(f"q{i} " + "x" * size) if i % 2 == 0 else AIMessage(f"a{i} " + "y" * size)
+        for i in range(n)
+    ]
 
 
 def test_a_read_between_clear_and_add_never_caches_an_empty_snapshot() -> None:
     store = ReadDuringClear()
     history = CondensingChatMessageHistory(
-        store, context_window=2_000, policy=BudgetPolicy(keep_recent=300, reserve_tokens=0))
+        store, context_window=2_000, policy=BudgetPolicy(keep_recent=300, reserve_tokens=0)
+    )
     store.reader = history
     for m in turns(20):
         history.add_messages([m])
@@ -85,7 +89,8 @@ class SlowAsyncStore(ListHistory):
 def test_async_writers_on_their_own_event_loops_are_serialized() -> None:
     store = SlowAsyncStore()
     history = CondensingChatMessageHistory(
-        store, context_window=100_000, policy=BudgetPolicy(reserve_tokens=0))
+        store, context_window=100_000, policy=BudgetPolicy(reserve_tokens=0)
+    )
     errors: list[BaseException] = []
     start = threading.Barrier(2)
 

@@ -37,9 +37,20 @@ def test_the_temporary_venv_is_removed_and_the_status_kept(tmp_path: Path, statu
     (bin_dir / "python3").chmod(0o755)
     temp = tmp_path / "tmp"
     temp.mkdir()
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(temp),
-           "FAKE_STATUS": str(status), "WINDOW_BUDGET_CI_NO_APT": "1"}
-    done = subprocess.run(["bash", str(ROOT / ".ci" / "run")], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "TMPDIR": str(temp),
+        "FAKE_STATUS": str(status),
+        "WINDOW_BUDGET_CI_NO_APT": "1",
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "run")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == status, done.stderr
     assert list(temp.iterdir()) == []

@@ -40,8 +40,11 @@ def _one_line(result: Result) -> str:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 # ------------------------------------------------------------------ the bad-file matrix
@@ -63,10 +66,12 @@ def test_bad_file_matrix(case: str, command: str, tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
-@pytest.mark.parametrize(("path", "forced", "real"), MISMATCHED,
-                         ids=[f"{f}-on-{r}" for _, f, r in MISMATCHED])
-def test_a_forced_format_that_does_not_fit_is_one_line(path: Path, forced: str, real: str,
-                                                       tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("path", "forced", "real"), MISMATCHED, ids=[f"{f}-on-{r}" for _, f, r in MISMATCHED]
+)
+def test_a_forced_format_that_does_not_fit_is_one_line(
+    path: Path, forced: str, real: str, tmp_path: Path
+) -> None:
     out = tmp_path / "out.json"
     before = path.read_bytes()
     result = run("compact", path, "--from", forced, "-o", out, "--force", *SMALL)
@@ -118,8 +123,7 @@ def test_skip_bad_skips_one_bad_file_in_a_directory(tmp_path: Path) -> None:
     assert any("huge.json: holds an integer with more than" in line for line in skipped)
     assert "Traceback" not in result.output
     assert "unexpected" not in result.output
-    assert sorted(p.name for p in out.iterdir()) == ["good.compacted.json",
-                                                     "huge.compacted.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["good.compacted.json", "huge.compacted.jsonl"]
     assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("out")} == before
 
     inspected = run("inspect", tmp_path, "--skip-bad", "--json")
@@ -151,7 +155,8 @@ def test_compact_in_place_is_safe(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_leaves_the_input_whole_and_prints_no_success(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "session.jsonl"
     shutil.copy(LONG, path)
     before = path.read_bytes()
@@ -179,8 +184,15 @@ def test_same_file_name_in_two_folders_is_refused(tmp_path: Path) -> None:
         (tmp_path / sub).mkdir()
         shutil.copy(FIXTURES / "openai_chat.json", tmp_path / sub / "run.json")
     out = tmp_path / "out"
-    result = run("compact", tmp_path / "a" / "run.json", tmp_path / "b" / "run.json",
-                 "-o", out, "--force", *SMALL)
+    result = run(
+        "compact",
+        tmp_path / "a" / "run.json",
+        tmp_path / "b" / "run.json",
+        "-o",
+        out,
+        "--force",
+        *SMALL,
+    )
     assert result.exit_code == 1
     line = _one_line(result)
     assert str(tmp_path / "a" / "run.json") in line
@@ -246,12 +258,17 @@ def test_compact_a_directory_onto_an_existing_file(tmp_path: Path) -> None:
     assert target.read_text() == "keep me\n"
 
 
-@pytest.mark.parametrize("command", [["compact", str(LONG), "--window", "32768"],
-                                     ["inspect", str(LONG), "--json"]])
+@pytest.mark.parametrize(
+    "command", [["compact", str(LONG), "--window", "32768"], ["inspect", str(LONG), "--json"]]
+)
 def test_output_to_a_closed_pipe_exits_quietly(command: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    with subprocess.Popen([sys.executable, "-m", "window_budget", *command],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-m", "window_budget", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as proc:
         assert proc.stdout is not None
         assert proc.stderr is not None
         proc.stdout.close()  # the reader went away (`| head -0`)
@@ -260,4 +277,3 @@ def test_output_to_a_closed_pipe_exits_quietly(command: list[str]) -> None:
     assert "Error" not in err
     assert "Traceback" not in err
     assert "Broken pipe" not in err
-

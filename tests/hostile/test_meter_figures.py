@@ -17,8 +17,22 @@ from window_budget.tools.meter import (
     parse_usage,
 )
 
-ABSURD = [1e300, math.inf, -math.inf, math.nan, 1e10, MAX_USAGE_TOKENS + 1, 10**5000,
-          float(MAX_USAGE_TOKENS) * 2, -1, -0.5, 2.5, "12", [], True]
+ABSURD = [
+    1e300,
+    math.inf,
+    -math.inf,
+    math.nan,
+    1e10,
+    MAX_USAGE_TOKENS + 1,
+    10**5000,
+    float(MAX_USAGE_TOKENS) * 2,
+    -1,
+    -0.5,
+    2.5,
+    "12",
+    [],
+    True,
+]
 
 
 def _id(value: object) -> str:
@@ -60,11 +74,14 @@ def test_strict_mode_raises_one_sentence_naming_the_field(value: object) -> None
     assert len(text) < 200
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Usage(MAX_USAGE_TOKENS + 1, 0),
-    lambda: Usage(1, 0, cache_read_tokens=10**40),
-    lambda: AssistantMessage("ok", usage=Usage(0, 0, cache_creation_tokens=10**10)),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Usage(MAX_USAGE_TOKENS + 1, 0),
+        lambda: Usage(1, 0, cache_read_tokens=10**40),
+        lambda: AssistantMessage("ok", usage=Usage(0, 0, cache_creation_tokens=10**10)),
+    ],
+)
 def test_core_usage_objects_are_bounded_too(make: object) -> None:
     event = make()  # type: ignore[operator]
     with pytest.raises(UsageError, match="more than the 1,000,000,000 tokens"):

@@ -27,12 +27,24 @@ from window_budget.readers import FORMATS, ReadError, detect_format, read_transc
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 
-_CLAUDE_LINE = {"type": "assistant", "uuid": "a1", "sessionId": "s",
-                "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5",
-                            "content": [{"type": "text", "text": "hi"}],
-                            "usage": {"input_tokens": 10, "output_tokens": 2}}}
-_USER_LINE = {"type": "user", "uuid": "u1", "sessionId": "s",
-              "message": {"role": "user", "content": "hello"}}
+_CLAUDE_LINE = {
+    "type": "assistant",
+    "uuid": "a1",
+    "sessionId": "s",
+    "message": {
+        "id": "m1",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "hi"}],
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    },
+}
+_USER_LINE = {
+    "type": "user",
+    "uuid": "u1",
+    "sessionId": "s",
+    "message": {"role": "user", "content": "hello"},
+}
 
 
 def _claude_with_usage(value: str) -> str:
@@ -42,34 +54,46 @@ def _claude_with_usage(value: str) -> str:
 
 
 def _openai_with_usage(value: str) -> str:
-    return ('[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", '
-            f'"usage": {{"prompt_tokens": {value}, "completion_tokens": 3}}}}]\n')
+    return (
+        '[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", '
+        f'"usage": {{"prompt_tokens": {value}, "completion_tokens": 3}}}}]\n'
+    )
 
 
 # name -> (file name, text, what the one sentence must mention)
 BAD_TEXT: dict[str, tuple[str, str, str]] = {
     "nesting-json": ("deep.json", "[" * 100_000, "nested"),
-    "nesting-jsonl": ("deep.jsonl", json.dumps(_USER_LINE) + "\n" + "[" * 100_000 + "\n",
-                      "nested"),
-    "nesting-in-a-record": ("deep_record.json",
-                            '[{"role": "user", "content": ' + "[" * 50_000 + "]" * 50_000
-                            + "}]", "nested"),
+    "nesting-jsonl": ("deep.jsonl", json.dumps(_USER_LINE) + "\n" + "[" * 100_000 + "\n", "nested"),
+    "nesting-in-a-record": (
+        "deep_record.json",
+        '[{"role": "user", "content": ' + "[" * 50_000 + "]" * 50_000 + "}]",
+        "nested",
+    ),
     "huge-int-json": ("huge.json", _openai_with_usage("9" * 5001), "digits"),
     "huge-int-jsonl": ("huge.jsonl", _claude_with_usage("1" * 5001), "digits"),
     "1e400-json": ("big_float.json", _openai_with_usage("1e400"), "prompt_tokens"),
     "infinity-jsonl": ("inf.jsonl", _claude_with_usage("Infinity"), "input_tokens"),
     "nan-jsonl": ("nan.jsonl", _claude_with_usage("NaN"), "input_tokens"),
-    "neg-infinity-pi": ("inf_pi.jsonl",
-                        '{"type": "session", "id": "s"}\n'
-                        '{"type": "message", "message": {"role": "assistant", "content": '
-                        '"x", "usage": {"input": -Infinity, "output": 1}}}\n', "usage"),
-    "1e400-anthropic": ("big.json",
-                        '{"system": "s", "messages": [{"role": "assistant", "content": '
-                        '[{"type": "text", "text": "x"}], "usage": {"input_tokens": 1e400, '
-                        '"output_tokens": 1}}]}', "input_tokens"),
-    "1e400-langchain": ("lc.json",
-                        '[{"type": "ai", "data": {"content": "x", "usage_metadata": '
-                        '{"input_tokens": 1e400, "output_tokens": 1}}}]', "input_tokens"),
+    "neg-infinity-pi": (
+        "inf_pi.jsonl",
+        '{"type": "session", "id": "s"}\n'
+        '{"type": "message", "message": {"role": "assistant", "content": '
+        '"x", "usage": {"input": -Infinity, "output": 1}}}\n',
+        "usage",
+    ),
+    "1e400-anthropic": (
+        "big.json",
+        '{"system": "s", "messages": [{"role": "assistant", "content": '
+        '[{"type": "text", "text": "x"}], "usage": {"input_tokens": 1e400, '
+        '"output_tokens": 1}}]}',
+        "input_tokens",
+    ),
+    "1e400-langchain": (
+        "lc.json",
+        '[{"type": "ai", "data": {"content": "x", "usage_metadata": '
+        '{"input_tokens": 1e400, "output_tokens": 1}}}]',
+        "input_tokens",
+    ),
 }
 
 
@@ -127,10 +151,12 @@ def test_skip_bad_skips_the_line_and_reads_the_rest(case: str, tmp_path: Path) -
 def test_non_finite_numbers_elsewhere_are_read(tmp_path: Path) -> None:
     # Python's json writes NaN for a float tool argument; only usage must be a count.
     path = tmp_path / "nan_args.json"
-    path.write_text('[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", '
-                    '"type": "function", "function": {"name": "f", "arguments": '
-                    '{"x": NaN, "y": 1e400}}}]}, {"role": "tool", "tool_call_id": "c", '
-                    '"content": "ok"}]')
+    path.write_text(
+        '[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", '
+        '"type": "function", "function": {"name": "f", "arguments": '
+        '{"x": NaN, "y": 1e400}}}]}, {"role": "tool", "tool_call_id": "c", '
+        '"content": "ok"}]'
+    )
     t = read_transcript(path)
     call = t.messages[0]
     assert isinstance(call, AssistantMessage)
@@ -141,8 +167,11 @@ def test_non_finite_numbers_elsewhere_are_read(tmp_path: Path) -> None:
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
-    for call in (lambda: read_transcript(fifo), lambda: detect_format(fifo),
-                 lambda: read_transcript(fifo, format="claude-code")):
+    for call in (
+        lambda: read_transcript(fifo),
+        lambda: detect_format(fifo),
+        lambda: read_transcript(fifo, format="claude-code"),
+    ):
         with _deadline(5), pytest.raises(ReadError) as info:
             call()
         assert "not a regular file" in _one_sentence(info.value, fifo)
@@ -155,8 +184,9 @@ def test_a_device_is_refused() -> None:
         read_transcript("/dev/zero")
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir()
-                                        if p.suffix in (".json", ".jsonl")))
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl"))
+)
 def test_a_byte_order_mark_is_read(name: str, tmp_path: Path) -> None:
     source = FIXTURES / name
     path = tmp_path / name
@@ -198,10 +228,12 @@ MISMATCHED: list[tuple[Path, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("path", "forced", "real"), MISMATCHED,
-                         ids=[f"{f}-on-{r}" for _, f, r in MISMATCHED])
+@pytest.mark.parametrize(
+    ("path", "forced", "real"), MISMATCHED, ids=[f"{f}-on-{r}" for _, f, r in MISMATCHED]
+)
 def test_a_forced_reader_that_finds_none_of_its_fields_reads_nothing(
-        path: Path, forced: str, real: str) -> None:
+    path: Path, forced: str, real: str
+) -> None:
     for skip_bad in (False, True):
         with pytest.raises(ReadError) as info:
             read_transcript(path, format=forced, skip_bad=skip_bad)
@@ -225,18 +257,41 @@ def test_an_empty_list_is_an_empty_transcript_in_every_list_format(tmp_path: Pat
         assert read_transcript(path, format=fmt).messages == ()
 
 
-
 # ------------------------------------------------------------ fuzzed: ReadError or a read
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(["role", "content", "type", "message", "data",
-                                       "blocks", "history", "traj", "action", "observation",
-                                       "tool_calls", "usage", "id", "summary", "args",
-                                       "tool_call_metadata", "function", "input_tokens"]),
-                      inner, max_size=5),
-    max_leaves=20)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "role",
+                    "content",
+                    "type",
+                    "message",
+                    "data",
+                    "blocks",
+                    "history",
+                    "traj",
+                    "action",
+                    "observation",
+                    "tool_calls",
+                    "usage",
+                    "id",
+                    "summary",
+                    "args",
+                    "tool_call_metadata",
+                    "function",
+                    "input_tokens",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
 
 
 def _as_text(value: object, jsonl: bool) -> str:
@@ -245,12 +300,13 @@ def _as_text(value: object, jsonl: bool) -> str:
     return json.dumps(value)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(value=_JSON, jsonl=st.booleans(),
-       fmt=st.sampled_from([None, *sorted(FORMATS)]))
-def test_any_json_reads_or_raises_read_error(value: object, jsonl: bool,
-                                             fmt: str | None) -> None:
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(value=_JSON, jsonl=st.booleans(), fmt=st.sampled_from([None, *sorted(FORMATS)]))
+def test_any_json_reads_or_raises_read_error(value: object, jsonl: bool, fmt: str | None) -> None:
     text = _as_text(value, jsonl)
     for skip_bad in (False, True):
         message = ""

@@ -65,8 +65,13 @@ def _snapshot(root: Path) -> dict[str, bytes | str]:
     out: dict[str, bytes | str] = {}
     for path in sorted(root.rglob("*")):
         rel = str(path.relative_to(root))
-        out[rel] = (f"-> {os.readlink(path)}" if path.is_symlink()
-                    else "dir" if path.is_dir() else path.read_bytes())
+        out[rel] = (
+            f"-> {os.readlink(path)}"
+            if path.is_symlink()
+            else "dir"
+            if path.is_dir()
+            else path.read_bytes()
+        )
     return out
 
 
@@ -82,8 +87,9 @@ WRITES = {
 
 @pytest.mark.parametrize("write", list(WRITES))
 @pytest.mark.parametrize("target", ["existing", "dangling"])
-def test_a_linked_context_folder_is_refused(repo: Path, outside: Path, write: str,
-                                            target: str) -> None:
+def test_a_linked_context_folder_is_refused(
+    repo: Path, outside: Path, write: str, target: str
+) -> None:
     dest = outside if target == "existing" else outside / "made-by-writer"
     (repo / ".context").symlink_to(dest, target_is_directory=True)
     before = _snapshot(outside)
@@ -130,8 +136,9 @@ def test_cleanup_removes_links_inside_never_their_targets(repo: Path, outside: P
 
 @pytest.mark.parametrize("filename", FILES)
 @pytest.mark.parametrize("target", ["existing", "dangling"])
-def test_a_linked_file_is_refused_and_its_target_untouched(repo: Path, outside: Path,
-                                                           filename: str, target: str) -> None:
+def test_a_linked_file_is_refused_and_its_target_untouched(
+    repo: Path, outside: Path, filename: str, target: str
+) -> None:
     context = repo / ".context"
     context.mkdir()
     dest = outside / (".bashrc" if target == "existing" else "created")
@@ -165,8 +172,9 @@ def test_a_file_of_another_kind_is_refused(repo: Path, filename: str, kind: str)
 
 
 @pytest.mark.parametrize("filename", FILES)
-def test_a_hard_linked_file_is_replaced_never_written_through(repo: Path, outside: Path,
-                                                              filename: str) -> None:
+def test_a_hard_linked_file_is_replaced_never_written_through(
+    repo: Path, outside: Path, filename: str
+) -> None:
     context = repo / ".context"
     context.mkdir()
     try:
@@ -181,8 +189,9 @@ def test_a_hard_linked_file_is_replaced_never_written_through(repo: Path, outsid
     assert (context / filename).stat().st_nlink == 1  # its own file now
 
 
-def test_a_planted_temp_name_is_not_written_through(repo: Path, outside: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_planted_temp_name_is_not_written_through(
+    repo: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     names = iter(["aaaaaaaaaaaa", "bbbbbbbbbbbb"])
     monkeypatch.setattr("window_budget.tools.scratch.secrets.token_hex", lambda n: next(names))
     context = repo / ".context"
@@ -197,10 +206,22 @@ def test_a_planted_temp_name_is_not_written_through(repo: Path, outside: Path,
 # -------------------------------------------------------------------- dirname
 
 
-@pytest.mark.parametrize("dirname", [
-    "", ".", "..", "../escape", "/abs", "/", "a/b", "a\\b", "x\x00y", ".context/..",
-    "./.context",
-])
+@pytest.mark.parametrize(
+    "dirname",
+    [
+        "",
+        ".",
+        "..",
+        "../escape",
+        "/abs",
+        "/",
+        "a/b",
+        "a\\b",
+        "x\x00y",
+        ".context/..",
+        "./.context",
+    ],
+)
 def test_dirname_must_be_one_plain_folder_name(repo: Path, dirname: str) -> None:
     with pytest.raises(ConfigError, match="dirname must be one plain folder name"):
         ScratchWriter(repo, dirname=dirname)
@@ -232,11 +253,12 @@ def test_another_plain_name_works(repo: Path) -> None:
 def _entries(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
     assert text.startswith("# Human input\n\n")
-    return [e.strip() for e in text[len("# Human input\n\n"):].split("\n---\n")]
+    return [e.strip() for e in text[len("# Human input\n\n") :].split("\n---\n")]
 
 
 def test_a_failure_between_write_and_rename_keeps_the_old_file(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     writer = ScratchWriter(repo)
     writer.append_human_input("first")
     path = repo / ".context" / HUMAN_INPUT_FILE
@@ -308,8 +330,13 @@ ENTRY = re.compile(r"^entry-(\d+) x{200000} end-(\d+)$")
 def test_appends_killed_mid_write_never_tear(repo: Path) -> None:
     path = repo / ".context" / HUMAN_INPUT_FILE
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(repo), "30"], env=env,
-                          capture_output=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(repo), "30"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     assert done.stdout == b"done\n"
     # A torn entry would stay in the file whatever came after it: the end state shows all.
     entries = _entries(path)
@@ -323,7 +350,8 @@ def test_appends_killed_mid_write_never_tear(repo: Path) -> None:
 
 
 def test_a_fifo_swapped_in_after_the_check_does_not_hang(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     context = repo / ".context"
     context.mkdir()
     (context / HUMAN_INPUT_FILE).write_text("# Human input\n\nfirst\n", encoding="utf-8")

@@ -72,13 +72,16 @@ JUNK: list[tuple[str, Callable[[], object], str]] = [
 def _sync_completer(make: Callable[[], object]) -> Callable[..., Any]:
     def complete(model: Model, context: Context, options: CompleteOptions | None = None) -> Any:
         return make()
+
     return complete
 
 
 def _async_completer(make: Callable[[], object]) -> Callable[..., Any]:
-    async def complete(model: Model, context: Context,
-                       options: CompleteOptions | None = None) -> Any:
+    async def complete(
+        model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> Any:
         return make()
+
     return complete
 
 
@@ -96,13 +99,16 @@ def _check_untouched(msgs: list[Any], before: list[Any]) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize(("name", "make", "reason"), JUNK, ids=[j[0] for j in JUNK])
-def test_junk_replies_fall_back_to_the_local_digest(mode: str, name: str,
-                                                    make: Callable[[], object],
-                                                    reason: str) -> None:
+def test_junk_replies_fall_back_to_the_local_digest(
+    mode: str, name: str, make: Callable[[], object], reason: str
+) -> None:
     msgs = _transcript()
     before = list(msgs)
-    completer = ({"complete_sync": _sync_completer(make)} if mode == "sync"
-                 else {"complete": _async_completer(make)})
+    completer = (
+        {"complete_sync": _sync_completer(make)}
+        if mode == "sync"
+        else {"complete": _async_completer(make)}
+    )
     result = _run(mode, msgs, **completer)
     assert result.summary is not None
     assert result.summary.fallback
@@ -118,8 +124,12 @@ def test_junk_under_raise_is_a_summarizer_error(mode: str) -> None:
     msgs = _transcript()
     before = list(msgs)
     with pytest.raises(SummarizerError, match="reply is a dict"):
-        _run(mode, msgs, complete_sync=_sync_completer(dict),
-             policy=BudgetPolicy(on_summarizer_error="raise"))
+        _run(
+            mode,
+            msgs,
+            complete_sync=_sync_completer(dict),
+            policy=BudgetPolicy(on_summarizer_error="raise"),
+        )
     _check_untouched(msgs, before)
 
 
@@ -144,22 +154,28 @@ class Stuck:
         self.release = threading.Event()
         self.finished = threading.Event()
 
-    def sync(self, model: Model, context: Context, options: CompleteOptions | None = None,
-             ) -> AssistantMessage:
+    def sync(
+        self,
+        model: Model,
+        context: Context,
+        options: CompleteOptions | None = None,
+    ) -> AssistantMessage:
         self.started.set()
         self.release.wait(10)
         self.finished.set()
         return AssistantMessage("late digest")
 
-    async def async_(self, model: Model, context: Context,
-                     options: CompleteOptions | None = None) -> AssistantMessage:
+    async def async_(
+        self, model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         self.started.set()
         while not self.release.is_set():
             await asyncio.sleep(0.005)
         return AssistantMessage("late digest")
 
-    async def blocking_async(self, model: Model, context: Context,
-                             options: CompleteOptions | None = None) -> AssistantMessage:
+    async def blocking_async(
+        self, model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         """An ``async def`` that blocks its own loop with a sync call (a common mistake)."""
         return self.sync(model, context, options)
 
@@ -173,8 +189,7 @@ def stuck() -> Any:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("kind", ["complete_sync", "complete"])
-def test_a_stuck_summarizer_times_out_into_the_fallback(stuck: Stuck, mode: str,
-                                                        kind: str) -> None:
+def test_a_stuck_summarizer_times_out_into_the_fallback(stuck: Stuck, mode: str, kind: str) -> None:
     msgs = _transcript()
     before = list(msgs)
     fn = stuck.sync if kind == "complete_sync" else stuck.async_
@@ -189,16 +204,21 @@ def test_a_stuck_summarizer_times_out_into_the_fallback(stuck: Stuck, mode: str,
 
 def test_an_async_completer_blocking_its_loop_still_times_out(stuck: Stuck) -> None:
     start = time.monotonic()
-    result = _run("sync", _transcript(), complete=stuck.blocking_async,
-                  policy=BudgetPolicy(summary_timeout=FAST))
+    result = _run(
+        "sync",
+        _transcript(),
+        complete=stuck.blocking_async,
+        policy=BudgetPolicy(summary_timeout=FAST),
+    )
     assert time.monotonic() - start < PROMPT
     assert result.summary is not None
     assert "no reply within" in (result.summary.fallback_reason or "")
 
 
 async def test_run_sync_inside_a_running_loop_honours_the_timeout(stuck: Stuck) -> None:
-    condenser = create_condenser(model=MODEL, complete=stuck.blocking_async,
-                                 policy=BudgetPolicy(summary_timeout=FAST))
+    condenser = create_condenser(
+        model=MODEL, complete=stuck.blocking_async, policy=BudgetPolicy(summary_timeout=FAST)
+    )
     start = time.monotonic()
     result = condenser.run_sync(_transcript())  # a notebook cell calling the sync API
     assert time.monotonic() - start < PROMPT
@@ -209,13 +229,18 @@ async def test_run_sync_inside_a_running_loop_honours_the_timeout(stuck: Stuck) 
 def test_a_timeout_under_raise_is_a_summarizer_error(stuck: Stuck) -> None:
     msgs = _transcript()
     with pytest.raises(SummarizerError, match="TimeoutError: no reply within"):
-        _run("sync", msgs, complete_sync=stuck.sync,
-             policy=BudgetPolicy(summary_timeout=FAST, on_summarizer_error="raise"))
+        _run(
+            "sync",
+            msgs,
+            complete_sync=stuck.sync,
+            policy=BudgetPolicy(summary_timeout=FAST, on_summarizer_error="raise"),
+        )
 
 
 def test_the_late_reply_is_discarded_and_the_worker_ends(stuck: Stuck) -> None:
-    result = _run("sync", _transcript(), complete_sync=stuck.sync,
-                  policy=BudgetPolicy(summary_timeout=FAST))
+    result = _run(
+        "sync", _transcript(), complete_sync=stuck.sync, policy=BudgetPolicy(summary_timeout=FAST)
+    )
     stuck.release.set()
     assert stuck.finished.wait(PROMPT)
     assert result.summary is not None
@@ -224,8 +249,9 @@ def test_the_late_reply_is_discarded_and_the_worker_ends(stuck: Stuck) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("kind", ["complete_sync", "complete"])
-def test_cancel_returns_promptly_while_the_call_is_stuck(stuck: Stuck, mode: str,
-                                                         kind: str) -> None:
+def test_cancel_returns_promptly_while_the_call_is_stuck(
+    stuck: Stuck, mode: str, kind: str
+) -> None:
     msgs = _transcript()
     before = list(msgs)
     token = CancelToken()
@@ -247,8 +273,13 @@ def test_cancel_returns_promptly_while_the_call_is_stuck(stuck: Stuck, mode: str
 
 
 def test_a_fast_summarizer_is_unaffected_by_the_timeout() -> None:
-    result = _run("sync", _transcript(), complete_sync=_sync_completer(lambda: "the digest"),
-                  policy=BudgetPolicy(summary_timeout=30), signal=CancelToken())
+    result = _run(
+        "sync",
+        _transcript(),
+        complete_sync=_sync_completer(lambda: "the digest"),
+        policy=BudgetPolicy(summary_timeout=30),
+        signal=CancelToken(),
+    )
     assert result.summary is not None
     assert not result.summary.fallback
     assert "the digest" in result.summary.text
@@ -258,15 +289,17 @@ def test_the_callers_context_reaches_the_worker_thread() -> None:
     var: contextvars.ContextVar[str] = contextvars.ContextVar("trace", default="lost")
     seen: list[str] = []
 
-    def complete(model: Model, context: Context, options: CompleteOptions | None = None,
-                 ) -> AssistantMessage:
+    def complete(
+        model: Model,
+        context: Context,
+        options: CompleteOptions | None = None,
+    ) -> AssistantMessage:
         seen.append(var.get())
         return AssistantMessage("digest")
 
     reset = var.set("run-42")
     try:
-        _run("sync", _transcript(), complete_sync=complete,
-             policy=BudgetPolicy(summary_timeout=5))
+        _run("sync", _transcript(), complete_sync=complete, policy=BudgetPolicy(summary_timeout=5))
     finally:
         var.reset(reset)
     assert seen
@@ -284,14 +317,21 @@ class Unprintable(Exception):
         raise RuntimeError("no")
 
 
-@pytest.mark.parametrize(("error", "expected"), [
-    (RuntimeError("echo: " + "the whole prompt " * 300_000), "RuntimeError: echo: the whole"),
-    (Unprintable(), "Unprintable: <its message could not be read>"),
-    (ValueError("line one\nline two\r\n# Objective"), "ValueError: line one line two # Objective"),
-])
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (RuntimeError("echo: " + "the whole prompt " * 300_000), "RuntimeError: echo: the whole"),
+        (Unprintable(), "Unprintable: <its message could not be read>"),
+        (
+            ValueError("line one\nline two\r\n# Objective"),
+            "ValueError: line one line two # Objective",
+        ),
+    ],
+)
 @pytest.mark.parametrize("mode", ["fallback", "raise"])
-def test_a_hostile_exception_is_reported_bounded(error: Exception, expected: str,
-                                                  mode: str) -> None:
+def test_a_hostile_exception_is_reported_bounded(
+    error: Exception, expected: str, mode: str
+) -> None:
     def complete(model: Model, context: Context, options: CompleteOptions | None = None) -> Any:
         raise error
 

@@ -74,11 +74,18 @@ class RecordingChatModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None,
-                  **kwargs: Any) -> ChatResult:
-        if messages and isinstance(messages[0], SystemMessage) \
-                and messages[0].text == CONDENSER_BRIEF:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if (
+            messages
+            and isinstance(messages[0], SystemMessage)
+            and messages[0].text == CONDENSER_BRIEF
+        ):
             self.summary_calls.append({"kwargs": kwargs, "prompt": messages[-1].text})
             if self.fail_summary:
                 raise RuntimeError("summarizer is down")
@@ -97,18 +104,31 @@ class RecordingChatModel(BaseChatModel):
                 since_user += 1
         usage = {"input_tokens": size, "output_tokens": 20, "total_tokens": size + 20}
         meta = {"model_name": self.model_name}
-        more = (self.calls < self.stop_after_calls if self.stop_after_calls is not None
-                else since_user < self.tool_rounds)
+        more = (
+            self.calls < self.stop_after_calls
+            if self.stop_after_calls is not None
+            else since_user < self.tool_rounds
+        )
         if more:
-            msg = AIMessage("calling the tool " + "p" * 40, tool_calls=[
-                {"name": "lookup", "args": {"q": f"call-{self.calls}"},
-                 "id": f"call-{self.calls}", "type": "tool_call"}],
+            msg = AIMessage(
+                "calling the tool " + "p" * 40,
+                tool_calls=[
+                    {
+                        "name": "lookup",
+                        "args": {"q": f"call-{self.calls}"},
+                        "id": f"call-{self.calls}",
+                        "type": "tool_call",
+                    }
+                ],
                 usage_metadata=usage if self.report_usage else None,
-                response_metadata=meta)
+                response_metadata=meta,
+            )
         else:
-            msg = AIMessage("final answer " + "a" * self.reply_chars,
-                            usage_metadata=usage if self.report_usage else None,
-                            response_metadata=meta)
+            msg = AIMessage(
+                "final answer " + "a" * self.reply_chars,
+                usage_metadata=usage if self.report_usage else None,
+                response_metadata=meta,
+            )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
 
@@ -124,17 +144,26 @@ def digest_model(reply: str = DIGEST_REPLY) -> BaseChatModel:
     return GenericFakeChatModel(messages=itertools.cycle([AIMessage(reply)]))
 
 
-def tool_loop(turns: int, *, result_chars: int = 800, start: int = 0,
-              human: bool = True) -> list[BaseMessage]:
+def tool_loop(
+    turns: int, *, result_chars: int = 800, start: int = 0, human: bool = True
+) -> list[BaseMessage]:
     """``turns`` rounds of [human?, AI with one tool call, tool result, AI answer]."""
     out: list[BaseMessage] = []
     for i in range(start, start + turns):
         if human:
             out.append(HumanMessage(f"question {i}: " + "q" * 300, id=f"h{i}"))
-        out.append(AIMessage("", id=f"a{i}", tool_calls=[
-            {"name": "lookup", "args": {"i": i}, "id": f"c{i}", "type": "tool_call"}]))
-        out.append(ToolMessage(f"result {i}: " + "r" * result_chars, tool_call_id=f"c{i}",
-                               id=f"t{i}"))
+        out.append(
+            AIMessage(
+                "",
+                id=f"a{i}",
+                tool_calls=[
+                    {"name": "lookup", "args": {"i": i}, "id": f"c{i}", "type": "tool_call"}
+                ],
+            )
+        )
+        out.append(
+            ToolMessage(f"result {i}: " + "r" * result_chars, tool_call_id=f"c{i}", id=f"t{i}")
+        )
         out.append(AIMessage(f"answer {i}: " + "s" * 200, id=f"s{i}"))
     return out
 

@@ -43,6 +43,7 @@ def work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             counts[name] += 1
             return real(*args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(_convert, "message_key", counted("keys", _convert.message_key))
@@ -57,7 +58,8 @@ def work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 
 def test_an_unchanged_thread_as_new_objects_costs_only_what_was_appended(
-        work: dict[str, int]) -> None:
+    work: dict[str, int],
+) -> None:
     thread = tool_loop(500)  # 2,000 messages
     engine = LangChainCondenser(context_window=WINDOW, remember_digests=True)
     first = engine.run(reload(thread))
@@ -76,8 +78,7 @@ def test_an_unchanged_thread_as_new_objects_costs_only_what_was_appended(
         assert engine.condenser._ledger.estimated == estimated + turn + 1
 
 
-def test_condense_messages_on_a_reloaded_list_converts_nothing_again(
-        work: dict[str, int]) -> None:
+def test_condense_messages_on_a_reloaded_list_converts_nothing_again(work: dict[str, int]) -> None:
     thread = tool_loop(250)
     condense_messages(reload(thread), context_window=WINDOW)
     work.update(keys=0, compared=0, converted=0)
@@ -88,7 +89,8 @@ def test_condense_messages_on_a_reloaded_list_converts_nothing_again(
 
 
 def test_an_edit_under_the_same_id_breaks_the_match_and_is_converted_afresh(
-        work: dict[str, int]) -> None:
+    work: dict[str, int],
+) -> None:
     thread = tool_loop(50)
     engine = LangChainCondenser(context_window=WINDOW)
     before = engine.estimate(reload(thread))
@@ -103,7 +105,8 @@ def test_an_edit_under_the_same_id_breaks_the_match_and_is_converted_afresh(
 
 
 def test_a_condensed_result_holds_the_callers_objects_not_the_stand_ins(
-        work: dict[str, int]) -> None:
+    work: dict[str, int],
+) -> None:
     policy = BudgetPolicy(keep_recent=2_000, reserve_tokens=0)
     engine = LangChainCondenser(context_window=12_000, policy=policy)
     thread = tool_loop(8)
@@ -125,27 +128,34 @@ _text = st.text(max_size=20)
 def message_pairs(draw: st.DrawFn) -> tuple[BaseMessage, BaseMessage]:
     """Two messages under one id that differ (or not) in one field the conversion reads."""
     kind = draw(st.sampled_from(["human", "ai", "tool"]))
-    field = draw(st.sampled_from(["none", "content", "kwargs", "meta", "usage", "calls",
-                                  "status"]))
+    field = draw(st.sampled_from(["none", "content", "kwargs", "meta", "usage", "calls", "status"]))
     text, other = draw(_text), draw(_text)
 
     def build(changed: bool) -> BaseMessage:
         value = other if changed else text
         if kind == "human":
-            return HumanMessage(value if field == "content" else text, id="m",
-                                additional_kwargs={"k": value} if field == "kwargs" else {})
+            return HumanMessage(
+                value if field == "content" else text,
+                id="m",
+                additional_kwargs={"k": value} if field == "kwargs" else {},
+            )
         if kind == "tool":
-            return ToolMessage(value if field == "content" else text, tool_call_id="c",
-                               id="m", status="error" if changed and field == "status"
-                               else "success")
-        usage = {"input_tokens": len(value), "output_tokens": 1,
-                 "total_tokens": len(value) + 1}
+            return ToolMessage(
+                value if field == "content" else text,
+                tool_call_id="c",
+                id="m",
+                status="error" if changed and field == "status" else "success",
+            )
+        usage = {"input_tokens": len(value), "output_tokens": 1, "total_tokens": len(value) + 1}
         return AIMessage(
-            value if field == "content" else text, id="m",
+            value if field == "content" else text,
+            id="m",
             response_metadata={"model_name": value} if field == "meta" else {},
             usage_metadata=usage if field == "usage" else None,
             tool_calls=[{"name": "f", "args": {"q": value}, "id": "c", "type": "tool_call"}]
-            if field == "calls" else [])
+            if field == "calls"
+            else [],
+        )
 
     return build(False), build(draw(st.booleans()))
 
@@ -153,7 +163,8 @@ def message_pairs(draw: st.DrawFn) -> tuple[BaseMessage, BaseMessage]:
 @settings(max_examples=200, deadline=None)
 @given(message_pairs())
 def test_same_messages_says_equal_only_when_the_conversion_is_equal(
-        pair: tuple[BaseMessage, BaseMessage]) -> None:
+    pair: tuple[BaseMessage, BaseMessage],
+) -> None:
     a, b = pair
     loaded = reload([b])
     if same_messages(loaded, [a]):
@@ -200,8 +211,7 @@ def test_the_engine_keeps_no_turns_list_alive_when_asked_not_to() -> None:
     assert engine.run(own).messages is own  # by default the caller's own list comes back
 
 
-def test_the_middleware_recognises_a_checkpointed_thread_every_turn(
-        work: dict[str, int]) -> None:
+def test_the_middleware_recognises_a_checkpointed_thread_every_turn(work: dict[str, int]) -> None:
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -213,8 +223,7 @@ def test_the_middleware_recognises_a_checkpointed_thread_every_turn(
     model.window = WINDOW
     model.tool_rounds = 0
     middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW)
-    agent = create_agent(model, tools=[], middleware=[middleware],
-                         checkpointer=InMemorySaver())
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     agent.update_state(config, {"messages": tool_loop(100)})
     agent.invoke({"messages": [HumanMessage("first")]}, config)
@@ -245,14 +254,13 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             counts[name] += 1
             return real(*args, **kwargs)
+
         return wrapper
 
-    monkeypatch.setattr(condense, "as_message_list",
-                        counted("scanned", condense.as_message_list))
+    monkeypatch.setattr(condense, "as_message_list", counted("scanned", condense.as_message_list))
     monkeypatch.setattr(condense, "message_fields", counted("fields", condense.message_fields))
     monkeypatch.setattr(bridge, "head_chain", counted("fingerprinted", bridge.head_chain))
-    monkeypatch.setattr(ledger, "cached_estimates",
-                        counted("estimated", ledger.cached_estimates))
+    monkeypatch.setattr(ledger, "cached_estimates", counted("estimated", ledger.cached_estimates))
     return counts
 
 
@@ -284,8 +292,7 @@ def test_a_grown_list_reads_only_what_was_appended(reads: dict[str, int]) -> Non
     assert reads["scanned"] == 0  # the known objects' types are not scanned again
 
 
-def test_a_new_engine_recognises_a_thread_another_engine_converted(
-        work: dict[str, int]) -> None:
+def test_a_new_engine_recognises_a_thread_another_engine_converted(work: dict[str, int]) -> None:
     thread = tool_loop(300)
     first = LangChainCondenser(context_window=WINDOW).estimate(reload(thread))
     work.update(keys=0, compared=0, converted=0)
@@ -320,8 +327,7 @@ def test_threads_taking_turns_on_one_middleware_build_no_keys(work: dict[str, in
     model.window = WINDOW
     model.tool_rounds = 0
     middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW)
-    agent = create_agent(model, tools=[], middleware=[middleware],
-                         checkpointer=InMemorySaver())
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
     configs = [{"configurable": {"thread_id": name}} for name in ("alice", "bob")]
     for i, config in enumerate(configs):
         agent.update_state(config, {"messages": tool_loop(100, start=1000 * i)})

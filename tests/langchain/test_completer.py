@@ -33,15 +33,23 @@ class _Tags(BaseCallbackHandler):
         self.tags: list[list[str]] = []
         self.metadata: list[dict[str, Any]] = []
 
-    def on_chat_model_start(self, serialized, messages, *, tags=None, metadata=None,  # type: ignore[no-untyped-def]
-                            **kwargs):
+    def on_chat_model_start(
+        self,
+        serialized,
+        messages,
+        *,
+        tags=None,
+        metadata=None,  # type: ignore[no-untyped-def]
+        **kwargs,
+    ):
         self.tags.append(list(tags or []))
         self.metadata.append(dict(metadata or {}))
 
 
 def test_sync_and_async_reply_text_from_block_content() -> None:
-    reply = AIMessage(content=[{"type": "text", "text": "# Objective"},
-                               {"type": "text", "text": "\nship"}])
+    reply = AIMessage(
+        content=[{"type": "text", "text": "# Objective"}, {"type": "text", "text": "\nship"}]
+    )
     model = GenericFakeChatModel(messages=itertools.cycle([reply]))
     complete, complete_sync = make_completers(model)
     out = complete_sync(MODEL, CONTEXT, CompleteOptions(max_tokens=100))
@@ -62,8 +70,7 @@ def test_max_tokens_passed_only_where_accepted() -> None:
 
 def test_summary_call_is_tagged_and_kept_out_of_streams() -> None:
     handler = _Tags()
-    model = GenericFakeChatModel(messages=itertools.cycle([AIMessage("x")]),
-                                 callbacks=[handler])
+    model = GenericFakeChatModel(messages=itertools.cycle([AIMessage("x")]), callbacks=[handler])
     complete, complete_sync = make_completers(model)
     complete_sync(MODEL, CONTEXT, CompleteOptions())
     asyncio.run(complete(MODEL, CONTEXT, CompleteOptions()))

@@ -47,8 +47,12 @@ LIMIT_4K = budget_limit(Model("m", 4000), BudgetPolicy.for_window(4000))
 
 
 def _engine(**kw: object) -> LangChainCondenser:
-    return LangChainCondenser(digest_model(), context_window=kw.pop("window", 4000),  # type: ignore[arg-type]
-                              policy=kw.pop("policy", SMALL), **kw)  # type: ignore[arg-type]
+    return LangChainCondenser(
+        digest_model(),
+        context_window=kw.pop("window", 4000),  # type: ignore[arg-type]
+        policy=kw.pop("policy", SMALL),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def _check_output(msgs: list[BaseMessage], out: list[BaseMessage]) -> None:
@@ -99,37 +103,63 @@ def test_parallel_tool_calls_cut_between_their_results() -> None:
     msgs: list[BaseMessage] = []
     for i in range(12):
         msgs.append(HumanMessage(f"turn {i} " + "h" * 200))
-        msgs.append(AIMessage("", tool_calls=[
-            {"name": "a", "args": {}, "id": f"p{i}a", "type": "tool_call"},
-            {"name": "b", "args": {}, "id": f"p{i}b", "type": "tool_call"},
-            {"name": "c", "args": {}, "id": f"p{i}c", "type": "tool_call"}]))
+        msgs.append(
+            AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "a", "args": {}, "id": f"p{i}a", "type": "tool_call"},
+                    {"name": "b", "args": {}, "id": f"p{i}b", "type": "tool_call"},
+                    {"name": "c", "args": {}, "id": f"p{i}c", "type": "tool_call"},
+                ],
+            )
+        )
         for x in "abc":
             msgs.append(ToolMessage("r" * 600, tool_call_id=f"p{i}{x}"))
     for keep in (300, 500, 700, 900, 1100, 1300):
-        out = condense_messages(msgs, model=digest_model(), context_window=4000,
-                                policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256))
+        out = condense_messages(
+            msgs,
+            model=digest_model(),
+            context_window=4000,
+            policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256),
+        )
         _check_output(msgs, out)
 
 
 def test_run_mixing_results_of_two_ai_messages() -> None:
     msgs: list[BaseMessage] = [*tool_loop(10)]
-    msgs += [AIMessage("", tool_calls=[{"name": "x", "args": {}, "id": "m1", "type": "tool_call"}]),
-             AIMessage("", tool_calls=[{"name": "y", "args": {}, "id": "m2", "type": "tool_call"}]),
-             ToolMessage("r" * 900, tool_call_id="m1"), ToolMessage("r" * 900, tool_call_id="m2"),
-             ToolMessage("r" * 900, tool_call_id="m1"), AIMessage("ok " * 100)]
+    msgs += [
+        AIMessage("", tool_calls=[{"name": "x", "args": {}, "id": "m1", "type": "tool_call"}]),
+        AIMessage("", tool_calls=[{"name": "y", "args": {}, "id": "m2", "type": "tool_call"}]),
+        ToolMessage("r" * 900, tool_call_id="m1"),
+        ToolMessage("r" * 900, tool_call_id="m2"),
+        ToolMessage("r" * 900, tool_call_id="m1"),
+        AIMessage("ok " * 100),
+    ]
     for keep in range(200, 1600, 100):
-        out = condense_messages(msgs, model=digest_model(), context_window=4000,
-                                policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256))
+        out = condense_messages(
+            msgs,
+            model=digest_model(),
+            context_window=4000,
+            policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256),
+        )
         _check_output(msgs, out)
 
 
 def test_tool_call_without_result_and_leading_orphan() -> None:
     msgs: list[BaseMessage] = [ToolMessage("orphan " * 100, tool_call_id="gone"), *tool_loop(8)]
-    msgs.insert(10, AIMessage("", tool_calls=[
-        {"name": "never", "args": {}, "id": "noresult", "type": "tool_call"}]))
+    msgs.insert(
+        10,
+        AIMessage(
+            "", tool_calls=[{"name": "never", "args": {}, "id": "noresult", "type": "tool_call"}]
+        ),
+    )
     for keep in range(200, 1600, 150):
-        out = condense_messages(msgs, model=digest_model(), context_window=3000,
-                                policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256))
+        out = condense_messages(
+            msgs,
+            model=digest_model(),
+            context_window=3000,
+            policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256),
+        )
         assert not isinstance(out[1], ToolMessage)
         _check_output(msgs, out)
 
@@ -158,8 +188,14 @@ def transcripts(draw: st.DrawFn) -> list[BaseMessage]:
             k = draw(st.integers(1, 3))
             ids = [f"c{i}-{j}" for j in range(k)]
             pending += ids
-            msgs.append(AIMessage("", tool_calls=[
-                {"name": "t", "args": {}, "id": c, "type": "tool_call"} for c in ids]))
+            msgs.append(
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "t", "args": {}, "id": c, "type": "tool_call"} for c in ids
+                    ],
+                )
+            )
         elif kind == "result" and pending:
             idx = draw(st.integers(0, len(pending) - 1))
             msgs.append(ToolMessage("r" * size, tool_call_id=pending.pop(idx)))
@@ -172,8 +208,12 @@ def transcripts(draw: st.DrawFn) -> list[BaseMessage]:
 def test_output_is_always_provider_valid(msgs: list[BaseMessage], keep: int) -> None:
     before = snapshot(msgs)
     model = GenericFakeChatModel(messages=itertools.cycle([AIMessage(DIGEST_REPLY)]))
-    out = condense_messages(msgs, model=model, context_window=6000,
-                            policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256))
+    out = condense_messages(
+        msgs,
+        model=model,
+        context_window=6000,
+        policy=BudgetPolicy(keep_recent=keep, reserve_tokens=256),
+    )
     assert snapshot(msgs) == before
     if out is msgs:
         return
@@ -185,13 +225,16 @@ def test_output_is_always_provider_valid(msgs: list[BaseMessage], keep: int) -> 
         assert not isinstance(out[1], ToolMessage)
         kept = out[1:]
     called: set[str] = set()
-    for m in msgs[len(msgs) - len(kept):]:
+    for m in msgs[len(msgs) - len(kept) :]:
         if isinstance(m, AIMessage):
             called.update(str(c["id"]) for c in m.tool_calls)
     for m in kept:
         if isinstance(m, ToolMessage) and m.tool_call_id.startswith("c"):
-            owner = next(x for x in msgs if isinstance(x, AIMessage)
-                         and any(c["id"] == m.tool_call_id for c in x.tool_calls))
+            owner = next(
+                x
+                for x in msgs
+                if isinstance(x, AIMessage) and any(c["id"] == m.tool_call_id for c in x.tool_calls)
+            )
             assert any(o is owner for o in kept)
 
 
@@ -213,8 +256,14 @@ def test_digest_carried_across_six_compactions() -> None:
         return original(m, context, options)
 
     engine.condenser.deps = engine.condenser.deps.__class__(
-        **{**{f: getattr(engine.condenser.deps, f) for f in
-              engine.condenser.deps.__dataclass_fields__}, "complete_sync": spy})
+        **{
+            **{
+                f: getattr(engine.condenser.deps, f)
+                for f in engine.condenser.deps.__dataclass_fields__
+            },
+            "complete_sync": spy,
+        }
+    )
     total = 0
     for round_ in range(6):
         new = tool_loop(12, start=round_ * 12)
@@ -262,8 +311,7 @@ def test_raising_summarizer_propagates_when_asked() -> None:
     before = snapshot(msgs)
     policy = BudgetPolicy(keep_recent=1500, reserve_tokens=256, on_summarizer_error="raise")
     with pytest.raises(SummarizerError):
-        condense_messages(msgs, model=_Boom(messages=iter([])), context_window=4000,
-                          policy=policy)
+        condense_messages(msgs, model=_Boom(messages=iter([])), context_window=4000, policy=policy)
     assert snapshot(msgs) == before
 
 
@@ -286,8 +334,7 @@ def test_runnable_invoke_ainvoke_batch_identity() -> None:
 
 async def test_acondense_messages() -> None:
     msgs = tool_loop(30)
-    out = await acondense_messages(msgs, model=digest_model(), context_window=4000,
-                                   policy=SMALL)
+    out = await acondense_messages(msgs, model=digest_model(), context_window=4000, policy=SMALL)
     assert out[0].text.startswith(SESSION_HEADER)
     _check_output(msgs, list(out))
 
@@ -300,8 +347,9 @@ def test_prompt_pipe_condenser_pipe_model() -> None:
             seen.append(messages)
             return super()._generate(messages, *args, **kwargs)
 
-    prompt = ChatPromptTemplate.from_messages([
-        ("system", "you help"), MessagesPlaceholder("history"), ("human", "{input}")])
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "you help"), MessagesPlaceholder("history"), ("human", "{input}")]
+    )
     condenser = condense_messages(model=digest_model(), context_window=4000, policy=SMALL)
     chain = prompt | condenser | Echo(messages=itertools.cycle([AIMessage("hi")]))
     chain.invoke({"history": tool_loop(30), "input": "next?"})
@@ -312,15 +360,17 @@ def test_prompt_pipe_condenser_pipe_model() -> None:
     # Under budget the prompt value passes through untouched.
     value = prompt.invoke({"history": [], "input": "x"})
     assert condenser.invoke(value) is value
-    assert isinstance(condenser.invoke(prompt.invoke({"history": tool_loop(30), "input": "x"})),
-                      ChatPromptValue)
+    assert isinstance(
+        condenser.invoke(prompt.invoke({"history": tool_loop(30), "input": "x"})), ChatPromptValue
+    )
 
 
 def test_oversized_tail_message_is_a_shortened_copy() -> None:
     msgs: list[BaseMessage] = [*tool_loop(10)]
-    msgs += [AIMessage("", tool_calls=[{"name": "cat", "args": {}, "id": "big",
-                                        "type": "tool_call"}]),
-             ToolMessage("B" * 40_000, tool_call_id="big", id="bigresult")]
+    msgs += [
+        AIMessage("", tool_calls=[{"name": "cat", "args": {}, "id": "big", "type": "tool_call"}]),
+        ToolMessage("B" * 40_000, tool_call_id="big", id="bigresult"),
+    ]
     before = snapshot(msgs)
     out = condense_messages(msgs, model=digest_model(), context_window=6000, policy=SMALL)
     assert snapshot(msgs) == before
@@ -335,8 +385,9 @@ def test_oversized_tail_message_is_a_shortened_copy() -> None:
 
 def test_tiktoken_counter() -> None:
     msgs = tool_loop(30)
-    out = condense_messages(msgs, model=digest_model(), context_window=4000, policy=SMALL,
-                            counter="tiktoken")
+    out = condense_messages(
+        msgs, model=digest_model(), context_window=4000, policy=SMALL, counter="tiktoken"
+    )
     assert out[0].text.startswith(SESSION_HEADER)
 
 
@@ -344,11 +395,14 @@ def test_import_error_names_the_extra() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['langchain_core'] = None\n"
-            "try:\n    import langchain_window_budget\n"
-            "except ImportError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import sys; sys.modules['langchain_core'] = None\n"
+        "try:\n    import langchain_window_budget\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert 'pip install "window-budget[langchain]"' in out
 
 
@@ -364,20 +418,29 @@ class _UsageModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "usage-reporting"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         if messages[0].text == CONDENSER_BRIEF:
             return ChatResult(generations=[ChatGeneration(message=AIMessage("# Objective\nx"))])
         n = request_tokens(messages)
         self.sizes.append(n)
         usage = {"input_tokens": n, "output_tokens": 230, "total_tokens": n + 230}
-        return ChatResult(generations=[ChatGeneration(
-            message=AIMessage("answer " + "a" * 800, usage_metadata=usage))])  # type: ignore[arg-type]
+        return ChatResult(
+            generations=[
+                ChatGeneration(message=AIMessage("answer " + "a" * 800, usage_metadata=usage))
+            ]
+        )  # type: ignore[arg-type]
 
 
 def _lcel_chain(model: _UsageModel, window: int) -> Any:
     prompt = ChatPromptTemplate.from_messages(
-        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{input}")])
+        [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{input}")]
+    )
     return prompt | condense_messages(model=model, context_window=window) | model
 
 
@@ -412,8 +475,10 @@ def _trim_transcript() -> list[BaseMessage]:
     for i in range(6):
         n += 700
         usage = {"input_tokens": n, "output_tokens": 290, "total_tokens": n + 290}
-        msgs += [HumanMessage(f"q{i} " + "x" * 1000),
-                 AIMessage(f"a{i} " + "y" * 1000, usage_metadata=usage)]  # type: ignore[arg-type]
+        msgs += [
+            HumanMessage(f"q{i} " + "x" * 1000),
+            AIMessage(f"a{i} " + "y" * 1000, usage_metadata=usage),
+        ]  # type: ignore[arg-type]
     return msgs
 
 
@@ -440,8 +505,13 @@ def test_summarizer_window_sizes_the_summary_requests() -> None:
         def _llm_type(self) -> str:
             return "small"
 
-        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                      run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        def _generate(
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: Any = None,
+            **kwargs: Any,
+        ) -> ChatResult:
             n = request_tokens(messages)
             self.sizes.append(n)
             if n > 8000:
@@ -461,11 +531,14 @@ def test_dicts_tuples_and_strings_are_converted() -> None:
     # Review bug 8: non-message inputs were billed as opaque JSON and passed through raw.
     raw: list[Any] = []
     for i in range(30):
-        raw += [("user", f"question {i}: " + "q" * 400),
-                {"role": "assistant", "content": f"answer {i}: " + "a" * 400}]
+        raw += [
+            ("user", f"question {i}: " + "q" * 400),
+            {"role": "assistant", "content": f"answer {i}: " + "a" * 400},
+        ]
     raw.append("the last word")
-    engine = LangChainCondenser(digest_model(), context_window=4000,
-                                policy=BudgetPolicy(keep_recent=800))
+    engine = LangChainCondenser(
+        digest_model(), context_window=4000, policy=BudgetPolicy(keep_recent=800)
+    )
     result = engine.run(raw)
     assert result.changed
     assert all(isinstance(m, BaseMessage) for m in result.messages)
@@ -488,8 +561,7 @@ def test_lcel_transformer_counts_every_message_even_with_plausible_usage() -> No
     engine = LangChainCondenser(None, context_window=4000)
     full = engine.count_messages(history)
     assert full > LIMIT_4K
-    usage = {"input_tokens": int(full * 0.7), "output_tokens": 0,
-             "total_tokens": int(full * 0.7)}
+    usage = {"input_tokens": int(full * 0.7), "output_tokens": 0, "total_tokens": int(full * 0.7)}
     history[-1] = AIMessage(history[-1].content, usage_metadata=usage)  # type: ignore[arg-type]
     history.append(HumanMessage("go"))
     assert engine.estimate(history) < LIMIT_4K  # anchored: looks under budget

@@ -39,10 +39,14 @@ from .conftest import RecordingChatModel
 
 def test_human_text_and_blocks() -> None:
     assert to_core(HumanMessage("hi")) == UserMessage("hi")
-    core = to_core(HumanMessage(content=[
-        {"type": "text", "text": "look"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-    ]))
+    core = to_core(
+        HumanMessage(
+            content=[
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ]
+        )
+    )
     assert isinstance(core, UserMessage)
     assert isinstance(core.content[0], TextBlock)
     assert isinstance(core.content[1], ImageBlock)
@@ -50,15 +54,28 @@ def test_human_text_and_blocks() -> None:
 
 def test_ai_text_reasoning_tool_calls_and_usage() -> None:
     msg = AIMessage(
-        content=[{"type": "thinking", "thinking": "plan", "signature": "sig"},
-                 {"type": "reasoning", "reasoning": "more plan"},
-                 {"type": "text", "text": "done"},
-                 {"type": "tool_use", "id": "c1", "name": "bash", "input": {}}],
+        content=[
+            {"type": "thinking", "thinking": "plan", "signature": "sig"},
+            {"type": "reasoning", "reasoning": "more plan"},
+            {"type": "text", "text": "done"},
+            {"type": "tool_use", "id": "c1", "name": "bash", "input": {}},
+        ],
         tool_calls=[{"name": "bash", "args": {"cmd": "ls"}, "id": "c1", "type": "tool_call"}],
-        invalid_tool_calls=[{"name": "bad", "args": "{oops", "id": "c2", "error": "json",
-                             "type": "invalid_tool_call"}],
-        usage_metadata={"input_tokens": 1000, "output_tokens": 50, "total_tokens": 1050,
-                        "input_token_details": {"cache_read": 600}},
+        invalid_tool_calls=[
+            {
+                "name": "bad",
+                "args": "{oops",
+                "id": "c2",
+                "error": "json",
+                "type": "invalid_tool_call",
+            }
+        ],
+        usage_metadata={
+            "input_tokens": 1000,
+            "output_tokens": 50,
+            "total_tokens": 1050,
+            "input_token_details": {"cache_read": 600},
+        },
         response_metadata={"model_name": "gpt-x", "finish_reason": "tool_calls"},
         additional_kwargs={"reasoning_content": "deepseek style"},
     )
@@ -84,8 +101,9 @@ def test_tool_function_chat_system_and_unknown() -> None:
     fn = to_core(FunctionMessage(name="calc", content="4"))
     assert isinstance(fn, ToolResultMessage)
     assert fn.tool_call_id == "function:calc"
-    legacy = to_core(AIMessage("", additional_kwargs={
-        "function_call": {"name": "calc", "arguments": "{}"}}))
+    legacy = to_core(
+        AIMessage("", additional_kwargs={"function_call": {"name": "calc", "arguments": "{}"}})
+    )
     assert [c.id for c in legacy.tool_calls] == ["function:calc"]  # type: ignore[union-attr]
     assert to_core(ChatMessage(role="user", content="x")) == UserMessage("x")
     assert to_core(ChatMessage(role="critic", content="x")) == CustomMessage("chat:critic", "x")
@@ -96,8 +114,15 @@ def test_tool_function_chat_system_and_unknown() -> None:
 
 
 def test_remove_message_never_counted_and_system_pinned() -> None:
-    conv = Converter().convert([SystemMessage("rules " * 50), SystemMessage("more"),
-                                HumanMessage("a"), RemoveMessage(id="x"), AIMessage("b")])
+    conv = Converter().convert(
+        [
+            SystemMessage("rules " * 50),
+            SystemMessage("more"),
+            HumanMessage("a"),
+            RemoveMessage(id="x"),
+            AIMessage("b"),
+        ]
+    )
     assert conv.pinned == 2
     assert conv.pinned_tokens > 60  # cl100k_base: 52 tokens
     assert conv.origin == [2, 4]
@@ -105,11 +130,17 @@ def test_remove_message_never_counted_and_system_pinned() -> None:
 
 
 def test_digest_round_trip_is_recognised() -> None:
-    digest = build_digest(f"{SESSION_HEADER}\n\nbody", covered=10, kept=3, compactions=2,
-                          fallback=False)
+    digest = build_digest(
+        f"{SESSION_HEADER}\n\nbody", covered=10, kept=3, compactions=2, fallback=False
+    )
     assert is_window_budget_digest(digest)
-    assert digest_record(digest) == {"digest": True, "covered": 10, "kept": 3,
-                                     "compactions": 2, "fallback": False}
+    assert digest_record(digest) == {
+        "digest": True,
+        "covered": 10,
+        "kept": 3,
+        "compactions": 2,
+        "fallback": False,
+    }
     assert is_digest(to_core(digest))
     assert not is_window_budget_digest(HumanMessage("hi"))
     # LangChain's own SummarizationMiddleware summary is carried in like a digest.
@@ -118,12 +149,15 @@ def test_digest_round_trip_is_recognised() -> None:
 
 
 def test_usage_before_the_digest_is_not_trusted() -> None:
-    stale = AIMessage("old", usage_metadata={"input_tokens": 90_000, "output_tokens": 1,
-                                             "total_tokens": 90_001})
-    fresh = AIMessage("new", usage_metadata={"input_tokens": 500, "output_tokens": 1,
-                                             "total_tokens": 501})
-    digest = build_digest(f"{SESSION_HEADER}\n\nbody", covered=5, kept=1, compactions=1,
-                          fallback=False)
+    stale = AIMessage(
+        "old", usage_metadata={"input_tokens": 90_000, "output_tokens": 1, "total_tokens": 90_001}
+    )
+    fresh = AIMessage(
+        "new", usage_metadata={"input_tokens": 500, "output_tokens": 1, "total_tokens": 501}
+    )
+    digest = build_digest(
+        f"{SESSION_HEADER}\n\nbody", covered=5, kept=1, compactions=1, fallback=False
+    )
     conv = Converter().convert([digest, stale])
     assert conv.core[1].usage is None  # type: ignore[union-attr]
     conv = Converter().convert([digest, stale, HumanMessage("q"), fresh])
@@ -137,9 +171,11 @@ def test_other_model_usage_is_ignored() -> None:
     model = RecordingChatModel(model_name="ours", sizes=[], summary_calls=[])
     assert chat_model_id(model) == "ours"
     engine = LangChainCondenser(model, context_window=100_000)
-    theirs = AIMessage("x", usage_metadata={"input_tokens": 95_000, "output_tokens": 1,
-                                            "total_tokens": 95_001},
-                       response_metadata={"model_name": "someone-else"})
+    theirs = AIMessage(
+        "x",
+        usage_metadata={"input_tokens": 95_000, "output_tokens": 1, "total_tokens": 95_001},
+        response_metadata={"model_name": "someone-else"},
+    )
     assert engine.estimate([HumanMessage("q"), theirs]) < 1_000
     ours = theirs.model_copy(update={"response_metadata": {"model_name": "ours"}})
     assert engine.estimate([HumanMessage("q"), ours]) > 95_000
@@ -154,10 +190,12 @@ def _shorten(message: AIMessage | HumanMessage | ToolMessage, tokens: int = 60) 
 
 def test_shortened_ai_keeps_reasoning_content_out_of_content() -> None:
     # Review 6b: the reasoning used to move from additional_kwargs into the content.
-    original = AIMessage("answer " + "a" * 4000, id="ai-1",
-                         additional_kwargs={"reasoning_content": "thought " + "t" * 4000},
-                         tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1",
-                                      "type": "tool_call"}])
+    original = AIMessage(
+        "answer " + "a" * 4000,
+        id="ai-1",
+        additional_kwargs={"reasoning_content": "thought " + "t" * 4000},
+        tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1", "type": "tool_call"}],
+    )
     copy = _shorten(original)
     assert isinstance(copy, AIMessage)
     assert isinstance(copy.content, str)
@@ -173,12 +211,14 @@ def test_shortened_ai_keeps_reasoning_content_out_of_content() -> None:
 def test_shortened_file_audio_video_blocks_become_placeholders() -> None:
     # Review 6c: binary blocks were shortened into a base64 dump.
     blob = "QUJD" * 3000
-    original = HumanMessage([
-        {"type": "text", "text": "look at these"},
-        {"type": "file", "base64": blob, "mime_type": "application/pdf"},
-        {"type": "audio", "base64": blob, "mime_type": "audio/wav"},
-        {"type": "video", "base64": blob, "mime_type": "video/mp4"},
-    ])
+    original = HumanMessage(
+        [
+            {"type": "text", "text": "look at these"},
+            {"type": "file", "base64": blob, "mime_type": "application/pdf"},
+            {"type": "audio", "base64": blob, "mime_type": "audio/wav"},
+            {"type": "video", "base64": blob, "mime_type": "video/mp4"},
+        ]
+    )
     copy = _shorten(original, 200)
     assert isinstance(copy, HumanMessage)
     assert isinstance(copy.content, list)
@@ -193,11 +233,16 @@ def test_shortened_file_audio_video_blocks_become_placeholders() -> None:
 
 def test_shortened_responses_reasoning_block_keeps_type_and_id() -> None:
     # Review 6d: OpenAI Responses reasoning blocks lost their type and id.
-    original = AIMessage([
-        {"type": "reasoning", "id": "rs_123",
-         "summary": [{"type": "summary_text", "text": "step " * 2000}]},
-        {"type": "text", "text": "done " * 2000},
-    ])
+    original = AIMessage(
+        [
+            {
+                "type": "reasoning",
+                "id": "rs_123",
+                "summary": [{"type": "summary_text", "text": "step " * 2000}],
+            },
+            {"type": "text", "text": "done " * 2000},
+        ]
+    )
     copy = _shorten(original, 100)
     assert isinstance(copy, AIMessage)
     assert isinstance(copy.content, list)

@@ -71,13 +71,15 @@ def test_content_changed_under_the_same_id_is_converted_afresh(conversions: list
     engine = LangChainCondenser(context_window=WINDOW)
     before = engine.estimate([HumanMessage("short", id="m1")])
     after = LangChainCondenser(context_window=WINDOW).estimate(
-        [HumanMessage("short but now much longer " * 40, id="m1")])
+        [HumanMessage("short but now much longer " * 40, id="m1")]
+    )
     assert after > before
     assert conversions[0] == 2
     usage_changed = LangChainCondenser(context_window=WINDOW)
     a = AIMessage("x", id="a1")
-    b = AIMessage("x", id="a1", usage_metadata={"input_tokens": 9, "output_tokens": 1,
-                                                "total_tokens": 10})
+    b = AIMessage(
+        "x", id="a1", usage_metadata={"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}
+    )
     usage_changed.estimate([a])
     usage_changed.estimate([HumanMessage("q", id="q"), b])
     assert conversions[0] == 5  # the usage figure is part of what decides the conversion
@@ -89,18 +91,20 @@ def lookup(q: str) -> str:
     return f"findings for {q}: " + "f" * 300
 
 
-def _seeded_agent(model: RecordingChatModel, middleware: WindowBudgetMiddleware,
-                  threads: dict[str, int]):  # type: ignore[no-untyped-def]
-    agent = create_agent(model, tools=[lookup], middleware=[middleware],
-                         checkpointer=InMemorySaver())
+def _seeded_agent(
+    model: RecordingChatModel, middleware: WindowBudgetMiddleware, threads: dict[str, int]
+):  # type: ignore[no-untyped-def]
+    agent = create_agent(
+        model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
+    )
     for thread, turns in threads.items():
-        agent.update_state({"configurable": {"thread_id": thread}},
-                           {"messages": tool_loop(turns)})
+        agent.update_state({"configurable": {"thread_id": thread}}, {"messages": tool_loop(turns)})
     return agent
 
 
 def test_a_checkpointed_thread_converts_only_new_messages_per_invoke(
-        recording_model: RecordingChatModel, conversions: list[int]) -> None:
+    recording_model: RecordingChatModel, conversions: list[int]
+) -> None:
     recording_model.window = WINDOW
     recording_model.tool_rounds = 0
     middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW)
@@ -118,13 +122,20 @@ def test_a_checkpointed_thread_converts_only_new_messages_per_invoke(
 def test_the_gate_runs_once_per_model_call(recording_model: RecordingChatModel) -> None:
     recording_model.window = WINDOW
     recording_model.tool_rounds = 2
-    middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW,
-                                        system_prompt="be brief")
-    agent = create_agent(recording_model, tools=[lookup], system_prompt="be brief",
-                         middleware=[middleware], checkpointer=InMemorySaver())
+    middleware = WindowBudgetMiddleware(
+        model=recording_model, context_window=WINDOW, system_prompt="be brief"
+    )
+    agent = create_agent(
+        recording_model,
+        tools=[lookup],
+        system_prompt="be brief",
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
     for i in range(3):
-        agent.invoke({"messages": [HumanMessage(f"task {i}")]},
-                     {"configurable": {"thread_id": "once"}})
+        agent.invoke(
+            {"messages": [HumanMessage(f"task {i}")]}, {"configurable": {"thread_id": "once"}}
+        )
     assert recording_model.calls == 9
     assert middleware.gates == recording_model.calls
 
@@ -133,8 +144,7 @@ def test_state_is_kept_per_thread(recording_model: RecordingChatModel) -> None:
     recording_model.window = 8_000
     recording_model.tool_rounds = 0
     policy = BudgetPolicy(keep_recent=1_500, reserve_tokens=512)
-    middleware = WindowBudgetMiddleware(model=recording_model, context_window=8_000,
-                                        policy=policy)
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=8_000, policy=policy)
     agent = _seeded_agent(recording_model, middleware, {"big": 20, "small": 1})
     agent.invoke({"messages": [HumanMessage("go on")]}, {"configurable": {"thread_id": "big"}})
     agent.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "small"}})
@@ -150,14 +160,20 @@ def test_state_is_kept_per_thread(recording_model: RecordingChatModel) -> None:
 
 
 def _turn(i: int) -> list[BaseMessage]:
-    return [HumanMessage(f"question {i}: " + "q" * 600, id=f"h{i}"),
-            AIMessage(f"answer {i}: " + "a" * 600, id=f"a{i}")]
+    return [
+        HumanMessage(f"question {i}: " + "q" * 600, id=f"h{i}"),
+        AIMessage(f"answer {i}: " + "a" * 600, id=f"a{i}"),
+    ]
 
 
 def test_the_lcel_transformer_does_not_summarize_a_head_twice(
-        recording_model: RecordingChatModel) -> None:
-    transformer = condense_messages(model=recording_model, context_window=4_000,
-                                    policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0))
+    recording_model: RecordingChatModel,
+) -> None:
+    transformer = condense_messages(
+        model=recording_model,
+        context_window=4_000,
+        policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0),
+    )
     stored: list[BaseMessage] = []  # an unabridged history, as a chat store keeps it
     digests: list[str] = []
     calling_turns = 0
@@ -181,38 +197,50 @@ def test_the_lcel_transformer_does_not_summarize_a_head_twice(
 
 
 def test_condense_messages_reuses_the_digest_across_calls(
-        recording_model: RecordingChatModel) -> None:
+    recording_model: RecordingChatModel,
+) -> None:
     policy = BudgetPolicy(keep_recent=1_000, reserve_tokens=0)
     history = [m for i in range(12) for m in _turn(i)]
-    first = condense_messages(history, model=recording_model, context_window=4_000,
-                              policy=policy)
+    first = condense_messages(history, model=recording_model, context_window=4_000, policy=policy)
     calls = len(recording_model.summary_calls)
     assert calls > 0
     history.extend(_turn(12))
-    second = condense_messages(history, model=recording_model, context_window=4_000,
-                               policy=policy)
+    second = condense_messages(history, model=recording_model, context_window=4_000, policy=policy)
     assert len(recording_model.summary_calls) == calls  # the head it already summarized
     assert second[0] is first[0]
     assert [m.id for m in second[-2:]] == ["h12", "a12"]
 
 
 def test_a_remembered_head_is_not_reused_where_the_cut_would_orphan_a_result(
-        recording_model: RecordingChatModel) -> None:
+    recording_model: RecordingChatModel,
+) -> None:
     from window_budget import bridge
 
-    engine = LangChainCondenser(recording_model, context_window=4_000, remember_digests=True,
-                                policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0))
+    engine = LangChainCondenser(
+        recording_model,
+        context_window=4_000,
+        remember_digests=True,
+        policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0),
+    )
     head = [m for i in range(12) for m in _turn(i)]
-    head.append(AIMessage("let me check", id="call-ai", tool_calls=[
-        {"name": "lookup", "args": {"q": "x"}, "id": "late", "type": "tool_call"}]))
+    head.append(
+        AIMessage(
+            "let me check",
+            id="call-ai",
+            tool_calls=[{"name": "lookup", "args": {"q": "x"}, "id": "late", "type": "tool_call"}],
+        )
+    )
     # Remembered from a transcript where nothing answered the call (a legal cut there).
     earlier = engine.run([*head, HumanMessage("never mind", id="h-late")], force=True)
     assert earlier.digest is not None
     chain = bridge.head_chain(engine._converter.codec, head, engine._digest_seed)
     bridge.remember_digest(chain, len(head), earlier.digest, engine._digest_seed)
     # The same head, now followed by the result of the call it left open.
-    second = [*head, ToolMessage("the result " + "r" * 600, tool_call_id="late", id="t-late"),
-              AIMessage("done " + "d" * 600, id="a-done")]
+    second = [
+        *head,
+        ToolMessage("the result " + "r" * 600, tool_call_id="late", id="t-late"),
+        AIMessage("done " + "d" * 600, id="a-done"),
+    ]
     out = engine.run(second).messages
     for i, m in enumerate(out):
         if isinstance(m, ToolMessage):
@@ -233,7 +261,8 @@ def test_an_edit_under_the_same_id_is_seen_by_the_same_engine() -> None:
 
 
 def test_every_digest_field_survives_checkpointer_json_and_pickle(
-        recording_model: RecordingChatModel) -> None:
+    recording_model: RecordingChatModel,
+) -> None:
     import pickle
     from dataclasses import dataclass
     from typing import Any
@@ -246,14 +275,18 @@ def test_every_digest_field_survives_checkpointer_json_and_pickle(
 
     facts = {"objective": "ship the release", "files": ["setup.py"], "n": 2}
     source = LedgerDigest("[digest]", facts=facts)
-    digest = _convert.build_digest("digest text", covered=9, kept=3, compactions=1,
-                                   fallback=False, source=source)
+    digest = _convert.build_digest(
+        "digest text", covered=9, kept=3, compactions=1, fallback=False, source=source
+    )
     agent = create_agent(recording_model, tools=[], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "record"}}
     agent.update_state(config, {"messages": [digest]})
     stored = agent.get_state(config).values["messages"][0]
-    for back in (stored, messages_from_dict(messages_to_dict([digest]))[0],
-                 pickle.loads(pickle.dumps(digest))):
+    for back in (
+        stored,
+        messages_from_dict(messages_to_dict([digest]))[0],
+        pickle.loads(pickle.dumps(digest)),
+    ):
         record = _convert.digest_record(back)
         assert record is not None
         assert record["facts"] == facts

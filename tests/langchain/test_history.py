@@ -24,8 +24,9 @@ SMALL = BudgetPolicy(keep_recent=1500, reserve_tokens=256)
 
 
 def _history(**kw: object) -> CondensingChatMessageHistory:
-    return CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
-                                        context_window=4000, policy=SMALL, **kw)  # type: ignore[arg-type]
+    return CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=digest_model(), context_window=4000, policy=SMALL, **kw
+    )  # type: ignore[arg-type]
 
 
 def test_compacts_on_write_and_archives_everything() -> None:
@@ -75,9 +76,12 @@ def test_summarizer_failure_keeps_every_message() -> None:
         def _generate(self, *a, **k):  # type: ignore[no-untyped-def]
             raise RuntimeError("down")
 
-    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(),
-                                           model=Boom(messages=iter([])), context_window=4000,
-                                           policy=SMALL)
+    history = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(),
+        model=Boom(messages=iter([])),
+        context_window=4000,
+        policy=SMALL,
+    )
     written: list[BaseMessage] = []
     for i in range(10):
         batch = tool_loop(3, start=i * 3)
@@ -91,22 +95,34 @@ def test_summarizer_failure_keeps_every_message() -> None:
 @pytest.mark.slow
 def test_lcel_chain_with_message_history_stays_in_window() -> None:
     window = 6000
-    chat = RecordingChatModel(window=window, tool_rounds=0, reply_chars=1500, sizes=[],
-                              summary_calls=[])
-    prompt = ChatPromptTemplate.from_messages([
-        ("system", "You are a careful assistant. " * 20), MessagesPlaceholder("history"),
-        ("human", "{input}")])
+    chat = RecordingChatModel(
+        window=window, tool_rounds=0, reply_chars=1500, sizes=[], summary_calls=[]
+    )
+    prompt = ChatPromptTemplate.from_messages(
+        [
+            ("system", "You are a careful assistant. " * 20),
+            MessagesPlaceholder("history"),
+            ("human", "{input}"),
+        ]
+    )
     system_tokens = request_tokens(prompt.invoke({"history": [], "input": ""}).to_messages())
     store = CondensingChatMessageHistory(
-        InMemoryChatMessageHistory(), model=chat, context_window=window,
+        InMemoryChatMessageHistory(),
+        model=chat,
+        context_window=window,
         policy=BudgetPolicy(keep_recent=2000, reserve_tokens=512),
-        system_prompt_tokens=system_tokens)
+        system_prompt_tokens=system_tokens,
+    )
     # The transformer is the safety net for an oversized new input; the history persists.
-    guard = condense_messages(model=chat, context_window=window,
-                              policy=BudgetPolicy(keep_recent=2000, reserve_tokens=512))
-    chain = RunnableWithMessageHistory(prompt | guard | chat, lambda _sid: store,
-                                       input_messages_key="input",
-                                       history_messages_key="history")
+    guard = condense_messages(
+        model=chat, context_window=window, policy=BudgetPolicy(keep_recent=2000, reserve_tokens=512)
+    )
+    chain = RunnableWithMessageHistory(
+        prompt | guard | chat,
+        lambda _sid: store,
+        input_messages_key="input",
+        history_messages_key="history",
+    )
     config = {"configurable": {"session_id": "s"}}
     for i in range(210):
         chain.invoke({"input": f"turn {i}: " + "u" * 600}, config=config)
@@ -118,8 +134,9 @@ def test_lcel_chain_with_message_history_stays_in_window() -> None:
 
 def test_fake_list_model_reply_is_reused_safely() -> None:
     model = GenericFakeChatModel(messages=itertools.cycle([AIMessage("# Objective\nx")]))
-    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=model,
-                                           context_window=4000, policy=SMALL)
+    history = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=model, context_window=4000, policy=SMALL
+    )
     for i in range(12):
         history.add_messages(tool_loop(3, start=i * 3))
     assert sum(1 for m in history.messages if digest_record(m)) == 1
@@ -130,13 +147,19 @@ def test_fake_list_model_reply_is_reused_safely() -> None:
 
 def test_originals_of_shortened_messages_are_archived() -> None:
     # Review bug 4: a message kept only as a shortened copy lost its middle for good.
-    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
-                                           context_window=8000)
+    history = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=digest_model(), context_window=8000
+    )
     history.add_messages([HumanMessage("hello"), AIMessage("hi")])
     big = "UNIQUE-START " + "z" * 30000 + " UNIQUE-MID " + "z" * 30000 + " UNIQUE-END"
-    history.add_messages([
-        AIMessage("", tool_calls=[{"name": "read", "args": {}, "id": "c1", "type": "tool_call"}]),
-        ToolMessage(big, tool_call_id="c1")])
+    history.add_messages(
+        [
+            AIMessage(
+                "", tool_calls=[{"name": "read", "args": {}, "id": "c1", "type": "tool_call"}]
+            ),
+            ToolMessage(big, tool_call_id="c1"),
+        ]
+    )
     result = history.last_result
     assert result is not None
     assert result.core.shortened
@@ -166,8 +189,9 @@ class _FailingAfterClear(InMemoryChatMessageHistory):
         self.add_messages(messages)
 
 
-def _fill_until_failure(history: CondensingChatMessageHistory,
-                        live: _FailingAfterClear) -> list[BaseMessage]:
+def _fill_until_failure(
+    history: CondensingChatMessageHistory, live: _FailingAfterClear
+) -> list[BaseMessage]:
     sent: list[BaseMessage] = []
     for i in range(40):
         message = HumanMessage(f"u{i} " + "x" * 700)
@@ -210,22 +234,26 @@ async def test_failed_async_replace_restores_the_live_history() -> None:
 
 async def test_concurrent_async_writes_do_not_duplicate_the_archive() -> None:
     # Review bug 9: concurrent turns each archived the same head.
-    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
-                                           context_window=4000)
+    history = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=digest_model(), context_window=4000
+    )
     sent = [HumanMessage(f"m{i} " + "x" * 700) for i in range(40)]
     for i in range(0, 40, 4):
-        await asyncio.gather(*(history.aadd_messages([m]) for m in sent[i:i + 4]))
-    texts = [m.text for m in [*history.messages, *history.archive.messages]
-             if digest_record(m) is None]
+        await asyncio.gather(*(history.aadd_messages([m]) for m in sent[i : i + 4]))
+    texts = [
+        m.text for m in [*history.messages, *history.archive.messages] if digest_record(m) is None
+    ]
     assert sorted(texts) == sorted(m.text for m in sent)
 
 
 def test_concurrent_threaded_writes_do_not_duplicate_the_archive() -> None:
-    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
-                                           context_window=4000)
+    history = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=digest_model(), context_window=4000
+    )
     sent = [HumanMessage(f"m{i} " + "x" * 700) for i in range(40)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda m: history.add_messages([m]), sent))
-    texts = [m.text for m in [*history.messages, *history.archive.messages]
-             if digest_record(m) is None]
+    texts = [
+        m.text for m in [*history.messages, *history.archive.messages] if digest_record(m) is None
+    ]
     assert sorted(texts) == sorted(m.text for m in sent)

@@ -41,8 +41,11 @@ def _check_masked(given: list[BaseMessage], out: list[BaseMessage], masked: int)
             copies += 1
             assert new is not original
             assert isinstance(original, ToolMessage)
-            assert (new.id, new.tool_call_id, new.name) == (original.id, original.tool_call_id,
-                                                           original.name)
+            assert (new.id, new.tool_call_id, new.name) == (
+                original.id,
+                original.tool_call_id,
+                original.name,
+            )
             assert new.status == original.status
         else:
             assert new is original
@@ -60,8 +63,9 @@ def test_a_masked_run_maps_back_to_the_callers_objects_and_copies() -> None:
     assert result.tokens_freed > 20_000
     _check_masked(msgs, list(result.messages), 11)
     # The originals are the caller's own objects, handed back as dropped, untouched.
-    assert [id(m) for m in result.dropped] == [id(m) for m in msgs
-                                               if isinstance(m, ToolMessage)][:11]
+    assert [id(m) for m in result.dropped] == [id(m) for m in msgs if isinstance(m, ToolMessage)][
+        :11
+    ]
     assert result.replaced == []
     assert snapshot(msgs) == before
     # The next turn is under budget: nothing more to do, no summary call was paid.
@@ -76,8 +80,9 @@ def test_condense_messages_returns_the_masked_transcript() -> None:
 
 
 def test_the_history_archives_the_originals_before_the_placeholders_replace_them() -> None:
-    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
-                                           context_window=WINDOW, policy=POLICY)
+    history = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=digest_model(), context_window=WINDOW, policy=POLICY
+    )
     msgs = _session()
     history.add_messages(msgs)
     live = history.messages
@@ -89,12 +94,15 @@ def test_the_history_archives_the_originals_before_the_placeholders_replace_them
 
 def test_the_middleware_state_update_replaces_outputs_by_id_and_archives_them() -> None:
     archived: list[BaseMessage] = []
-    middleware = WindowBudgetMiddleware(digest_model(), context_window=WINDOW, policy=POLICY,
-                                        archive=archived.extend)
+    middleware = WindowBudgetMiddleware(
+        digest_model(), context_window=WINDOW, policy=POLICY, archive=archived.extend
+    )
     state = add_messages([], _session())  # what the graph holds: ids set
     before = snapshot(state)
-    update = middleware.before_model({"messages": state},  # type: ignore[typeddict-item]
-                                     SimpleNamespace(config={}))  # type: ignore[arg-type]
+    update = middleware.before_model(
+        {"messages": state},  # type: ignore[typeddict-item]
+        SimpleNamespace(config={}),
+    )  # type: ignore[arg-type]
     assert update is not None
     new_state = add_messages(state, update["messages"])  # LangGraph's own reducer
     _check_masked(state, new_state, 11)
@@ -132,19 +140,36 @@ def test_pointers_resolve_in_the_history_archive_with_masked_originals_in_it() -
     from langchain_window_budget._convert import to_core
     from window_budget.pipeline.summarize import ledger_of
 
-    history = CondensingChatMessageHistory(InMemoryChatMessageHistory(), model=digest_model(),
-                                           context_window=WINDOW, policy=POLICY)
+    history = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(), model=digest_model(), context_window=WINDOW, policy=POLICY
+    )
     for i in range(150):
         output = "line of build output\n" * 300 if i % 3 == 0 else f"part {i} ok " + "y" * 1500
-        history.add_messages([
-            AIMessage("", id=f"a{i}", tool_calls=[{"name": "bash", "id": f"c{i}",
-                                                   "args": {"command": f"make part{i}"},
-                                                   "type": "tool_call"}]),
-            ToolMessage(output, tool_call_id=f"c{i}", name="bash", id=f"t{i}"),
-            HumanMessage(f"next {i}", id=f"h{i}")])
+        history.add_messages(
+            [
+                AIMessage(
+                    "",
+                    id=f"a{i}",
+                    tool_calls=[
+                        {
+                            "name": "bash",
+                            "id": f"c{i}",
+                            "args": {"command": f"make part{i}"},
+                            "type": "tool_call",
+                        }
+                    ],
+                ),
+                ToolMessage(output, tool_call_id=f"c{i}", name="bash", id=f"t{i}"),
+                HumanMessage(f"next {i}", id=f"h{i}"),
+            ]
+        )
     archived = history.archive.messages
-    assert any(isinstance(m, ToolMessage) and not m.text.startswith(MASK_MARKER)
-               and m.text.startswith("line of build") for m in archived)  # masked originals
+    assert any(
+        isinstance(m, ToolMessage)
+        and not m.text.startswith(MASK_MARKER)
+        and m.text.startswith("line of build")
+        for m in archived
+    )  # masked originals
     ledger = ledger_of(to_core(history.messages[0]))
     assert ledger is not None
     archive = [m for m in archived if digest_record(m) is None]
@@ -157,14 +182,21 @@ def test_pointers_resolve_in_the_history_archive_with_masked_originals_in_it() -
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes=st.lists(st.integers(0, 12_000), min_size=1, max_size=30),
-       window=st.integers(8_000, 60_000), keep=st.integers(0, 4))
+@given(
+    sizes=st.lists(st.integers(0, 12_000), min_size=1, max_size=30),
+    window=st.integers(8_000, 60_000),
+    keep=st.integers(0, 4),
+)
 def test_any_masked_run_keeps_pairs_ids_and_the_callers_objects(
-        sizes: list[int], window: int, keep: int) -> None:
+    sizes: list[int], window: int, keep: int
+) -> None:
     msgs = [m for i, n in enumerate(sizes) for m in tool_loop(1, result_chars=n, start=i)]
     before = snapshot(msgs)
-    engine = LangChainCondenser(digest_model(), context_window=window,
-                                policy=BudgetPolicy(keep_recent=2000, mask_keep_outputs=keep))
+    engine = LangChainCondenser(
+        digest_model(),
+        context_window=window,
+        policy=BudgetPolicy(keep_recent=2000, mask_keep_outputs=keep),
+    )
     result = engine.run(msgs)
     assert snapshot(msgs) == before
     out = list(result.messages)
@@ -176,5 +208,6 @@ def test_any_masked_run_keeps_pairs_ids_and_the_callers_objects(
     tools = [m for m in msgs if isinstance(m, ToolMessage)]
     assert len(tools) - result.masked >= min(keep, len(tools))  # the newest K stay whole
     originals = {id(m) for m in result.dropped}
-    assert {m.id for m in out if m.text.startswith(MASK_MARKER)} == \
-        {m.id for m in msgs if id(m) in originals}
+    assert {m.id for m in out if m.text.startswith(MASK_MARKER)} == {
+        m.id for m in msgs if id(m) in originals
+    }

@@ -25,14 +25,21 @@ from .conftest import tool_loop
 class CountingModel(GenericFakeChatModel):
     """A fake chat model whose ``get_num_tokens_from_messages`` works offline."""
 
-    def get_num_tokens_from_messages(self, messages: list[BaseMessage],
-                                     tools: Sequence[Any] | None = None) -> int:
+    def get_num_tokens_from_messages(
+        self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
+    ) -> int:
         return count_tokens_approximately(messages)
 
 
 def _history() -> list[BaseMessage]:
-    return [m for i in range(20) for m in (HumanMessage(f"question {i} " + "word " * 60),
-                                           AIMessage(f"answer {i} " + "word " * 60))]
+    return [
+        m
+        for i in range(20)
+        for m in (
+            HumanMessage(f"question {i} " + "word " * 60),
+            AIMessage(f"answer {i} " + "word " * 60),
+        )
+    ]
 
 
 def test_count_tokens_approximately_counts_messages_not_characters() -> None:
@@ -49,16 +56,19 @@ def test_a_chat_models_own_counter_and_a_partial_of_langchains() -> None:
     model = CountingModel(messages=itertools.cycle([AIMessage("ok")]))
     history = _history()
     truth = count_tokens_approximately(history)
-    for counter in (model.get_num_tokens_from_messages,
-                    functools.partial(count_tokens_approximately, chars_per_token=4.0)):
+    for counter in (
+        model.get_num_tokens_from_messages,
+        functools.partial(count_tokens_approximately, chars_per_token=4.0),
+    ):
         engine = LangChainCondenser(model, context_window=128_000, counter=counter)
         assert truth <= engine.count_messages(history) <= truth * 1.2
 
 
 def test_the_middleware_accepts_a_message_counter() -> None:
     model = CountingModel(messages=itertools.cycle([AIMessage("ok")]))
-    middleware = WindowBudgetMiddleware(model, context_window=8000,
-                                        counter=count_tokens_approximately)
+    middleware = WindowBudgetMiddleware(
+        model, context_window=8000, counter=count_tokens_approximately
+    )
     history = tool_loop(3)
     assert middleware.engine.count_messages(history) <= count_tokens_approximately(history) * 1.2
 
@@ -80,10 +90,13 @@ def test_text_counters_still_count_text() -> None:
     assert condense_messages(history, context_window=128_000, counter=by_messages) is history
 
 
-@pytest.mark.parametrize("counter", [
-    lambda x: "many",
-    lambda x: len(x) * 3,  # more tokens than characters: not a tokenizer of text
-])
+@pytest.mark.parametrize(
+    "counter",
+    [
+        lambda x: "many",
+        lambda x: len(x) * 3,  # more tokens than characters: not a tokenizer of text
+    ],
+)
 def test_a_callable_of_neither_kind_is_refused_in_one_sentence(counter: Any) -> None:
     with pytest.raises(ConfigError, match=r"cannot tell what counter .* counts"):
         LangChainCondenser(None, context_window=8000, counter=counter)

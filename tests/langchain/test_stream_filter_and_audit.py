@@ -23,16 +23,20 @@ WINDOW = 6000
 
 def test_a_ui_filters_the_digest_out_of_the_message_stream() -> None:
     model = RecordingChatModel(sizes=[], summary_calls=[], window=WINDOW)
-    middleware = WindowBudgetMiddleware(model, context_window=WINDOW,
-                                        policy=BudgetPolicy(keep_recent=1000))
-    agent = create_agent(model, tools=[lookup], middleware=[middleware],
-                         checkpointer=InMemorySaver())
+    middleware = WindowBudgetMiddleware(
+        model, context_window=WINDOW, policy=BudgetPolicy(keep_recent=1000)
+    )
+    agent = create_agent(
+        model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": "ui"}}
     shown, hidden = [], []
     for turn in range(5):
         for chunk, metadata in agent.stream(
-                {"messages": [HumanMessage(f"task {turn}: " + "x" * 400)]}, config,
-                stream_mode="messages"):
+            {"messages": [HumanMessage(f"task {turn}: " + "x" * 400)]},
+            config,
+            stream_mode="messages",
+        ):
             (hidden if is_window_budget_digest(chunk, metadata) else shown).append(chunk)
     assert middleware.compactions >= 2
     assert any(digest_record(m) is not None for m in hidden)
@@ -41,8 +45,7 @@ def test_a_ui_filters_the_digest_out_of_the_message_stream() -> None:
     assert any(isinstance(m, AIMessage) for m in shown)
     assert any(isinstance(m, ToolMessage) for m in shown)
     # Without metadata the helper still knows the digest by its record, and nothing else.
-    assert all(is_window_budget_digest(m) == (digest_record(m) is not None)
-               for m in hidden + shown)
+    assert all(is_window_budget_digest(m) == (digest_record(m) is not None) for m in hidden + shown)
 
 
 FACTY = [
@@ -54,8 +57,11 @@ FACTY = [
 
 
 def _long_head() -> list:
-    filler = [m for i in range(30) for m in (HumanMessage(f"step {i}: " + "q" * 300),
-                                              AIMessage(f"done {i}: " + "a" * 300))]
+    filler = [
+        m
+        for i in range(30)
+        for m in (HumanMessage(f"step {i}: " + "q" * 300), AIMessage(f"done {i}: " + "a" * 300))
+    ]
     return [*FACTY, *filler]
 
 

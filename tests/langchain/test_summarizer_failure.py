@@ -36,13 +36,16 @@ def _failing() -> RecordingChatModel:
 
 
 def test_a_failing_summarizer_warns_once_then_logs_at_debug(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG, logger="window_budget")
     model = _failing()
-    middleware = WindowBudgetMiddleware(model, context_window=WINDOW,
-                                        policy=BudgetPolicy(keep_recent=1000))
-    agent = create_agent(model, tools=[lookup], middleware=[middleware],
-                         checkpointer=InMemorySaver())
+    middleware = WindowBudgetMiddleware(
+        model, context_window=WINDOW, policy=BudgetPolicy(keep_recent=1000)
+    )
+    agent = create_agent(
+        model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": "t"}}
     for turn in range(6):
         agent.invoke({"messages": [HumanMessage(f"task {turn}: " + "x" * 400)]}, config)
@@ -61,12 +64,16 @@ def test_a_failing_summarizer_warns_once_then_logs_at_debug(
 
 def test_on_summarizer_error_raise_stops_the_agent_like_summarization_middleware() -> None:
     model = _failing()
-    middleware = WindowBudgetMiddleware(model, context_window=WINDOW,
-                                        policy=BudgetPolicy(keep_recent=1000),
-                                        on_summarizer_error="raise")
+    middleware = WindowBudgetMiddleware(
+        model,
+        context_window=WINDOW,
+        policy=BudgetPolicy(keep_recent=1000),
+        on_summarizer_error="raise",
+    )
     assert middleware.engine.policy.on_summarizer_error == "raise"
-    agent = create_agent(model, tools=[lookup], middleware=[middleware],
-                         checkpointer=InMemorySaver())
+    agent = create_agent(
+        model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": "t"}}
 
     def six_turns() -> None:
@@ -79,21 +86,24 @@ def test_on_summarizer_error_raise_stops_the_agent_like_summarization_middleware
 
 def test_the_lcel_transformer_and_condense_messages_take_the_option_too() -> None:
     history = tool_loop(12)
-    transformer = condense_messages(model=_failing(), context_window=WINDOW,
-                                    on_summarizer_error="raise")
+    transformer = condense_messages(
+        model=_failing(), context_window=WINDOW, on_summarizer_error="raise"
+    )
     with pytest.raises(SummarizerError):
         transformer.invoke(history)
     with pytest.raises(SummarizerError):
-        condense_messages(history, model=_failing(), context_window=WINDOW,
-                          on_summarizer_error="raise")
+        condense_messages(
+            history, model=_failing(), context_window=WINDOW, on_summarizer_error="raise"
+        )
     out = condense_messages(history, model=_failing(), context_window=WINDOW)
     assert (digest_record(out[0]) or {})["fallback"] is True
 
 
 def test_the_history_wrapper_takes_the_option_and_keeps_the_history_on_raise() -> None:
     live = InMemoryChatMessageHistory()
-    wrapper = CondensingChatMessageHistory(live, model=_failing(), context_window=WINDOW,
-                                           on_summarizer_error="raise")
+    wrapper = CondensingChatMessageHistory(
+        live, model=_failing(), context_window=WINDOW, on_summarizer_error="raise"
+    )
     history = tool_loop(12)
     with pytest.raises(SummarizerError):
         wrapper.add_messages(history)

@@ -18,7 +18,8 @@ from window_budget import BudgetPolicy
 from .conftest import DIGEST_REPLY
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
+    "ignore::langchain_core._api.beta_decorator.LangChainBetaWarning"
+)
 
 
 class SavableFakeModel(FakeListChatModel):
@@ -34,20 +35,29 @@ class SavableFakeModel(FakeListChatModel):
 
 
 def _load(text: str, *extra: type) -> Any:
-    return loads(text, allowed_objects=[WindowBudgetRunnable, *extra],
-                 valid_namespaces=["langchain_window_budget", "tests"])
+    return loads(
+        text,
+        allowed_objects=[WindowBudgetRunnable, *extra],
+        valid_namespaces=["langchain_window_budget", "tests"],
+    )
 
 
 def _history() -> list[Any]:
-    return [SystemMessage("be terse"),
-            *[HumanMessage(f"note {i}: " + "x" * 400) for i in range(60)]]
+    return [
+        SystemMessage("be terse"),
+        *[HumanMessage(f"note {i}: " + "x" * 400) for i in range(60)],
+    ]
 
 
 def test_the_transformer_round_trips_through_dumps_and_loads() -> None:
     model = SavableFakeModel(responses=[DIGEST_REPLY] * 10)
-    runnable = condense_messages(model=model, context_window=4000,
-                                 policy=BudgetPolicy.for_window(4000), trigger=None,
-                                 on_summarizer_error="raise")
+    runnable = condense_messages(
+        model=model,
+        context_window=4000,
+        policy=BudgetPolicy.for_window(4000),
+        trigger=None,
+        on_summarizer_error="raise",
+    )
     assert WindowBudgetRunnable.is_lc_serializable()
     assert runnable.lc_id() == ["langchain_window_budget", "condense", "WindowBudgetRunnable"]
     text = dumps(runnable)
@@ -63,9 +73,9 @@ def test_the_transformer_round_trips_through_dumps_and_loads() -> None:
 
 
 def test_sizes_survive_the_json_round_trip() -> None:
-    runnable = WindowBudgetRunnable(context_window=8000, trigger=[("tokens", 3000),
-                                                                  {"messages": 40}],
-                                    keep=("messages", 10))
+    runnable = WindowBudgetRunnable(
+        context_window=8000, trigger=[("tokens", 3000), {"messages": 40}], keep=("messages", 10)
+    )
     loaded = _load(dumps(runnable))
     assert loaded.engine.policy == runnable.engine.policy
     assert loaded.keep == ("messages", 10)

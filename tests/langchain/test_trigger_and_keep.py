@@ -29,8 +29,14 @@ def _limit(mw: WindowBudgetMiddleware) -> float:
 
 
 def _chat(pairs: int, chars: int = 40) -> list[BaseMessage]:
-    return [m for i in range(pairs) for m in (HumanMessage(f"q{i} " + "q" * chars, id=f"h{i}"),
-                                              AIMessage(f"a{i} " + "a" * chars, id=f"a{i}"))]
+    return [
+        m
+        for i in range(pairs)
+        for m in (
+            HumanMessage(f"q{i} " + "q" * chars, id=f"h{i}"),
+            AIMessage(f"a{i} " + "a" * chars, id=f"a{i}"),
+        )
+    ]
 
 
 def test_a_token_trigger_is_absolute_and_a_fraction_is_of_the_whole_window() -> None:
@@ -57,8 +63,11 @@ def test_a_message_trigger_and_a_message_keep_match_summarization_middleware() -
     result = mw.engine.run(history)
     assert result.changed
     assert digest_record(result.messages[0]) is not None
-    theirs = SummarizationMiddleware(GenericFakeChatModel(messages=itertools.cycle(
-        [AIMessage("s")])), trigger=("messages", 12), keep=("messages", 5))
+    theirs = SummarizationMiddleware(
+        GenericFakeChatModel(messages=itertools.cycle([AIMessage("s")])),
+        trigger=("messages", 12),
+        keep=("messages", 5),
+    )
     cut = theirs._determine_cutoff_index(history)
     assert list(result.messages[1:]) == history[cut:]
     assert not _mw(trigger=("messages", 20), keep=("messages", 5)).engine.run(history).changed
@@ -66,12 +75,21 @@ def test_a_message_trigger_and_a_message_keep_match_summarization_middleware() -
 
 def test_a_dict_clause_needs_all_and_a_list_needs_any() -> None:
     history = _chat(8)
-    assert not _mw(trigger={"messages": 10, "tokens": 5000},
-                   keep=("messages", 4)).engine.run(history).changed
-    assert _mw(trigger={"messages": 10, "tokens": 100},
-               keep=("messages", 4)).engine.run(history).changed
-    assert _mw(trigger=[("tokens", 7000), {"messages": len(history)}],
-               keep=("messages", 4)).engine.run(history).changed
+    assert (
+        not _mw(trigger={"messages": 10, "tokens": 5000}, keep=("messages", 4))
+        .engine.run(history)
+        .changed
+    )
+    assert (
+        _mw(trigger={"messages": 10, "tokens": 100}, keep=("messages", 4))
+        .engine.run(history)
+        .changed
+    )
+    assert (
+        _mw(trigger=[("tokens", 7000), {"messages": len(history)}], keep=("messages", 4))
+        .engine.run(history)
+        .changed
+    )
 
 
 def test_keep_forms_map_onto_the_policy() -> None:
@@ -82,16 +100,19 @@ def test_keep_forms_map_onto_the_policy() -> None:
     assert (policy.keep_unit, policy.keep_recent) == ("messages", 20)
 
 
-@pytest.mark.parametrize(("kw", "match"), [
-    ({"trigger": ("tokens", 0)}, "tokens must be a positive int"),
-    ({"trigger": ("fraction", 1.5)}, r"fraction must be in \(0, 1\]"),
-    ({"trigger": ("pages", 3)}, "unsupported kind 'pages'"),
-    ({"trigger": 4000}, "is not a"),
-    ({"trigger": [("tokens", 10), "x"]}, "is not a"),
-    ({"trigger": {"messages": True}}, "must be a number"),
-    ({"keep": [("messages", 3)]}, "must be one"),
-    ({"keep": ("messages", 2.5)}, "messages must be a positive int"),
-])
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"trigger": ("tokens", 0)}, "tokens must be a positive int"),
+        ({"trigger": ("fraction", 1.5)}, r"fraction must be in \(0, 1\]"),
+        ({"trigger": ("pages", 3)}, "unsupported kind 'pages'"),
+        ({"trigger": 4000}, "is not a"),
+        ({"trigger": [("tokens", 10), "x"]}, "is not a"),
+        ({"trigger": {"messages": True}}, "must be a number"),
+        ({"keep": [("messages", 3)]}, "must be one"),
+        ({"keep": ("messages", 2.5)}, "messages must be a positive int"),
+    ],
+)
 def test_malformed_sizes_are_refused_in_one_sentence(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         _mw(**kw)

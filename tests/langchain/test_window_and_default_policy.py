@@ -53,7 +53,10 @@ def test_a_named_model_takes_its_window_from_the_table() -> None:
 
 
 def test_an_unknown_model_asks_for_the_window_in_one_sentence() -> None:
-    with pytest.raises(ConfigError, match=r"model 'my-finetune' is not in window-budget's "
-                                          r"table .* pass context_window=") as info:
+    with pytest.raises(
+        ConfigError,
+        match=r"model 'my-finetune' is not in window-budget's "
+        r"table .* pass context_window=",
+    ) as info:
         LangChainCondenser(_named("my-finetune"))
     assert "--window" not in str(info.value)

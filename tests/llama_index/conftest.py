@@ -65,8 +65,9 @@ class ScriptedLLM(MockFunctionCallingLLM):
     _calls: list[str] = PrivateAttr(default_factory=list)
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(is_chat_model=True, **{k: v for k, v in kwargs.items()
-                                                  if k in ("callback_manager",)})
+        super().__init__(
+            is_chat_model=True, **{k: v for k, v in kwargs.items() if k in ("callback_manager",)}
+        )
         for k, v in kwargs.items():
             if k != "callback_manager":
                 setattr(self, k, v)
@@ -74,9 +75,13 @@ class ScriptedLLM(MockFunctionCallingLLM):
 
     @property
     def metadata(self) -> LLMMetadata:
-        return LLMMetadata(context_window=self.window, num_output=self.output,
-                           is_chat_model=True, is_function_calling_model=True,
-                           model_name="scripted")
+        return LLMMetadata(
+            context_window=self.window,
+            num_output=self.output,
+            is_chat_model=True,
+            is_function_calling_model=True,
+            model_name="scripted",
+        )
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         self._calls.append("chat")
@@ -101,14 +106,18 @@ class ScriptedLLM(MockFunctionCallingLLM):
 
     def _respond(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         size = request_tokens(messages)
-        if messages and messages[0].role == MessageRole.SYSTEM and \
-                (messages[0].content or "").startswith(CONDENSER_BRIEF[:40]):
+        if (
+            messages
+            and messages[0].role == MessageRole.SYSTEM
+            and (messages[0].content or "").startswith(CONDENSER_BRIEF[:40])
+        ):
             self._summary_prompts.append(messages[-1].content or "")
             if self.fail_summaries:
                 raise RuntimeError("summarizer is down")
             n = len(self._summary_prompts)
-            return ChatMessage(role="assistant",
-                               content=f"# Objective\nkeep chatting (digest {n})\n# Status\nok")
+            return ChatMessage(
+                role="assistant", content=f"# Objective\nkeep chatting (digest {n})\n# Status\nok"
+            )
         self._sizes.append(size)
         if size > self.window:
             raise WindowExceeded(f"request of {size} tokens exceeds the {self.window} window")
@@ -117,15 +126,24 @@ class ScriptedLLM(MockFunctionCallingLLM):
         last = messages[-1] if messages else None
         if self.react:
             if last is not None and "Observation:" in (last.content or ""):
-                return ChatMessage(role="assistant",
-                                   content=f"Thought: I can answer now.\nAnswer: {words}")
+                return ChatMessage(
+                    role="assistant", content=f"Thought: I can answer now.\nAnswer: {words}"
+                )
             action = json.dumps({"q": f"turn {n}"})
-            return ChatMessage(role="assistant", content=(
-                f"Thought: I need the tool.\nAction: lookup\nAction Input: {action}"))
+            return ChatMessage(
+                role="assistant",
+                content=(f"Thought: I need the tool.\nAction: lookup\nAction Input: {action}"),
+            )
         if kwargs.get("tools") and last is not None and last.role == MessageRole.USER:
             name = kwargs["tools"][0].metadata.name
-            return ChatMessage(role="assistant", blocks=[ToolCallBlock(
-                tool_call_id=f"call-{n}", tool_name=name, tool_kwargs={"q": f"turn {n}"})])
+            return ChatMessage(
+                role="assistant",
+                blocks=[
+                    ToolCallBlock(
+                        tool_call_id=f"call-{n}", tool_name=name, tool_kwargs={"q": f"turn {n}"}
+                    )
+                ],
+            )
         return ChatMessage(role="assistant", content=f"answer {n}: {words}")
 
 

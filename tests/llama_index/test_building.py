@@ -37,9 +37,14 @@ def history(turns: int) -> list[ChatMessage]:
 def test_the_peers_keywords_are_accepted(peer: Any) -> None:
     # The call a LlamaIndex user writes for any of its memories works unchanged.
     store = SimpleChatStore()
-    memory = peer.from_defaults(chat_history=history(3), llm=MockLLM(), chat_store=store,
-                                chat_store_key="k", token_limit=1500,
-                                tokenizer_fn=get_tokenizer())
+    memory = peer.from_defaults(
+        chat_history=history(3),
+        llm=MockLLM(),
+        chat_store=store,
+        chat_store_key="k",
+        token_limit=1500,
+        tokenizer_fn=get_tokenizer(),
+    )
     assert memory.token_limit == 1500
     assert len(store.get_messages("k")) == 6
 
@@ -73,8 +78,9 @@ def test_token_limit_errors_name_the_argument() -> None:
     from window_budget import BudgetPolicy
 
     with pytest.raises(ValueError, match="either policy= or token_limit="):
-        WindowBudgetMemory.from_defaults(context_window=4000, token_limit=1000,
-                                         policy=BudgetPolicy.for_window(4000))
+        WindowBudgetMemory.from_defaults(
+            context_window=4000, token_limit=1000, policy=BudgetPolicy.for_window(4000)
+        )
 
 
 # --------------------------------------------------------------- tokenizer_fn (item 9)
@@ -89,8 +95,9 @@ def test_tokenizer_fn_becomes_the_counter() -> None:
 
     memory = WindowBudgetMemory.from_defaults(context_window=4000, tokenizer_fn=words)
     message = ChatMessage(role="user", content="one two three " * 50)
-    expected = estimate_tokens([memory._core([message])[0]],
-                               CallableCounter(lambda t: len(t.split())))
+    expected = estimate_tokens(
+        [memory._core([message])[0]], CallableCounter(lambda t: len(t.split()))
+    )
     assert memory.count_tokens([message]) == expected
     assert seen, "the tokenizer function was never called"
 
@@ -104,8 +111,9 @@ def test_llama_index_tokenizer_counts_like_the_named_counter() -> None:
 
 def test_counter_and_tokenizer_fn_together_are_refused() -> None:
     with pytest.raises(ValueError, match="either counter= or tokenizer_fn="):
-        WindowBudgetMemory.from_defaults(context_window=4000, counter="heuristic",
-                                         tokenizer_fn=str.split)
+        WindowBudgetMemory.from_defaults(
+            context_window=4000, counter="heuristic", tokenizer_fn=str.split
+        )
 
 
 # ------------------------------------------------------------ the window (wiring a)

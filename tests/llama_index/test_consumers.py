@@ -17,8 +17,7 @@ from .conftest import ScriptedLLM
 
 # The agent workflows touch pydantic's deprecated ``__fields__`` while collecting steps;
 # that warning is LlamaIndex's, not ours.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::pydantic.warnings.PydanticDeprecationWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
 
 TURNS = 210
 
@@ -41,8 +40,9 @@ def check(llm: ScriptedLLM, memory: WindowBudgetMemory, turns: int) -> None:
 def test_simple_chat_engine_sync_and_streaming() -> None:
     llm = ScriptedLLM(window=3000)
     memory = WindowBudgetMemory.from_defaults(llm=llm)
-    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory,
-                                            system_prompt="You are terse. " * 30)
+    engine = SimpleChatEngine.from_defaults(
+        llm=llm, memory=memory, system_prompt="You are terse. " * 30
+    )
     for i in range(TURNS - 10):
         engine.chat(f"turn {i}: " + "tell me more " * 25)
     for i in range(10):
@@ -72,7 +72,8 @@ def test_condense_plus_context_chat_engine() -> None:
     # the memory gets half of the window, the rest stays for context and the reply.
     memory = WindowBudgetMemory.from_defaults(llm=llm, context_window=2048)
     engine = CondensePlusContextChatEngine.from_defaults(
-        index.as_retriever(similarity_top_k=1), llm=llm, memory=memory)
+        index.as_retriever(similarity_top_k=1), llm=llm, memory=memory
+    )
     for i in range(TURNS):
         engine.chat(f"turn {i}: " + "what about it " * 20)
     check(llm, memory, TURNS)
@@ -82,8 +83,12 @@ def test_condense_plus_context_chat_engine() -> None:
 async def test_function_agent_with_tool() -> None:
     llm = ScriptedLLM(window=4096)
     memory = WindowBudgetMemory.from_defaults(llm=llm)
-    agent = FunctionAgent(tools=[FunctionTool.from_defaults(lookup)], llm=llm,
-                          system_prompt="Use the tool.", streaming=False)
+    agent = FunctionAgent(
+        tools=[FunctionTool.from_defaults(lookup)],
+        llm=llm,
+        system_prompt="Use the tool.",
+        streaming=False,
+    )
     for i in range(TURNS):
         await agent.run(user_msg=f"question {i}: " + "please look " * 20, memory=memory)
     check(llm, memory, TURNS)
@@ -124,7 +129,6 @@ async def test_bounded_tool_keeps_agent_runs_inside_window() -> None:
 async def test_unbounded_tool_output_overflows_the_scratchpad() -> None:
     llm = ScriptedLLM(window=4096)
     memory = WindowBudgetMemory.from_defaults(llm=llm)
-    agent = FunctionAgent(tools=[FunctionTool.from_defaults(huge_lookup)], llm=llm,
-                          streaming=False)
+    agent = FunctionAgent(tools=[FunctionTool.from_defaults(huge_lookup)], llm=llm, streaming=False)
     with pytest.raises(Exception, match="exceeds the 4096 window"):
         await agent.run(user_msg="question", memory=memory)

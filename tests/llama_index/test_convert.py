@@ -48,12 +48,14 @@ def test_every_role_maps() -> None:
 
 def test_tool_call_counted_once_with_block_and_kwargs() -> None:
     block = ToolCallBlock(tool_call_id="c1", tool_name="search", tool_kwargs={"q": "x" * 400})
-    raw = {"id": "c1", "type": "function",
-           "function": {"name": "search", "arguments": '{"q": "' + "x" * 400 + '"}'}}
+    raw = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "search", "arguments": '{"q": "' + "x" * 400 + '"}'},
+    }
     only_block = ChatMessage(role="assistant", blocks=[block])
     both = ChatMessage(role="assistant", blocks=[block], additional_kwargs={"tool_calls": [raw]})
-    only_kwargs = ChatMessage(role="assistant", content="",
-                              additional_kwargs={"tool_calls": [raw]})
+    only_kwargs = ChatMessage(role="assistant", content="", additional_kwargs={"tool_calls": [raw]})
     assert len(tool_calls_of(both)) == 1
     assert tokens(both) == tokens(only_block)
     # Arguments cost tokens even with no text content at all.
@@ -70,8 +72,9 @@ def test_tool_selection_in_kwargs_is_counted() -> None:
 
 
 def test_tool_result_keeps_call_id() -> None:
-    msg = ChatMessage(role="tool", content="42",
-                      additional_kwargs={"tool_call_id": "c1", "name": "calc"})
+    msg = ChatMessage(
+        role="tool", content="42", additional_kwargs={"tool_call_id": "c1", "name": "calc"}
+    )
     core = to_core(msg)
     assert isinstance(core, ToolResultMessage)
     assert (core.tool_call_id, core.tool_name) == ("c1", "calc")
@@ -79,18 +82,29 @@ def test_tool_result_keeps_call_id() -> None:
 
 def test_thinking_image_citation_and_unknown_content_counted() -> None:
     plain = tokens(ChatMessage(role="assistant", content="ok"))
-    thinking = ChatMessage(role="assistant", blocks=[ThinkingBlock(content="t" * 720),
-                                                     TextBlock(text="ok")])
+    thinking = ChatMessage(
+        role="assistant", blocks=[ThinkingBlock(content="t" * 720), TextBlock(text="ok")]
+    )
     assert tokens(thinking) >= plain + 200
-    image = ChatMessage(role="user", blocks=[ImageBlock(url="https://x/y.png"),
-                                             TextBlock(text="what is this")])
+    image = ChatMessage(
+        role="user", blocks=[ImageBlock(url="https://x/y.png"), TextBlock(text="what is this")]
+    )
     assert tokens(image) >= 1024
-    cite = ChatMessage(role="assistant", blocks=[CitationBlock(
-        cited_content="a quoted passage " * 20, source="doc.pdf", title="Doc",
-        additional_location_info={"page": 1})])
+    cite = ChatMessage(
+        role="assistant",
+        blocks=[
+            CitationBlock(
+                cited_content="a quoted passage " * 20,
+                source="doc.pdf",
+                title="Doc",
+                additional_location_info={"page": 1},
+            )
+        ],
+    )
     assert tokens(cite) > 80
-    citable = ChatMessage(role="user", blocks=[CitableBlock(
-        content="source text " * 30, source="s", title="t")])
+    citable = ChatMessage(
+        role="user", blocks=[CitableBlock(content="source text " * 30, source="s", title="t")]
+    )
     assert tokens(citable) > 80
     audio = ChatMessage(role="user", blocks=[AudioBlock(audio=b"\x00" * 64, format="wav")])
     assert tokens(audio) >= 1024
@@ -98,23 +112,33 @@ def test_thinking_image_citation_and_unknown_content_counted() -> None:
 
 def test_unknown_additional_kwargs_are_counted() -> None:
     bare = tokens(ChatMessage(role="assistant", content="ok"))
-    extra = tokens(ChatMessage(role="assistant", content="ok",
-                               additional_kwargs={"provider_state": "s" * 360}))
+    extra = tokens(
+        ChatMessage(role="assistant", content="ok", additional_kwargs={"provider_state": "s" * 360})
+    )
     assert extra >= bare + 100
 
 
 def test_split_pinned_counts_leading_system_messages() -> None:
-    msgs = [ChatMessage(role="system", content="a"), ChatMessage(role="developer", content="b"),
-            ChatMessage(role="user", content="c"), ChatMessage(role="system", content="d")]
+    msgs = [
+        ChatMessage(role="system", content="a"),
+        ChatMessage(role="developer", content="b"),
+        ChatMessage(role="user", content="c"),
+        ChatMessage(role="system", content="d"),
+    ]
     assert split_pinned(msgs) == 2
 
 
 def test_idless_block_and_kwargs_entry_with_id_count_once() -> None:
-    raw = {"id": "call_1", "type": "function",
-           "function": {"name": "lookup", "arguments": '{"q": "x"}'}}
-    msg = ChatMessage(role="assistant", blocks=[
-        ToolCallBlock(tool_call_id=None, tool_name="lookup", tool_kwargs={"q": "x"})],
-        additional_kwargs={"tool_calls": [raw]})
+    raw = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": '{"q": "x"}'},
+    }
+    msg = ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id=None, tool_name="lookup", tool_kwargs={"q": "x"})],
+        additional_kwargs={"tool_calls": [raw]},
+    )
     assert len(tool_calls_of(msg)) == 1
     other = {"id": "call_2", "function": {"name": "other", "arguments": "{}"}}
     msg.additional_kwargs["tool_calls"].append(other)
@@ -125,12 +149,15 @@ def test_shortened_copy_keeps_block_structure() -> None:
     from llama_index.memory.window_budget.convert import from_core_shortened
     from window_budget.pipeline import shorten_message
 
-    original = ChatMessage(role="assistant", blocks=[
-        ThinkingBlock(content="think " * 1000),
-        TextBlock(text="do it"),
-        ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": 1}),
-        ImageBlock(url="https://example.com/a.png", image_mimetype="image/png"),
-    ])
+    original = ChatMessage(
+        role="assistant",
+        blocks=[
+            ThinkingBlock(content="think " * 1000),
+            TextBlock(text="do it"),
+            ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": 1}),
+            ImageBlock(url="https://example.com/a.png", image_mimetype="image/png"),
+        ],
+    )
     core = to_core(original)
     short = shorten_message(core, 200)
     view = from_core_shortened(original, short)

@@ -34,8 +34,7 @@ def save(store: SimpleChatStore, path: Path) -> None:
     ``SimpleChatStore.persist`` itself fails with the pydantic release installed here (its
     field serializer's signature); the messages' own JSON is what it would write anyway.
     """
-    data = {k: [m.model_dump(mode="json") for m in store.get_messages(k)]
-            for k in store.get_keys()}
+    data = {k: [m.model_dump(mode="json") for m in store.get_messages(k)] for k in store.get_keys()}
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
@@ -62,12 +61,14 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_a_fresh_memory_per_request_converts_only_new_messages(
-        tmp_path: Path, conversions: list[int]) -> None:
+    tmp_path: Path, conversions: list[int]
+) -> None:
     path = tmp_path / "chat.json"
     store = SimpleChatStore()
     history = [m for i in range(500) for m in (user(i), bot(i))]
-    WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_store=store,
-                                     chat_history=history)
+    WindowBudgetMemory.from_defaults(
+        context_window=1_000_000, chat_store=store, chat_history=history
+    )
     save(store, path)
     WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_store=load(path)).get()
     before = conversions[0]
@@ -83,8 +84,9 @@ def test_a_fresh_memory_per_request_converts_only_new_messages(
 
 def test_archive_store_keeps_the_live_store_small(tmp_path: Path) -> None:
     live, archive = SimpleChatStore(), SimpleChatStore()
-    memory = WindowBudgetMemory.from_defaults(llm=ScriptedLLM(), context_window=2_000,
-                                              chat_store=live, archive_store=archive)
+    memory = WindowBudgetMemory.from_defaults(
+        llm=ScriptedLLM(), context_window=2_000, chat_store=live, archive_store=archive
+    )
     for i in range(60):
         memory.put(user(i))
         memory.put(bot(i))
@@ -97,8 +99,7 @@ def test_archive_store_keeps_the_live_store_small(tmp_path: Path) -> None:
     assert [m.content for m in full] == [m.content for i in range(60) for m in (user(i), bot(i))]
     # The serialized forms carry it too.
     again = WindowBudgetMemory.from_dict(memory.to_dict(), archive_store=SimpleChatStore())
-    assert [m.content for m in again.get_all(include_archived=True)] == \
-        [m.content for m in full]
+    assert [m.content for m in again.get_all(include_archived=True)] == [m.content for m in full]
     assert again.archive_store is not None
     assert again.archive_store.get_keys() == [memory.archive_key]
 
@@ -120,8 +121,9 @@ class AsyncOnlyStore(SimpleChatStore):
         await asyncio.sleep(0)
         return SimpleChatStore.get_messages(self, key)
 
-    async def async_add_message(self, key: str, message: ChatMessage,
-                                idx: int | None = None) -> None:
+    async def async_add_message(
+        self, key: str, message: ChatMessage, idx: int | None = None
+    ) -> None:
         await asyncio.sleep(0)
         SimpleChatStore.add_message(self, key, message, idx)
 
@@ -148,8 +150,9 @@ class LedgerDigest(DigestMessage):
 
 def test_every_digest_field_survives_a_persisted_store(tmp_path: Path) -> None:
     facts = {"objective": "migrate the db", "files": ["a.sql"]}
-    source = LedgerDigest("[session digest — older turns condensed]\n\nbody", kept_count=4,
-                          facts=facts)
+    source = LedgerDigest(
+        "[session digest — older turns condensed]\n\nbody", kept_count=4, facts=facts
+    )
     message = make_digest_chat_message(source.content, 12, source=source)  # type: ignore[arg-type]
     store = SimpleChatStore()
     store.set_messages("k", [message])

@@ -16,13 +16,15 @@ def test_import_without_llama_index_core_names_the_extra() -> None:
         else:
             print("imported")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert 'pip install "window-budget[llama-index]"' in out
 
 
 def test_core_import_stays_framework_free() -> None:
     code = "import sys, window_budget; print('llama_index' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "False"

@@ -57,11 +57,13 @@ def chat(engine: SimpleChatEngine, turns: int) -> None:
 
 def is_summary_request(event: LLMChatStartEvent) -> bool:
     return bool(event.messages) and (event.messages[0].content or "").startswith(
-        CONDENSER_BRIEF[:40])
+        CONDENSER_BRIEF[:40]
+    )
 
 
 def test_summary_calls_are_tagged_and_the_apps_are_not(
-        handlers: tuple[Recorder, SimpleSpanHandler]) -> None:
+    handlers: tuple[Recorder, SimpleSpanHandler],
+) -> None:
     recorder, _ = handlers
     llm = MockLLM(max_tokens=30)  # its chat() is instrumented, as real LLMs' are
     memory = WindowBudgetMemory.from_defaults(llm=llm, context_window=1500)
@@ -74,8 +76,7 @@ def test_summary_calls_are_tagged_and_the_apps_are_not(
     assert SUMMARY_TAG == {"window_budget": "summary"}
 
 
-def test_compaction_event_carries_the_audit(
-        handlers: tuple[Recorder, SimpleSpanHandler]) -> None:
+def test_compaction_event_carries_the_audit(handlers: tuple[Recorder, SimpleSpanHandler]) -> None:
     recorder, spans = handlers
     llm = ScriptedLLM(window=2500)
     memory = WindowBudgetMemory.from_defaults(llm=llm)
@@ -113,14 +114,14 @@ def test_get_and_aget_run_in_spans(handlers: tuple[Recorder, SimpleSpanHandler])
     assert "WindowBudgetMemory.aget" in names
     assert "WindowBudgetMemory._compact_async" in names
     parents = {s.id_: s.parent_id for s in spans.completed_spans}
-    get_span = next(s for s in spans.completed_spans
-                    if s.id_.startswith("WindowBudgetMemory.get-"))
+    get_span = next(s for s in spans.completed_spans if s.id_.startswith("WindowBudgetMemory.get-"))
     inner = [i for i, parent in parents.items() if parent == get_span.id_]
     assert any(i.startswith("WindowBudgetMemory._compact_sync") for i in inner)
 
 
 def test_a_failing_summarizer_is_reported_as_a_fallback_not_committed(
-        handlers: tuple[Recorder, SimpleSpanHandler]) -> None:
+    handlers: tuple[Recorder, SimpleSpanHandler],
+) -> None:
     recorder, _ = handlers
     llm = ScriptedLLM(window=2500, fail_summaries=True)
     memory = WindowBudgetMemory.from_defaults(llm=llm)
@@ -138,16 +139,16 @@ def test_a_failing_summarizer_is_reported_as_a_fallback_not_committed(
     assert events[-1].compaction["fallback"] is True
 
 
-async def test_async_summary_calls_are_tagged(
-        handlers: tuple[Recorder, SimpleSpanHandler]) -> None:
+async def test_async_summary_calls_are_tagged(handlers: tuple[Recorder, SimpleSpanHandler]) -> None:
     recorder, _ = handlers
     memory = WindowBudgetMemory.from_defaults(llm=MockLLM(max_tokens=30), context_window=1500)
     for i in range(30):
         await memory.aput(ChatMessage(role="user", content=f"q{i} " + "please " * 40))
         await memory.aput(ChatMessage(role="assistant", content=f"a{i} " + "sure " * 40))
     await memory.aget()
-    summaries = [e for e in recorder.events
-                 if isinstance(e, LLMChatStartEvent) and is_summary_request(e)]
+    summaries = [
+        e for e in recorder.events if isinstance(e, LLMChatStartEvent) and is_summary_request(e)
+    ]
     assert summaries
     assert all(e.tags == SUMMARY_TAG for e in summaries)
     assert any(isinstance(e, CompactionEvent) for e in recorder.events)

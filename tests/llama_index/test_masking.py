@@ -22,10 +22,19 @@ def _step(i: int, chars: int) -> list[ChatMessage]:
     cid = f"call-{i}"
     return [
         ChatMessage(role=MessageRole.USER, content=f"step {i}: run the build"),
-        ChatMessage(role=MessageRole.ASSISTANT, blocks=[ToolCallBlock(
-            tool_call_id=cid, tool_name="bash", tool_kwargs={"command": f"make part{i}"})]),
-        ChatMessage(role=MessageRole.TOOL, content=f"build {i} output\n" + "x" * chars,
-                    additional_kwargs={"tool_call_id": cid, "name": "bash"}),
+        ChatMessage(
+            role=MessageRole.ASSISTANT,
+            blocks=[
+                ToolCallBlock(
+                    tool_call_id=cid, tool_name="bash", tool_kwargs={"command": f"make part{i}"}
+                )
+            ],
+        ),
+        ChatMessage(
+            role=MessageRole.TOOL,
+            content=f"build {i} output\n" + "x" * chars,
+            additional_kwargs={"tool_call_id": cid, "name": "bash"},
+        ),
         ChatMessage(role=MessageRole.ASSISTANT, content=f"part {i} built"),
     ]
 
@@ -35,8 +44,9 @@ def _session(steps: int = 14, chars: int = 8000) -> list[ChatMessage]:
 
 
 def _memory() -> WindowBudgetMemory:
-    return WindowBudgetMemory.from_defaults(llm=ScriptedLLM(window=WINDOW),
-                                            context_window=WINDOW, policy=POLICY)
+    return WindowBudgetMemory.from_defaults(
+        llm=ScriptedLLM(window=WINDOW), context_window=WINDOW, policy=POLICY
+    )
 
 
 def _is_placeholder(m: ChatMessage) -> bool:
@@ -59,7 +69,7 @@ def _check(memory: WindowBudgetMemory, given: list[ChatMessage], before: list[di
     masked = [i for i, m in enumerate(live) if _is_placeholder(m)]
     outputs = [i for i, m in enumerate(live) if m.role == MessageRole.TOOL]
     assert masked  # the oldest outputs; the 3 most recent always stay whole
-    assert masked == outputs[:len(masked)]
+    assert masked == outputs[: len(masked)]
     assert len(masked) <= len(outputs) - 3
     for i, m in enumerate(live):
         if i in masked:
@@ -103,8 +113,7 @@ def test_aput_masks_too() -> None:
     _check(memory, given, before)
 
 
-def test_when_masking_is_not_enough_the_head_is_folded_and_the_archive_still_reads_back(
-        ) -> None:
+def test_when_masking_is_not_enough_the_head_is_folded_and_the_archive_still_reads_back() -> None:
     memory = _memory()
     given = [*_session(), *_session(80, chars=1500)]  # small outputs cannot be masked
     for i, m in enumerate(given):  # ids unique across both parts

@@ -82,16 +82,16 @@ def test_chat_store_key_and_shared_store() -> None:
 
 
 def test_chat_history_in_from_defaults() -> None:
-    memory = WindowBudgetMemory.from_defaults(context_window=2000,
-                                              chat_history=[user(1), bot(1)])
+    memory = WindowBudgetMemory.from_defaults(context_window=2000, chat_history=[user(1), bot(1)])
     assert len(memory.get_all()) == 2
 
 
 async def test_async_surface() -> None:
     memory = small_memory()
     await memory.aput(ChatMessage(role="user", content="hi"))
-    await memory.aput_messages([ChatMessage(role="assistant", content="hello"),
-                                ChatMessage(role="user", content="again")])
+    await memory.aput_messages(
+        [ChatMessage(role="assistant", content="hello"), ChatMessage(role="user", content="again")]
+    )
     assert [m.content for m in await memory.aget()] == ["hi", "hello", "again"]
     assert len(await memory.aget_all()) == 3
     await memory.aset([ChatMessage(role="user", content="x")])
@@ -143,7 +143,8 @@ def test_stays_within_limit_and_keeps_everything() -> None:
         assert memory.count_tokens(memory.get()) <= memory.token_limit
     archived = memory.get_all(include_archived=True)
     assert [m.content for m in archived] == [
-        m.content for i in range(150) for m in (user(i), bot(i))]
+        m.content for i in range(150) for m in (user(i), bot(i))
+    ]
     head = memory.get_all()[0]
     assert is_digest_message(head)
     assert head.role == MessageRole.USER
@@ -170,8 +171,12 @@ def test_digest_carried_across_compactions() -> None:
 
 def test_leading_system_messages_pinned_and_first_is_user() -> None:
     memory = small_memory()
-    memory.set([ChatMessage(role="system", content="be terse " * 20),
-                ChatMessage(role="assistant", content="leftover reply")])
+    memory.set(
+        [
+            ChatMessage(role="system", content="be terse " * 20),
+            ChatMessage(role="assistant", content="leftover reply"),
+        ]
+    )
     view = memory.get()
     assert view[0].role == MessageRole.SYSTEM
     assert view[1].role == MessageRole.USER
@@ -248,10 +253,19 @@ def test_manual_compact_folds_all_but_last_turn() -> None:
 
 def tool_turn(i: int, calls: int, words: int) -> list[ChatMessage]:
     ids = [f"c{i}-{k}" for k in range(calls)]
-    out = [user(i, words), ChatMessage(role="assistant", blocks=[
-        ToolCallBlock(tool_call_id=c, tool_name="lookup", tool_kwargs={"q": c}) for c in ids])]
-    out += [ChatMessage(role="tool", content="r " * words, additional_kwargs={"tool_call_id": c})
-            for c in ids]
+    out = [
+        user(i, words),
+        ChatMessage(
+            role="assistant",
+            blocks=[
+                ToolCallBlock(tool_call_id=c, tool_name="lookup", tool_kwargs={"q": c}) for c in ids
+            ],
+        ),
+    ]
+    out += [
+        ChatMessage(role="tool", content="r " * words, additional_kwargs={"tool_call_id": c})
+        for c in ids
+    ]
     out.append(bot(i, words))
     return out
 
@@ -324,7 +338,8 @@ def test_put_from_threads_loses_nothing() -> None:
         t.join()
     everything = memory.get_all(include_archived=True)
     assert sorted(m.content.split()[0] + m.content.split()[1] for m in everything) == sorted(
-        f"t{t}m{i}" for t in range(4) for i in range(40))
+        f"t{t}m{i}" for t in range(4) for i in range(40)
+    )
     assert memory.count_tokens(memory.get()) <= memory.token_limit
 
 
@@ -336,16 +351,19 @@ def test_serialization_round_trip() -> None:
     memory = small_memory(llm, counter="heuristic")
     memory.put(ChatMessage(role="system", content="rules"))
     fill(memory, 50)
-    memory.put(ChatMessage(role="assistant", blocks=[
-        ToolCallBlock(tool_call_id="z", tool_name="f", tool_kwargs={"a": 1})]))
+    memory.put(
+        ChatMessage(
+            role="assistant",
+            blocks=[ToolCallBlock(tool_call_id="z", tool_name="f", tool_kwargs={"a": 1})],
+        )
+    )
     data = json.loads(memory.to_json())
     again = WindowBudgetMemory.from_json(json.dumps(data), llm=llm)
     assert again.context_window == memory.context_window
     assert again.policy == memory.policy
     assert again.chat_store_key == memory.chat_store_key
     assert [m.model_dump() for m in again.get_all()] == [m.model_dump() for m in memory.get_all()]
-    assert len(again.get_all(include_archived=True)) == len(
-        memory.get_all(include_archived=True))
+    assert len(again.get_all(include_archived=True)) == len(memory.get_all(include_archived=True))
     assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
     assert is_digest_message(again.get_all()[1])
     assert WindowBudgetMemory.from_dict(memory.to_dict()).llm is None
@@ -375,26 +393,32 @@ BIG = "x" * 20_000
 
 
 def tiny_memory(**kw: object) -> WindowBudgetMemory:
-    return WindowBudgetMemory.from_defaults(llm=MockLLM(max_tokens=20), context_window=1000,
-                                            **kw)
+    return WindowBudgetMemory.from_defaults(llm=MockLLM(max_tokens=20), context_window=1000, **kw)
 
 
 def call(call_id: str = "c1") -> ChatMessage:
-    return ChatMessage(role="assistant", blocks=[
-        ToolCallBlock(tool_call_id=call_id, tool_name="f", tool_kwargs={"a": 1})])
+    return ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id=call_id, tool_name="f", tool_kwargs={"a": 1})],
+    )
 
 
 def result(content: str, call_id: str = "c1") -> ChatMessage:
-    return ChatMessage(role="tool", content=content,
-                       additional_kwargs={"tool_call_id": call_id, "name": "f"})
+    return ChatMessage(
+        role="tool", content=content, additional_kwargs={"tool_call_id": call_id, "name": "f"}
+    )
 
 
-@pytest.mark.parametrize("history", [
-    [ChatMessage(role="user", content=BIG)],
-    [call(), result(BIG)],
-    [ChatMessage(role="user", content="hi"), call(), result(BIG)],
-    [result("y" * 2000, f"z{i}") for i in range(20)],
-], ids=["one-huge-user", "one-tool-group", "user-and-tool-group", "orphan-results"])
+@pytest.mark.parametrize(
+    "history",
+    [
+        [ChatMessage(role="user", content=BIG)],
+        [call(), result(BIG)],
+        [ChatMessage(role="user", content="hi"), call(), result(BIG)],
+        [result("y" * 2000, f"z{i}") for i in range(20)],
+    ],
+    ids=["one-huge-user", "one-tool-group", "user-and-tool-group", "orphan-results"],
+)
 def test_view_fits_when_there_is_nowhere_to_cut(history: list[ChatMessage]) -> None:
     memory = tiny_memory()
     memory.put_messages(history)
@@ -406,23 +430,37 @@ def test_view_fits_when_there_is_nowhere_to_cut(history: list[ChatMessage]) -> N
 
 def test_shortened_view_keeps_thinking_and_tool_calls() -> None:
     memory = tiny_memory()
-    memory.set([ChatMessage(role="user", content="start"),
-                ChatMessage(role="assistant", blocks=[
-                    ThinkingBlock(content="think " * 1000), TextBlock(text="do it"),
-                    ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": 1})]),
-                result("res " * 3000)])
+    memory.set(
+        [
+            ChatMessage(role="user", content="start"),
+            ChatMessage(
+                role="assistant",
+                blocks=[
+                    ThinkingBlock(content="think " * 1000),
+                    TextBlock(text="do it"),
+                    ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": 1}),
+                ],
+            ),
+            result("res " * 3000),
+        ]
+    )
     view = memory.get()
     assert memory.count_tokens(view) <= memory.token_limit
     assistant = next(m for m in view if m.role == MessageRole.ASSISTANT)
     assert [type(b).__name__ for b in assistant.blocks] == [
-        "ThinkingBlock", "TextBlock", "ToolCallBlock"]
+        "ThinkingBlock",
+        "TextBlock",
+        "ToolCallBlock",
+    ]
 
 
 def test_copies_are_deep_both_ways() -> None:
     memory = small_memory()
-    sent = ChatMessage(role="assistant", blocks=[
-        ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": [1]})],
-        additional_kwargs={"meta": {"k": [1]}})
+    sent = ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": [1]})],
+        additional_kwargs={"meta": {"k": [1]}},
+    )
     memory.put(sent)
     sent.blocks[0].tool_kwargs["a"].append(2)  # type: ignore[union-attr]
     sent.additional_kwargs["meta"]["k"].append(2)
@@ -464,8 +502,11 @@ def test_chat_engine_chat_history_keeps_archive() -> None:
 
 def test_archive_never_hides_more_than_it_holds() -> None:
     memory = small_memory()
-    digest = ChatMessage(role="user", content="[session digest]",
-                         additional_kwargs={DIGEST_KEY: True, DIGEST_COVERED_KEY: 10})
+    digest = ChatMessage(
+        role="user",
+        content="[session digest]",
+        additional_kwargs={DIGEST_KEY: True, DIGEST_COVERED_KEY: 10},
+    )
     memory.set([digest, user(1), bot(1)])
     assert len(memory.get_all(include_archived=True)) == 3
 
@@ -487,8 +528,9 @@ def test_explicit_policy_leaving_no_room_is_refused() -> None:
 def test_initial_token_count_is_always_honoured(extra: int) -> None:
     memory = tiny_memory()
     for i in range(30):
-        memory.put(ChatMessage(role="user" if i % 2 == 0 else "assistant",
-                               content=f"msg {i} " + "z" * 300))
+        memory.put(
+            ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"msg {i} " + "z" * 300)
+        )
     view = memory.get(initial_token_count=extra)
     assert memory.count_tokens(view) + extra <= memory.token_limit
     assert view
@@ -509,8 +551,9 @@ def test_chat_engine_prefix_stays_within_limit() -> None:
 
     llm = ScriptedLLM()
     memory = small_memory(llm)
-    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory,
-                                            system_prompt="You are terse. " * 40)
+    engine = SimpleChatEngine.from_defaults(
+        llm=llm, memory=memory, system_prompt="You are terse. " * 40
+    )
     for i in range(40):
         engine.chat(f"q{i} " + "please " * 50)
     assert max(llm.sizes) <= memory.token_limit
@@ -541,8 +584,9 @@ def test_pickle_and_deepcopy_keep_policy_and_counter(how: str) -> None:
     from llama_index.memory.window_budget import default_policy
 
     policy = dataclasses.replace(default_policy(3000), trigger_ratio=0.6)
-    memory = WindowBudgetMemory.from_defaults(llm=MockLLM(), context_window=3000,
-                                              policy=policy, counter=len)
+    memory = WindowBudgetMemory.from_defaults(
+        llm=MockLLM(), context_window=3000, policy=policy, counter=len
+    )
     fill(memory, 3)
     other = pickle.loads(pickle.dumps(memory)) if how == "pickle" else copy.deepcopy(memory)
     assert other.policy == policy
@@ -568,15 +612,15 @@ def test_trim_strategy_is_refused_with_a_clear_error() -> None:
     from window_budget.errors import ConfigError
 
     with pytest.raises(ConfigError, match="strategy='summarize' only"):
-        WindowBudgetMemory.from_defaults(context_window=8000,
-                                         policy=BudgetPolicy(strategy="trim"))
+        WindowBudgetMemory.from_defaults(context_window=8000, policy=BudgetPolicy(strategy="trim"))
 
 
 def _long_memory(n: int = 2000) -> WindowBudgetMemory:
     # Far under budget: the whole history stays in the store, as in a long chat that has
     # not reached its window yet.
     history = [ChatMessage(role="system", content="be brief")] + [
-        user(i, words=2) if i % 2 == 0 else bot(i, words=2) for i in range(n)]
+        user(i, words=2) if i % 2 == 0 else bot(i, words=2) for i in range(n)
+    ]
     return WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_history=history)
 
 
@@ -595,7 +639,8 @@ def _count_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_put_on_long_history_converts_and_estimates_one_message(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     memory = _long_memory()
     memory.get()
     calls = _count_conversions(monkeypatch)
@@ -613,7 +658,8 @@ def test_put_on_long_history_converts_and_estimates_one_message(
 
 
 async def test_aput_on_long_history_converts_and_estimates_one_message(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     memory = _long_memory()
     await memory.aget()
     calls = _count_conversions(monkeypatch)

@@ -34,17 +34,21 @@ def test_to_string_from_string_round_trip() -> None:
     assert again.digest_role == "pair"
     assert again.policy == memory.policy
     assert [m.model_dump() for m in again.get_all(include_archived=True)] == [
-        m.model_dump() for m in memory.get_all(include_archived=True)]
+        m.model_dump() for m in memory.get_all(include_archived=True)
+    ]
     assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
     assert is_digest_message(again.get_all()[0])
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("{not json", "not a WindowBudgetMemory string: invalid JSON"),
-    ('{"class_name": "ChatMemoryBuffer"}', "not a WindowBudgetMemory"),
-    ('{"context_window": -5}', "context_window must be a positive int, got -5"),
-    ('{"context_window": 2000, "digest_role": "tool"}', "digest_role must be one of"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not a WindowBudgetMemory string: invalid JSON"),
+        ('{"class_name": "ChatMemoryBuffer"}', "not a WindowBudgetMemory"),
+        ('{"context_window": -5}', "context_window must be a positive int, got -5"),
+        ('{"context_window": 2000, "digest_role": "tool"}', "digest_role must be one of"),
+    ],
+)
 def test_bad_strings_are_one_clear_sentence(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         WindowBudgetMemory.from_string(text)
@@ -58,9 +62,11 @@ def test_string_from_before_digest_role_keeps_the_user_digest() -> None:
 
 
 def test_pickling_a_lambda_counter_drops_it_with_a_warning(
-        caplog: pytest.LogCaptureFixture) -> None:
-    memory = WindowBudgetMemory.from_defaults(context_window=2000,
-                                              counter=lambda text: len(text) // 3)
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    memory = WindowBudgetMemory.from_defaults(
+        context_window=2000, counter=lambda text: len(text) // 3
+    )
     fill(memory, 5)
     with caplog.at_level(logging.WARNING):
         data = pickle.dumps(memory)
@@ -74,8 +80,9 @@ def test_pickling_a_lambda_counter_drops_it_with_a_warning(
 
 
 def test_pickling_a_tokenizer_fn_that_does_not_pickle(caplog: pytest.LogCaptureFixture) -> None:
-    memory = WindowBudgetMemory.from_defaults(context_window=2000,
-                                              tokenizer_fn=lambda text: text.split())
+    memory = WindowBudgetMemory.from_defaults(
+        context_window=2000, tokenizer_fn=lambda text: text.split()
+    )
     fill(memory, 2)
     with caplog.at_level(logging.WARNING):
         again = pickle.loads(pickle.dumps(memory))
@@ -84,8 +91,7 @@ def test_pickling_a_tokenizer_fn_that_does_not_pickle(caplog: pytest.LogCaptureF
 
 
 @pytest.mark.parametrize("peer", [ChatMemoryBuffer, ChatSummaryMemoryBuffer])
-def test_initial_token_count_above_the_limit_raises_value_error_like_the_peers(
-        peer: Any) -> None:
+def test_initial_token_count_above_the_limit_raises_value_error_like_the_peers(peer: Any) -> None:
     kwargs = {"count_initial_tokens": True} if peer is ChatSummaryMemoryBuffer else {}
     theirs = peer.from_defaults(token_limit=500, **kwargs)
     fill(theirs, 1)

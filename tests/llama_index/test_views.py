@@ -27,7 +27,8 @@ from .conftest import ScriptedLLM
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pydantic.warnings.PydanticDeprecationWarning",
-    "ignore:is_running called from within a step:DeprecationWarning")
+    "ignore:is_running called from within a step:DeprecationWarning",
+)
 
 TURNS = 40
 
@@ -49,8 +50,7 @@ class ViewLLM(ScriptedLLM):
 
 def doubled_users(request: Sequence[ChatMessage]) -> int:
     """Places where two user messages follow each other (system messages aside)."""
-    roles = [m.role for m in request if m.role not in (MessageRole.SYSTEM,
-                                                        MessageRole.DEVELOPER)]
+    roles = [m.role for m in request if m.role not in (MessageRole.SYSTEM, MessageRole.DEVELOPER)]
     return sum(a == b == MessageRole.USER for a, b in itertools.pairwise(roles))
 
 
@@ -66,8 +66,7 @@ def lookup(q: str) -> str:
 def run_simple(role: str) -> ViewLLM:
     llm = ViewLLM(window=2500)
     memory = WindowBudgetMemory.from_defaults(llm=llm, digest_role=role)
-    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory,
-                                            system_prompt="You are terse.")
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory, system_prompt="You are terse.")
     for i in range(TURNS):
         engine.chat(f"turn {i}: " + "tell me more " * 25)
     return llm
@@ -79,7 +78,8 @@ async def run_condense_plus_context(role: str) -> ViewLLM:
     index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=8))
     memory = WindowBudgetMemory.from_defaults(llm=llm, context_window=2048, digest_role=role)
     engine = CondensePlusContextChatEngine.from_defaults(
-        index.as_retriever(similarity_top_k=1), llm=llm, memory=memory)
+        index.as_retriever(similarity_top_k=1), llm=llm, memory=memory
+    )
     for i in range(TURNS):  # async: the sync path leaves an event loop behind
         await engine.achat(f"turn {i}: " + "what about it " * 20)
     return llm
@@ -123,16 +123,22 @@ def test_user_role_puts_two_user_messages_in_a_row() -> None:
 async def test_function_agent_views() -> None:
     llm = ViewLLM(window=4096)
     memory = WindowBudgetMemory.from_defaults(llm=llm)
-    agent = FunctionAgent(tools=[FunctionTool.from_defaults(lookup)], llm=llm,
-                          system_prompt="Use the tool.", streaming=False)
+    agent = FunctionAgent(
+        tools=[FunctionTool.from_defaults(lookup)],
+        llm=llm,
+        system_prompt="Use the tool.",
+        streaming=False,
+    )
     for i in range(TURNS):
         await agent.run(user_msg=f"question {i}: " + "please look " * 20, memory=memory)
     digest_roles_ok(llm, "pair")
     for request in llm.requests:  # a tool result always follows its call
         for k, m in enumerate(request):
             if m.role == MessageRole.TOOL:
-                assert any(isinstance(b, ToolCallBlock) for b in request[k - 1].blocks) or \
-                    request[k - 1].role == MessageRole.TOOL
+                assert (
+                    any(isinstance(b, ToolCallBlock) for b in request[k - 1].blocks)
+                    or request[k - 1].role == MessageRole.TOOL
+                )
 
 
 async def run_react(role: str) -> ViewLLM:
@@ -160,18 +166,23 @@ async def test_react_agent_drops_a_system_digest() -> None:
 
 
 def dialogue(turns: int) -> list[ChatMessage]:
-    return [ChatMessage(role="user" if i % 2 == 0 else "assistant",
-                        content=f"msg {i} " + "word " * 25) for i in range(2 * turns)]
+    return [
+        ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"msg {i} " + "word " * 25)
+        for i in range(2 * turns)
+    ]
 
 
-def largest_verbatim_suffix(memory: WindowBudgetMemory, messages: list[ChatMessage],
-                            extra: int) -> int:
+def largest_verbatim_suffix(
+    memory: WindowBudgetMemory, messages: list[ChatMessage], extra: int
+) -> int:
     """How many newest messages ChatMemoryBuffer-style trimming keeps (user first)."""
     best = 0
     for k in range(1, len(messages) + 1):
         tail = messages[-k:]
-        if tail[0].role == MessageRole.USER and \
-                memory.count_tokens(tail) + extra <= memory.token_limit:
+        if (
+            tail[0].role == MessageRole.USER
+            and memory.count_tokens(tail) + extra <= memory.token_limit
+        ):
             best = k
     return best
 
@@ -230,17 +241,29 @@ def test_no_synthetic_marker_over_budget() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(turns=st.integers(1, 8), extra=st.integers(0, 600),
-       tools=st.lists(st.booleans(), min_size=8, max_size=8))
+@given(
+    turns=st.integers(1, 8),
+    extra=st.integers(0, 600),
+    tools=st.lists(st.booleans(), min_size=8, max_size=8),
+)
 def test_views_fit_and_keep_tool_pairs(turns: int, extra: int, tools: list[bool]) -> None:
     memory = WindowBudgetMemory.from_defaults(llm=MockLLM(max_tokens=20), context_window=1000)
     for i in range(turns):
         memory.put(ChatMessage(role="user", content=f"q{i} " + "word " * 20))
         if tools[i]:
-            memory.put(ChatMessage(role="assistant", blocks=[ToolCallBlock(
-                tool_call_id=f"c{i}", tool_name="f", tool_kwargs={"q": i})]))
-            memory.put(ChatMessage(role="tool", content="result " * 20,
-                                   additional_kwargs={"tool_call_id": f"c{i}"}))
+            memory.put(
+                ChatMessage(
+                    role="assistant",
+                    blocks=[
+                        ToolCallBlock(tool_call_id=f"c{i}", tool_name="f", tool_kwargs={"q": i})
+                    ],
+                )
+            )
+            memory.put(
+                ChatMessage(
+                    role="tool", content="result " * 20, additional_kwargs={"tool_call_id": f"c{i}"}
+                )
+            )
         memory.put(ChatMessage(role="assistant", content=f"a{i} " + "word " * 20))
     before = len(memory.get_all(include_archived=True))
     try:

@@ -36,17 +36,30 @@ def test_openhands_rebuilds_what_the_model_saw() -> None:
     t = read_transcript(OPENHANDS)
     assert t.format == "openhands"
     assert t.system == ("You are OpenHands agent, a helpful AI assistant.",)
-    assert [m.role for m in t.messages] == ["user", "user", "assistant", "toolResult",
-                                            "assistant", "toolResult", "toolResult",
-                                            "assistant"]
+    assert [m.role for m in t.messages] == [
+        "user",
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+    ]
     assert t.ignored == 3  # the recall action and two agent state changes
-    assert t.meta == {"run": 0, "runs": 2, "instance_id": "svc__cache-101",
-                      "model": "claude-sonnet-4-5-20250929", "compactions": 0}
+    assert t.meta == {
+        "run": 0,
+        "runs": 2,
+        "instance_id": "svc__cache-101",
+        "model": "claude-sonnet-4-5-20250929",
+        "compactions": 0,
+    }
     first = t.messages[2]
     assert isinstance(first, AssistantMessage)
-    assert first.content == (TextBlock("Let me look at the repository first."),
-                             ToolCallBlock("toolu_01", "execute_bash",
-                                           {"command": "ls src", "is_input": "false"}))
+    assert first.content == (
+        TextBlock("Let me look at the repository first."),
+        ToolCallBlock("toolu_01", "execute_bash", {"command": "ls src", "is_input": "false"}),
+    )
     # one model response, two actions: one reply with both calls, then both results
     both = t.messages[4]
     assert isinstance(both, AssistantMessage)
@@ -67,8 +80,11 @@ def test_openhands_run_option_and_its_errors() -> None:
     second = read_transcript(OPENHANDS, run=1)
     assert second.meta["instance_id"] == "svc__loader-7"
     assert [m.role for m in second.messages] == ["user", "assistant"]
-    with pytest.raises(ReadError, match=r"there is no run 5; the file holds 2 runs, "
-                                        r"numbered 0 to 1"):
+    with pytest.raises(
+        ReadError,
+        match=r"there is no run 5; the file holds 2 runs, "
+        r"numbered 0 to 1",
+    ):
         read_transcript(OPENHANDS, run=5)
     with pytest.raises(ReadError, match="a pi file holds one"):
         read_transcript(FIXTURES / "pi_session.jsonl", run=1)
@@ -87,11 +103,16 @@ def test_openhands_single_run_object_and_bare_event_list(tmp_path: Path) -> None
 
 
 def test_openhands_agent_without_function_calling_keeps_its_actions_as_text() -> None:
-    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
-              {"id": 1, "source": "agent", "action": "run",
-               "args": {"command": "ls", "thought": "look first"}},
-              {"id": 2, "source": "agent", "observation": "run", "cause": 1,
-               "content": "a.py"}]
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+        {
+            "id": 1,
+            "source": "agent",
+            "action": "run",
+            "args": {"command": "ls", "thought": "look first"},
+        },
+        {"id": 2, "source": "agent", "observation": "run", "cause": 1, "content": "a.py"},
+    ]
     t = read_transcript(io.StringIO(json.dumps(events)), format="openhands")
     user, action, seen = t.messages
     assert user == UserMessage("go")
@@ -107,8 +128,15 @@ def test_tau_bench_reads_the_first_run_and_says_so() -> None:
     assert t.format == "tau-bench"
     assert t.meta == {"run": 0, "runs": 2, "task_id": 0, "trial": 0, "reward": 1.0}
     assert t.system[0].startswith("# Retail agent policy")
-    assert [m.role for m in t.messages] == ["user", "assistant", "toolResult", "assistant",
-                                            "toolResult", "assistant", "user"]
+    assert [m.role for m in t.messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "user",
+    ]
     result = t.messages[2]
     assert isinstance(result, ToolResultMessage)
     assert (result.tool_call_id, result.tool_name) == ("call_a1", "find_user_id_by_email")
@@ -125,10 +153,15 @@ def test_tau_bench_reads_the_first_run_and_says_so() -> None:
 def test_swe_agent_reads_the_history_with_its_model() -> None:
     t = read_transcript(SWE)
     assert t.format == "swe-agent"
-    assert t.system == ("SETTING: You are an autonomous programmer working in a command "
-                        "line.",)
-    assert [m.role for m in t.messages] == ["user", "user", "assistant", "toolResult",
-                                            "assistant", "toolResult"]
+    assert t.system == ("SETTING: You are an autonomous programmer working in a command line.",)
+    assert [m.role for m in t.messages] == [
+        "user",
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+    ]
     call = t.messages[2]
     assert isinstance(call, AssistantMessage)
     assert call.tool_calls == (ToolCallBlock("toolu_bdrk_01", "bash", {"command": "ls src"}),)
@@ -163,12 +196,17 @@ def test_claude_code_side_chain_fixture() -> None:
 
 @pytest.mark.parametrize("fmt", ["openhands", "tau-bench", "swe-agent"])
 def test_new_writers_keep_a_digest_and_its_counts(fmt: str) -> None:
-    digest = DigestMessage(f"{SESSION_HEADER}\n\nport the loader", covered_count=12,
-                           kept_count=2)
-    messages = [digest, AssistantMessage((TextBlock("on it"),
-                                          ToolCallBlock("c1", "bash", {"cmd": "ls"})),
-                                         usage=Usage(900, 10, 50), model="m-1"),
-                ToolResultMessage("c1", "bash", "a.py"), UserMessage("thanks")]
+    digest = DigestMessage(f"{SESSION_HEADER}\n\nport the loader", covered_count=12, kept_count=2)
+    messages = [
+        digest,
+        AssistantMessage(
+            (TextBlock("on it"), ToolCallBlock("c1", "bash", {"cmd": "ls"})),
+            usage=Usage(900, 10, 50),
+            model="m-1",
+        ),
+        ToolResultMessage("c1", "bash", "a.py"),
+        UserMessage("thanks"),
+    ]
     buffer = io.StringIO()
     write_transcript(messages, buffer, format=fmt, system=["be brief"])
     back = read_transcript(io.StringIO(buffer.getvalue()), format=fmt)
@@ -178,8 +216,9 @@ def test_new_writers_keep_a_digest_and_its_counts(fmt: str) -> None:
     assert back.messages[1].tool_calls == messages[1].tool_calls  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("name", ["tau_bench_results.json", "swe_agent_run.traj",
-                                  "anthropic_messages.json"])
+@pytest.mark.parametrize(
+    "name", ["tau_bench_results.json", "swe_agent_run.traj", "anthropic_messages.json"]
+)
 def test_a_pretty_printed_document_is_never_invalid_jsonl(name: str, tmp_path: Path) -> None:
     # Named .jsonl, spread over many lines: still one valid JSON document.
     path = tmp_path / "misnamed.jsonl"
@@ -201,41 +240,80 @@ def test_jsonl_in_a_json_file_and_unknown_jsonl(tmp_path: Path) -> None:
     assert "not valid JSON" not in str(info.value)
 
 
-def test_swe_agent_with_only_a_system_prompt_in_its_history_reads_the_steps(
-        tmp_path: Path) -> None:
+def test_swe_agent_with_only_a_system_prompt_in_its_history_reads_the_steps(tmp_path: Path) -> None:
     doc = json.loads(SWE.read_text())
     doc["history"] = doc["history"][:1]
     path = tmp_path / "trimmed.traj"
     path.write_text(json.dumps(doc))
     t = read_transcript(path)
-    assert t.system == ("SETTING: You are an autonomous programmer working in a command "
-                        "line.",)
+    assert t.system == ("SETTING: You are an autonomous programmer working in a command line.",)
     assert [m.role for m in t.messages] == ["assistant", "user", "assistant", "user"]
 
 
 def _oh_reply(event_id: int, call_id: str, prompt: int) -> list[dict[str, object]]:
-    response = {"id": f"r{event_id}", "model": "gpt-5",
-                "choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": call_id, "type": "function",
-                     "function": {"name": "execute_bash", "arguments": '{"command": "ls"}'}}]}}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": 10}}
-    meta = {"function_name": "execute_bash", "tool_call_id": call_id,
-            "model_response": response, "total_calls_in_response": 1}
-    return [{"id": event_id, "source": "agent", "action": "run", "tool_call_metadata": meta,
-             "args": {"command": "ls"}},
-            {"id": event_id + 1, "source": "agent", "observation": "run", "cause": event_id,
-             "tool_call_metadata": meta, "content": "x " * 400}]
+    response = {
+        "id": f"r{event_id}",
+        "model": "gpt-5",
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "execute_bash", "arguments": '{"command": "ls"}'},
+                        }
+                    ],
+                }
+            }
+        ],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 10},
+    }
+    meta = {
+        "function_name": "execute_bash",
+        "tool_call_id": call_id,
+        "model_response": response,
+        "total_calls_in_response": 1,
+    }
+    return [
+        {
+            "id": event_id,
+            "source": "agent",
+            "action": "run",
+            "tool_call_metadata": meta,
+            "args": {"command": "ls"},
+        },
+        {
+            "id": event_id + 1,
+            "source": "agent",
+            "observation": "run",
+            "cause": event_id,
+            "tool_call_metadata": meta,
+            "content": "x " * 400,
+        },
+    ]
 
 
 def test_openhands_condensation_is_a_boundary() -> None:
     events: list[dict[str, object]] = [
         {"id": 0, "source": "agent", "action": "system", "args": {"content": "be brief"}},
         {"id": 1, "source": "user", "action": "message", "args": {"content": "fix it"}},
-        *_oh_reply(2, "c1", 90_000), *_oh_reply(4, "c2", 91_000),
-        {"id": 6, "source": "agent", "action": "condensation",
-         "args": {"forgotten_events_start_id": 2, "forgotten_events_end_id": 3,
-                  # the offset counts events of the view: the system prompt is the first
-                  "summary": "Listed the files.", "summary_offset": 2}},
+        *_oh_reply(2, "c1", 90_000),
+        *_oh_reply(4, "c2", 91_000),
+        {
+            "id": 6,
+            "source": "agent",
+            "action": "condensation",
+            "args": {
+                "forgotten_events_start_id": 2,
+                "forgotten_events_end_id": 3,
+                # the offset counts events of the view: the system prompt is the first
+                "summary": "Listed the files.",
+                "summary_offset": 2,
+            },
+        },
     ]
     t = read_transcript(io.StringIO(json.dumps(events)), format="openhands")
     ask, summary, kept_call, kept_result = t.messages
@@ -253,8 +331,12 @@ def test_openhands_condensation_is_a_boundary() -> None:
     fresh = read_transcript(io.StringIO(json.dumps(after)), format="openhands")
     context = estimate_context(fresh.messages, Model("gpt-5", 200_000))
     assert context.anchored
-    whole = read_transcript(io.StringIO(json.dumps(events)), format="openhands",
-                            whole_file=True)
-    assert [m.role for m in whole.messages] == ["user", "assistant", "toolResult",
-                                                "assistant", "toolResult",
-                                                "compactionSummary"]
+    whole = read_transcript(io.StringIO(json.dumps(events)), format="openhands", whole_file=True)
+    assert [m.role for m in whole.messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+        "compactionSummary",
+    ]

@@ -29,22 +29,40 @@ BIG = 150_000  # a usage figure from the long transcript before a compaction
 
 def _claude_lines(*, usage_after: bool) -> list[dict[str, Any]]:
     def reply(uid: str, text: str, usage: int | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"id": f"msg_{uid}", "role": "assistant", "model": MODEL,
-                                "content": [{"type": "text", "text": text}]}
+        body: dict[str, Any] = {
+            "id": f"msg_{uid}",
+            "role": "assistant",
+            "model": MODEL,
+            "content": [{"type": "text", "text": text}],
+        }
         if usage is not None:
-            body["usage"] = {"input_tokens": 10, "cache_read_input_tokens": usage,
-                             "cache_creation_input_tokens": 0, "output_tokens": 5}
+            body["usage"] = {
+                "input_tokens": 10,
+                "cache_read_input_tokens": usage,
+                "cache_creation_input_tokens": 0,
+                "output_tokens": 5,
+            }
         return {"type": "assistant", "uuid": uid, "sessionId": "s", "message": body}
 
     def user(uid: str, text: str, **extra: Any) -> dict[str, Any]:
-        return {"type": "user", "uuid": uid, "sessionId": "s",
-                "message": {"role": "user", "content": text}, **extra}
+        return {
+            "type": "user",
+            "uuid": uid,
+            "sessionId": "s",
+            "message": {"role": "user", "content": text},
+            **extra,
+        }
 
     return [
         user("u1", "port the loader " * 500),
         reply("a1", "reading " * 500, BIG),
-        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "sessionId": "s",
-         "compactMetadata": {"trigger": "auto", "preTokens": BIG}},
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "b1",
+            "sessionId": "s",
+            "compactMetadata": {"trigger": "auto", "preTokens": BIG},
+        },
         user("s1", "Summary: the loader is half ported.", isCompactSummary=True),
         user("u2", "now the schema"),
         reply("a2", "on it", 2_000 if usage_after else None),
@@ -74,8 +92,13 @@ def test_claude_code_reads_the_live_context_and_archives_the_rest(tmp_path: Path
     whole = read_transcript(path, whole_file=True)
     assert whole.whole_file
     assert whole.archive == ()
-    assert [m.role for m in whole.messages] == ["user", "assistant", "compactionSummary",
-                                                "user", "assistant"]
+    assert [m.role for m in whole.messages] == [
+        "user",
+        "assistant",
+        "compactionSummary",
+        "user",
+        "assistant",
+    ]
 
 
 def test_claude_code_usage_after_the_boundary_anchors(tmp_path: Path) -> None:
@@ -90,28 +113,53 @@ def _pi(first_kept: dict[str, Any]) -> str:
     entries: list[dict[str, Any]] = [
         {"type": "session", "id": "p", "version": 3},
         {"type": "message", "id": "m1", "message": {"role": "user", "content": "old ask"}},
-        {"type": "message", "id": "m2", "message": {
-            "role": "assistant", "content": [{"type": "text", "text": "old answer"}],
-            "usage": usage, "model": MODEL}},
+        {
+            "type": "message",
+            "id": "m2",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "old answer"}],
+                "usage": usage,
+                "model": MODEL,
+            },
+        },
         {"type": "model_change", "id": "m3", "modelId": MODEL},
         {"type": "message", "id": "m4", "message": {"role": "user", "content": "kept ask " * 40}},
-        {"type": "message", "id": "m5", "message": {
-            "role": "assistant", "content": [{"type": "text", "text": "kept answer " * 40}],
-            "usage": usage, "model": MODEL}},
-        {"type": "compaction", "id": "c1", "summary": "Older turns: the loader.",
-         "tokensBefore": BIG, **first_kept},
+        {
+            "type": "message",
+            "id": "m5",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "kept answer " * 40}],
+                "usage": usage,
+                "model": MODEL,
+            },
+        },
+        {
+            "type": "compaction",
+            "id": "c1",
+            "summary": "Older turns: the loader.",
+            "tokensBefore": BIG,
+            **first_kept,
+        },
         {"type": "message", "id": "m6", "message": {"role": "user", "content": "next"}},
     ]
     return "".join(json.dumps(e) + "\n" for e in entries)
 
 
-@pytest.mark.parametrize("first_kept", [{"firstKeptEntryId": "m4"},
-                                        {"firstKeptEntryIndex": 4},
-                                        # a pointer at a settings entry means the next message
-                                        {"firstKeptEntryId": "m3"}],
-                         ids=["by-id", "by-index", "at-a-settings-entry"])
-def test_pi_compaction_moves_the_kept_turns_after_its_summary(first_kept: dict[str, Any],
-                                                              ) -> None:
+@pytest.mark.parametrize(
+    "first_kept",
+    [
+        {"firstKeptEntryId": "m4"},
+        {"firstKeptEntryIndex": 4},
+        # a pointer at a settings entry means the next message
+        {"firstKeptEntryId": "m3"},
+    ],
+    ids=["by-id", "by-index", "at-a-settings-entry"],
+)
+def test_pi_compaction_moves_the_kept_turns_after_its_summary(
+    first_kept: dict[str, Any],
+) -> None:
     t = read_transcript(io.StringIO(_pi(first_kept)), format="pi")
     summary, kept_ask, kept_answer, new = t.messages
     assert isinstance(summary, CompactionSummaryMessage)
@@ -119,15 +167,25 @@ def test_pi_compaction_moves_the_kept_turns_after_its_summary(first_kept: dict[s
     assert kept_ask.content.startswith("kept ask")  # type: ignore[union-attr]
     assert isinstance(kept_answer, AssistantMessage)
     assert new.content == "next"  # type: ignore[union-attr]
-    assert [m.content for m in t.archive] == ["old ask", (  # type: ignore[union-attr]
-        t.archive[1].content[0],)]  # type: ignore[union-attr]
+    assert [m.content for m in t.archive] == [
+        "old ask",
+        (  # type: ignore[union-attr]
+            t.archive[1].content[0],
+        ),
+    ]  # type: ignore[union-attr]
     # the kept answer's usage measured the whole old transcript (the 6.8x overestimate)
     context = estimate_context(t.messages, Model(MODEL, 200_000))
     assert not context.anchored
     assert context.context_tokens < 2_000
     whole = read_transcript(io.StringIO(_pi(first_kept)), format="pi", whole_file=True)
-    assert [m.role for m in whole.messages] == ["user", "assistant", "user", "assistant",
-                                                "compactionSummary", "user"]
+    assert [m.role for m in whole.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "compactionSummary",
+        "user",
+    ]
 
 
 def test_pi_live_context_survives_a_write_and_read(tmp_path: Path) -> None:
@@ -140,10 +198,23 @@ def test_pi_live_context_survives_a_write_and_read(tmp_path: Path) -> None:
 
 
 def test_pi_aborted_reply_with_zero_usage_is_not_trusted() -> None:
-    text = (json.dumps({"type": "session", "id": "p"}) + "\n"
-            + json.dumps({"type": "message", "message": {
-                "role": "assistant", "content": [], "stopReason": "aborted", "model": MODEL,
-                "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}}) + "\n")
+    text = (
+        json.dumps({"type": "session", "id": "p"})
+        + "\n"
+        + json.dumps(
+            {
+                "type": "message",
+                "message": {
+                    "role": "assistant",
+                    "content": [],
+                    "stopReason": "aborted",
+                    "model": MODEL,
+                    "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                },
+            }
+        )
+        + "\n"
+    )
     (reply,) = read_transcript(io.StringIO(text), format="pi").messages
     assert isinstance(reply, AssistantMessage)
     assert reply.usage is None
@@ -163,8 +234,10 @@ def test_a_library_digest_in_a_pi_file_is_a_boundary() -> None:
 
 
 def test_claude_code_side_chain_file_reads_its_messages(tmp_path: Path) -> None:
-    lines = [{**line, "isSidechain": True, "agentId": "a1b2"}
-             for line in _claude_lines(usage_after=True)[4:]]
+    lines = [
+        {**line, "isSidechain": True, "agentId": "a1b2"}
+        for line in _claude_lines(usage_after=True)[4:]
+    ]
     t = read_transcript(_write_lines(tmp_path / "agent-a1b2.jsonl", lines))
     assert [m.role for m in t.messages] == ["user", "assistant"]
     assert t.meta["sidechain"] is True
@@ -197,9 +270,22 @@ def test_compact_keeps_the_archive_ahead_of_the_new_digest(tmp_path: Path) -> No
     source = FIXTURES / "pi_session.jsonl"
     before = read_transcript(source)
     out = tmp_path / "out.jsonl"
-    result = CliRunner().invoke(main, ["compact", str(source), "--force", "-o", str(out),
-                                       "--window", "4000", "--keep-recent", "50"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compact",
+            str(source),
+            "--force",
+            "-o",
+            str(out),
+            "--window",
+            "4000",
+            "--keep-recent",
+            "50",
+        ],
+    )
     assert result.exit_code == 0, result.output
+
     # the file is still the whole log: nothing that was in it is gone
     def texts(messages: Any) -> list[tuple[str, str]]:
         return [(m.role, message_text(m)) for m in messages]
@@ -221,9 +307,22 @@ def test_a_kept_count_survives_this_librarys_json() -> None:
 
 def test_compact_to_a_format_without_boundaries_says_what_it_left_out(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    result = CliRunner().invoke(main, ["compact", str(FIXTURES / "pi_session.jsonl"),
-                                       "--force", "--to", "openai", "-o", str(out),
-                                       "--window", "4000", "--keep-recent", "50"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compact",
+            str(FIXTURES / "pi_session.jsonl"),
+            "--force",
+            "--to",
+            "openai",
+            "-o",
+            str(out),
+            "--window",
+            "4000",
+            "--keep-recent",
+            "50",
+        ],
+    )
     assert result.exit_code == 0, result.output
     note = "the 5 messages before its last compaction are left out of the openai output"
     assert note in result.stderr
@@ -231,8 +330,13 @@ def test_compact_to_a_format_without_boundaries_says_what_it_left_out(tmp_path: 
 
 def _tree_session() -> str:
     def entry(kind: str, eid: str, parent: str | None, **fields: Any) -> dict[str, Any]:
-        return {"type": kind, "id": eid, "parentId": parent,
-                "timestamp": "2025-12-01T10:00:00.000Z", **fields}
+        return {
+            "type": kind,
+            "id": eid,
+            "parentId": parent,
+            "timestamp": "2025-12-01T10:00:00.000Z",
+            **fields,
+        }
 
     def msg(eid: str, parent: str | None, **message: Any) -> dict[str, Any]:
         return entry("message", eid, parent, message=message)
@@ -240,8 +344,14 @@ def _tree_session() -> str:
     entries = [
         {"type": "session", "version": 3, "id": "tree", "cwd": "/w"},
         msg("e1", None, role="user", content="port the loader"),
-        msg("e2", "e1", role="assistant", content=[{"type": "text", "text": "which way?"}],
-            model=MODEL, usage={"input": 900, "output": 9, "cacheRead": 0, "cacheWrite": 0}),
+        msg(
+            "e2",
+            "e1",
+            role="assistant",
+            content=[{"type": "text", "text": "which way?"}],
+            model=MODEL,
+            usage={"input": 900, "output": 9, "cacheRead": 0, "cacheWrite": 0},
+        ),
         msg("e3", "e2", role="user", content="try approach A"),
         msg("e4", "e3", role="assistant", content=[{"type": "text", "text": "A fails"}]),
         # /tree back to e2: the left branch is summarised, the new one starts from it
@@ -249,10 +359,25 @@ def _tree_session() -> str:
         msg("e6", "e5", role="user", content="try approach B"),
         entry("label", "e7", "e6", targetId="e1", label="start"),
         entry("custom", "e8", "e7", customType="ext", data={"n": 1}),
-        entry("custom_message", "e9", "e8", customType="ext", content="repo rules: no yaml",
-              display=True),
-        msg("e10", "e9", role="bashExecution", command="ls", output="a.py", exitCode=0,
-            cancelled=False, truncated=False, excludeFromContext=True),
+        entry(
+            "custom_message",
+            "e9",
+            "e8",
+            customType="ext",
+            content="repo rules: no yaml",
+            display=True,
+        ),
+        msg(
+            "e10",
+            "e9",
+            role="bashExecution",
+            command="ls",
+            output="a.py",
+            exitCode=0,
+            cancelled=False,
+            truncated=False,
+            excludeFromContext=True,
+        ),
         entry("session_info", "e11", "e10", name="loader port"),
     ]
     return "".join(json.dumps(e) + "\n" for e in entries)
@@ -260,16 +385,22 @@ def _tree_session() -> str:
 
 def test_pi_reads_the_active_branch_of_a_session_tree() -> None:
     t = read_transcript(io.StringIO(_tree_session()), format="pi")
-    assert [m.role for m in t.messages] == ["user", "assistant", "branchSummary", "user",
-                                            "custom"]
+    assert [m.role for m in t.messages] == ["user", "assistant", "branchSummary", "user", "custom"]
     assert t.messages[2].summary == "Approach A failed."  # type: ignore[union-attr]
     assert t.messages[4].content == "repo rules: no yaml"  # type: ignore[union-attr]
     assert [message_text(m) for m in t.archive] == ["try approach A", "A fails"]
     assert t.meta["name"] == "loader port"
     assert t.ignored == 4  # label, custom, session_info and the `!!` shell run
     whole = read_transcript(io.StringIO(_tree_session()), format="pi", whole_file=True)
-    assert [m.role for m in whole.messages] == ["user", "assistant", "user", "assistant",
-                                                "branchSummary", "user", "custom"]
+    assert [m.role for m in whole.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "branchSummary",
+        "user",
+        "custom",
+    ]
     assert detect_format_of(_tree_session()) == "pi"
 
 

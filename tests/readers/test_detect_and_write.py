@@ -84,9 +84,15 @@ def test_directory_scan_lists_transcripts_only(tmp_path: Path) -> None:
 
 SAMPLE = [
     UserMessage("port the loader"),
-    AssistantMessage((ThinkingBlock("read first", "sig"), TextBlock("reading"),
-                      ToolCallBlock("c1", "read", {"path": "a.py"})),
-                     usage=Usage(100, 10, 50, 5), model="m-1"),
+    AssistantMessage(
+        (
+            ThinkingBlock("read first", "sig"),
+            TextBlock("reading"),
+            ToolCallBlock("c1", "read", {"path": "a.py"}),
+        ),
+        usage=Usage(100, 10, 50, 5),
+        model="m-1",
+    ),
     ToolResultMessage("c1", "read", "print('a')"),
     UserMessage((TextBlock("look"), ImageBlock("iVBORw0KGgo=", "image/png"))),
     AssistantMessage("done", model="m-1"),
@@ -95,8 +101,7 @@ SAMPLE = [
 
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_every_writer_round_trips_through_its_reader(fmt: str, tmp_path: Path) -> None:
-    path = tmp_path / ("out.jsonl" if fmt in ("claude-code", "pi", "openai-jsonl")
-                       else "out.json")
+    path = tmp_path / ("out.jsonl" if fmt in ("claude-code", "pi", "openai-jsonl") else "out.json")
     write_transcript(SAMPLE, path, format=fmt, system=["be brief"])
     assert detect_format(path) == fmt
     back = read_transcript(path)
@@ -110,10 +115,12 @@ def test_every_writer_round_trips_through_its_reader(fmt: str, tmp_path: Path) -
 
 def test_kinds_a_format_lacks_become_user_text() -> None:
     out = io.StringIO()
-    write_transcript([BashExecutionMessage("pytest", "3 passed", exit_code=0)], out,
-                     format="openai")
-    assert json.loads(out.getvalue()) == [{"role": "user",
-                                           "content": "$ pytest (exit 0)\n3 passed"}]
+    write_transcript(
+        [BashExecutionMessage("pytest", "3 passed", exit_code=0)], out, format="openai"
+    )
+    assert json.loads(out.getvalue()) == [
+        {"role": "user", "content": "$ pytest (exit 0)\n3 passed"}
+    ]
 
 
 def test_langchain_writer_output_loads_in_langchain() -> None:
@@ -145,13 +152,18 @@ def test_native_json_keeps_every_kind() -> None:
 
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
-_messages = st.lists(st.one_of(
-    _text.map(UserMessage),
-    st.builds(lambda t, n: AssistantMessage((TextBlock(t),
-                                             ToolCallBlock(f"c{n}", "tool", {"n": n}))),
-              _text, st.integers(0, 99)),
-    st.builds(lambda t, n: ToolResultMessage(f"c{n}", "tool", t), _text, st.integers(0, 99)),
-), max_size=12)
+_messages = st.lists(
+    st.one_of(
+        _text.map(UserMessage),
+        st.builds(
+            lambda t, n: AssistantMessage((TextBlock(t), ToolCallBlock(f"c{n}", "tool", {"n": n}))),
+            _text,
+            st.integers(0, 99),
+        ),
+        st.builds(lambda t, n: ToolResultMessage(f"c{n}", "tool", t), _text, st.integers(0, 99)),
+    ),
+    max_size=12,
+)
 
 
 @given(_messages)
@@ -170,8 +182,10 @@ def test_openai_and_anthropic_keep_every_call_and_result(msgs: list) -> None:
         write_transcript(msgs, out, format=fmt)
         back = read_transcript(io.StringIO(out.getvalue()), format=fmt)
         calls = [c for m in msgs if isinstance(m, AssistantMessage) for c in m.tool_calls]
-        back_calls = [c for m in back.messages if isinstance(m, AssistantMessage)
-                      for c in m.tool_calls]
+        back_calls = [
+            c for m in back.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+        ]
         assert back_calls == calls
-        assert [m.tool_call_id for m in back.messages if isinstance(m, ToolResultMessage)] == \
-            [m.tool_call_id for m in msgs if isinstance(m, ToolResultMessage)]
+        assert [m.tool_call_id for m in back.messages if isinstance(m, ToolResultMessage)] == [
+            m.tool_call_id for m in msgs if isinstance(m, ToolResultMessage)
+        ]

@@ -67,8 +67,10 @@ def test_openai_jsonl_streams_one_message_a_line() -> None:
 
 
 def test_openai_messages_key_and_null_content() -> None:
-    doc = ('{"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c",'
-           ' "type": "function", "function": {"name": "f", "arguments": ""}}]}]}')
+    doc = (
+        '{"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c",'
+        ' "type": "function", "function": {"name": "f", "arguments": ""}}]}]}'
+    )
     t = read_transcript(io.StringIO(doc), format="openai")
     assert t.messages[0].content == (ToolCallBlock("c", "f", {}),)  # type: ignore[union-attr]
 
@@ -103,8 +105,7 @@ def test_anthropic_blocks_results_images_and_thinking() -> None:
     assert t.format == "anthropic"
     assert t.system == ("You are a careful coding agent.",)
     roles = [m.role for m in t.messages]
-    assert roles == ["user", "assistant", "toolResult", "toolResult", "user", "assistant",
-                     "user"]
+    assert roles == ["user", "assistant", "toolResult", "toolResult", "user", "assistant", "user"]
     plan = t.messages[1]
     assert isinstance(plan, AssistantMessage)
     assert plan.content[0] == ThinkingBlock("I should look at loader.py first.", "sig-abc")
@@ -121,7 +122,8 @@ def test_anthropic_blocks_results_images_and_thinking() -> None:
     assert reply.content[0] == ThinkingBlock(REDACTED_THINKING, "EuYBCkQYAiJA")
     assert reply.usage == Usage(812, 40, 2048, 256)
     assert t.messages[6].content == (  # type: ignore[union-attr]
-        ImageBlock("https://example.invalid/diagram.png", "image/png"),)
+        ImageBlock("https://example.invalid/diagram.png", "image/png"),
+    )
 
 
 # ------------------------------------------------------------- Claude Code
@@ -130,8 +132,15 @@ def test_anthropic_blocks_results_images_and_thinking() -> None:
 def test_claude_code_merges_split_lines_and_skips_non_conversation() -> None:
     t = read("claude_code_session.jsonl", whole_file=True)
     assert t.format == "claude-code"
-    assert [m.role for m in t.messages] == ["user", "assistant", "toolResult", "assistant",
-                                            "compactionSummary", "user", "assistant"]
+    assert [m.role for m in t.messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "compactionSummary",
+        "user",
+        "assistant",
+    ]
     # snapshot, progress, sidechain line, api_error notice, summary record
     assert t.ignored == 5
     first = t.messages[1]
@@ -180,8 +189,16 @@ def test_pi_maps_one_to_one_and_accepts_both_compaction_spellings() -> None:
     t = read("pi_session.jsonl", whole_file=True)
     assert t.format == "pi"
     assert [m.role for m in t.messages] == [
-        "user", "assistant", "toolResult", "bashExecution", "compactionSummary", "user",
-        "assistant", "user", "compactionSummary"]
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "compactionSummary",
+        "user",
+        "assistant",
+        "user",
+        "compactionSummary",
+    ]
     assert t.ignored == 2  # model_change, thinking_level_change
     reply = t.messages[1]
     assert isinstance(reply, AssistantMessage)
@@ -199,8 +216,9 @@ def test_pi_maps_one_to_one_and_accepts_both_compaction_spellings() -> None:
 
 def test_pi_unknown_entry_type_is_an_error() -> None:
     with pytest.raises(ReadError, match="unknown entry type 'mystery'"):
-        read_transcript(io.StringIO('{"type": "session", "id": "x"}\n{"type": "mystery"}\n'),
-                        format="pi")
+        read_transcript(
+            io.StringIO('{"type": "session", "id": "x"}\n{"type": "mystery"}\n'), format="pi"
+        )
 
 
 # ---------------------------------------------------- LangChain / LlamaIndex
@@ -210,8 +228,7 @@ def test_langchain_dump() -> None:
     t = read("langchain_dump.json")
     assert t.format == "langchain"
     assert t.system == ("You are a careful coding agent.",)
-    assert [m.role for m in t.messages] == ["user", "assistant", "toolResult", "assistant",
-                                            "user"]
+    assert [m.role for m in t.messages] == ["user", "assistant", "toolResult", "assistant", "user"]
     shot = t.messages[0]
     assert isinstance(shot.content[1], ImageBlock)  # type: ignore[union-attr]
     call = t.messages[1]
@@ -227,12 +244,20 @@ def test_llama_index_dump() -> None:
     t = read("llama_index_dump.json")
     assert t.format == "llama-index"
     assert t.system == ("You are a careful coding agent.",)
-    assert [m.role for m in t.messages] == ["user", "assistant", "toolResult", "assistant",
-                                            "toolResult", "assistant"]
+    assert [m.role for m in t.messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+        "assistant",
+    ]
     assert t.messages[0].content[1] == ImageBlock(  # type: ignore[union-attr]
-        "https://example.invalid/diagram.png", "image/png")
+        "https://example.invalid/diagram.png", "image/png"
+    )
     assert t.messages[1].tool_calls == (  # type: ignore[union-attr]
-        ToolCallBlock("call_x", "describe_image", {"detail": "high"}),)
+        ToolCallBlock("call_x", "describe_image", {"detail": "high"}),
+    )
     second = t.messages[3]
     assert isinstance(second, AssistantMessage)
     assert isinstance(second.content[0], ThinkingBlock)
@@ -244,12 +269,22 @@ def test_readers_import_no_framework() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, window_budget.readers as r; r.read_transcript(sys.argv[1]);"
-            "r.read_transcript(sys.argv[2]);"
-            "bad = [m for m in ('langchain_core', 'llama_index') if m in sys.modules];"
-            "sys.exit(bool(bad))")
-    done = subprocess.run([sys.executable, "-c", code, str(FIXTURES / "langchain_dump.json"),
-                           str(FIXTURES / "llama_index_dump.json")], check=False)
+    code = (
+        "import sys, window_budget.readers as r; r.read_transcript(sys.argv[1]);"
+        "r.read_transcript(sys.argv[2]);"
+        "bad = [m for m in ('langchain_core', 'llama_index') if m in sys.modules];"
+        "sys.exit(bool(bad))"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(FIXTURES / "langchain_dump.json"),
+            str(FIXTURES / "llama_index_dump.json"),
+        ],
+        check=False,
+    )
     assert done.returncode == 0
 
 
@@ -260,8 +295,9 @@ class _LinesOnly(io.StringIO):
         raise AssertionError("the reader slurped the file")
 
 
-@pytest.mark.parametrize("name", ["claude_code_session.jsonl", "pi_session.jsonl",
-                                  "openai_chat.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["claude_code_session.jsonl", "pi_session.jsonl", "openai_chat.jsonl"]
+)
 def test_jsonl_readers_stream_line_by_line(name: str) -> None:
     from window_budget.readers import FORMATS, detect_format
 

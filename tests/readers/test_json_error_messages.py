@@ -13,8 +13,11 @@ from window_budget.readers import ReadError, read_transcript
 def test_a_json_syntax_error_says_where(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('[\n  {"role": "user", "content": "hi"},\n  {"role": oops}\n]\n')
-    with pytest.raises(ReadError, match=r"broken\.json, line 3, column 12: not valid JSON "
-                                        r"\(Expecting value\)") as info:
+    with pytest.raises(
+        ReadError,
+        match=r"broken\.json, line 3, column 12: not valid JSON "
+        r"\(Expecting value\)",
+    ) as info:
         read_transcript(path)
     assert "cannot tell" not in str(info.value)
 
@@ -28,8 +31,9 @@ def test_a_json_file_of_another_kind_still_cannot_be_told(tmp_path: Path) -> Non
 
 def test_bad_record_hint_uses_both_spellings(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"role": "user", "content": "hi"}\nnot json\n'
-                    '{"role": "user", "content": "again"}\n')
+    path.write_text(
+        '{"role": "user", "content": "hi"}\nnot json\n{"role": "user", "content": "again"}\n'
+    )
     with pytest.raises(ReadError) as info:
         read_transcript(path, format="openai-jsonl")
     assert "skip_bad=True" in str(info.value)

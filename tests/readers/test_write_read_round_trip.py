@@ -32,8 +32,9 @@ def _compacted() -> tuple[list[object], int, int | None]:
     original = read_transcript(LONG)
     model = Model(original.model or "m", WINDOW)
     # Masking off: these tests are about a digest surviving the writers.
-    result = create_condenser(model=model, policy=BudgetPolicy(mask_keep_outputs=None)
-                              ).run_sync(list(original.messages))
+    result = create_condenser(model=model, policy=BudgetPolicy(mask_keep_outputs=None)).run_sync(
+        list(original.messages)
+    )
     assert result.reason == "condensed"
     digest = result.messages[0]
     assert isinstance(digest, DigestMessage)
@@ -67,10 +68,18 @@ def test_claude_code_compact_boundary_records_tokens_before() -> None:
 
 def test_a_claude_code_compaction_from_claude_code_stays_a_summary() -> None:
     lines = [
-        {"type": "system", "subtype": "compact_boundary", "sessionId": "s",
-         "compactMetadata": {"trigger": "auto", "preTokens": 150000}},
-        {"type": "user", "isCompactSummary": True, "sessionId": "s",
-         "message": {"role": "user", "content": "summary of before"}},
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "sessionId": "s",
+            "compactMetadata": {"trigger": "auto", "preTokens": 150000},
+        },
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "sessionId": "s",
+            "message": {"role": "user", "content": "summary of before"},
+        },
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
     back = read_transcript(io.StringIO(text), format="claude-code")
@@ -79,8 +88,9 @@ def test_a_claude_code_compaction_from_claude_code_stays_a_summary() -> None:
 
 
 def test_usage_on_kept_turns_of_a_written_digest_never_anchors() -> None:
-    digest = DigestMessage("[session digest — older turns condensed]\n\nstuff",
-                           covered_count=10, kept_count=2)
+    digest = DigestMessage(
+        "[session digest — older turns condensed]\n\nstuff", covered_count=10, kept_count=2
+    )
     kept = [UserMessage("q"), AssistantMessage("a", usage=Usage(90_000, 10), model="m")]
     buffer = io.StringIO()
     write_transcript([digest, *kept], buffer, format="claude-code")
@@ -91,8 +101,12 @@ def test_usage_on_kept_turns_of_a_written_digest_never_anchors() -> None:
 @pytest.mark.parametrize("fmt", ["claude-code", "pi"])
 def test_agent_session_formats_keep_the_system_prompt(fmt: str) -> None:
     buffer = io.StringIO()
-    write_transcript([UserMessage("hi"), AssistantMessage("hello")], buffer, format=fmt,
-                     system=["be brief", "use tools"])
+    write_transcript(
+        [UserMessage("hi"), AssistantMessage("hello")],
+        buffer,
+        format=fmt,
+        system=["be brief", "use tools"],
+    )
     back = read_transcript(io.StringIO(buffer.getvalue()), format=fmt)
     assert back.system == ("be brief", "use tools")
     assert [m.role for m in back.messages] == ["user", "assistant"]

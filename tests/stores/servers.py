@@ -23,8 +23,11 @@ from typing import Any
 __all__ = ["Server", "ServerError", "postgres_server", "redis_server"]
 
 # Debian's postgresql package keeps its server binaries off PATH.
-_PG_DIRS = [Path("/usr/local/bin"), Path("/usr/local/pgsql/bin"),
-            *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)]
+_PG_DIRS = [
+    Path("/usr/local/bin"),
+    Path("/usr/local/pgsql/bin"),
+    *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True),
+]
 _UNPRIVILEGED = "nobody"  # PostgreSQL refuses to run as root
 
 
@@ -49,9 +52,11 @@ def _find(name: str, extra: list[Path]) -> str:
         candidate = folder / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
-    raise ServerError(f"cannot start the test server: {name!r} is not on PATH nor in "
-                      f"{', '.join(str(d) for d in extra)} (install the platform's package, "
-                      "as .ci/run does)")
+    raise ServerError(
+        f"cannot start the test server: {name!r} is not on PATH nor in "
+        f"{', '.join(str(d) for d in extra)} (install the platform's package, "
+        "as .ci/run does)"
+    )
 
 
 def _free_port() -> int:
@@ -60,23 +65,29 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, log: Path,
-                   timeout: float = 30.0) -> None:
+def _wait_for_port(
+    port: int, proc: subprocess.Popen[bytes], what: str, log: Path, timeout: float = 30.0
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = log.read_text(errors="replace")[-400:] if log.exists() else ""
-            raise ServerError(f"cannot start the test server: {what} exited with status "
-                              f"{proc.returncode}: {tail.strip()!r}")
+            raise ServerError(
+                f"cannot start the test server: {what} exited with status "
+                f"{proc.returncode}: {tail.strip()!r}"
+            )
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
             return
         time.sleep(0.05)
-    raise ServerError(f"cannot start the test server: {what} did not accept connections on "
-                      f"127.0.0.1:{port} within {timeout:.0f} s")
+    raise ServerError(
+        f"cannot start the test server: {what} did not accept connections on "
+        f"127.0.0.1:{port} within {timeout:.0f} s"
+    )
 
 
-def _wait_for_postgres(url: str, proc: subprocess.Popen[bytes], log: Path,
-                       timeout: float = 30.0) -> None:
+def _wait_for_postgres(
+    url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30.0
+) -> None:
     """Wait past "the database system is starting up": the port opens before that ends."""
     import psycopg
 
@@ -87,8 +98,10 @@ def _wait_for_postgres(url: str, proc: subprocess.Popen[bytes], log: Path,
             return
         except psycopg.OperationalError as exc:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise ServerError(f"cannot start the test server: postgres does not accept "
-                                  f"connections: {str(exc).strip()[:200]!r}") from None
+                raise ServerError(
+                    f"cannot start the test server: postgres does not accept "
+                    f"connections: {str(exc).strip()[:200]!r}"
+                ) from None
             time.sleep(0.05)
 
 
@@ -98,8 +111,10 @@ def _unprivileged() -> Any:
     try:
         return pwd.getpwnam(_UNPRIVILEGED)
     except KeyError:
-        raise ServerError(f"cannot start the test server: PostgreSQL refuses to run as root "
-                          f"and there is no {_UNPRIVILEGED!r} user to run it as") from None
+        raise ServerError(
+            f"cannot start the test server: PostgreSQL refuses to run as root "
+            f"and there is no {_UNPRIVILEGED!r} user to run it as"
+        ) from None
 
 
 def _as_unprivileged(cmd: list[str]) -> list[str]:
@@ -107,11 +122,12 @@ def _as_unprivileged(cmd: list[str]) -> list[str]:
         return cmd
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        raise ServerError("cannot start the test server: PostgreSQL refuses to run as root "
-                          "and 'setpriv' (util-linux) is missing to drop privileges")
+        raise ServerError(
+            "cannot start the test server: PostgreSQL refuses to run as root "
+            "and 'setpriv' (util-linux) is missing to drop privileges"
+        )
     entry = _unprivileged()
-    return [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}",
-            "--clear-groups", *cmd]
+    return [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups", *cmd]
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -139,21 +155,57 @@ def postgres_server() -> Iterator[Server]:
             for path in (root, data):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
         init = subprocess.run(
-            _as_unprivileged([initdb, "-D", str(data), "-U", "postgres", "-A", "trust",
-                              "-E", "UTF8", "--no-sync"]),
-            capture_output=True, check=False, cwd=root)
+            _as_unprivileged(
+                [
+                    initdb,
+                    "-D",
+                    str(data),
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                ]
+            ),
+            capture_output=True,
+            check=False,
+            cwd=root,
+        )
         if init.returncode != 0:
-            raise ServerError("cannot start the test server: initdb failed: "
-                              f"{init.stderr.decode(errors='replace').strip()[-300:]!r}")
+            raise ServerError(
+                "cannot start the test server: initdb failed: "
+                f"{init.stderr.decode(errors='replace').strip()[-300:]!r}"
+            )
         port = _free_port()
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                _as_unprivileged([postgres, "-D", str(data), "-p", str(port),
-                                  "-c", "listen_addresses=127.0.0.1",
-                                  "-c", f"unix_socket_directories={root}",
-                                  "-c", "fsync=off", "-c", "synchronous_commit=off",
-                                  "-c", "full_page_writes=off", "-c", "max_connections=200"]),
-                stdout=out, stderr=subprocess.STDOUT, cwd=root)
+                _as_unprivileged(
+                    [
+                        postgres,
+                        "-D",
+                        str(data),
+                        "-p",
+                        str(port),
+                        "-c",
+                        "listen_addresses=127.0.0.1",
+                        "-c",
+                        f"unix_socket_directories={root}",
+                        "-c",
+                        "fsync=off",
+                        "-c",
+                        "synchronous_commit=off",
+                        "-c",
+                        "full_page_writes=off",
+                        "-c",
+                        "max_connections=200",
+                    ]
+                ),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=root,
+            )
         try:
             _wait_for_port(port, proc, "postgres", log)
             url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
@@ -175,9 +227,23 @@ def redis_server() -> Iterator[Server]:
         log = root / "server.log"
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(root)],
-                stdout=out, stderr=subprocess.STDOUT, cwd=root)
+                [
+                    binary,
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(root),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=root,
+            )
         try:
             _wait_for_port(port, proc, "redis-server", log)
             yield Server("127.0.0.1", port, f"redis://127.0.0.1:{port}/0")

@@ -26,9 +26,12 @@ WINDOW = 4_000
 
 
 def turn(i: int) -> list[BaseMessage]:
-    return [HumanMessage(f"step {i}: rename config/settings_{i}.yaml and rerun `make check`. "
-                         + "context " * 80),
-            AIMessage(f"renamed config/settings_{i}.yaml; make check passes. " + "detail " * 80)]
+    return [
+        HumanMessage(
+            f"step {i}: rename config/settings_{i}.yaml and rerun `make check`. " + "context " * 80
+        ),
+        AIMessage(f"renamed config/settings_{i}.yaml; make check passes. " + "detail " * 80),
+    ]
 
 
 def _texts(messages: Sequence[BaseMessage]) -> list[str]:
@@ -59,7 +62,9 @@ def test_the_wrapper_over_postgres_keeps_everything_across_requests(pg_dsn: str)
             history = CondensingChatMessageHistory(
                 PostgresChatMessageHistory(TABLE, live_id, sync_connection=conn),
                 archive=PostgresChatMessageHistory(TABLE, archive_id, sync_connection=conn),
-                model=digest_model(), context_window=WINDOW)
+                model=digest_model(),
+                context_window=WINDOW,
+            )
             history.add_messages(turn(i))
             sent.extend(turn(i))
             compactions += bool(history.last_result and history.last_result.changed)
@@ -80,12 +85,16 @@ async def test_the_async_wrapper_over_postgres(pg_dsn: str) -> None:
         async with await psycopg.AsyncConnection.connect(pg_dsn) as conn:
             history = CondensingChatMessageHistory(
                 PostgresChatMessageHistory(TABLE, live_id, async_connection=conn),
-                archive=archive, model=digest_model(), context_window=WINDOW)
+                archive=archive,
+                model=digest_model(),
+                context_window=WINDOW,
+            )
             await history.aadd_messages(turn(i))
             sent.extend(turn(i))
     async with await psycopg.AsyncConnection.connect(pg_dsn) as conn:
-        live = await PostgresChatMessageHistory(TABLE, live_id,
-                                                async_connection=conn).aget_messages()
+        live = await PostgresChatMessageHistory(
+            TABLE, live_id, async_connection=conn
+        ).aget_messages()
     _audit(live, archive.messages, sent)
 
 
@@ -97,12 +106,17 @@ class NeverClearedHistory(ArchiveChatMessageHistory):
 
 
 def test_a_history_that_does_not_clear_is_refused_naming_it() -> None:
-    history = CondensingChatMessageHistory(NeverClearedHistory(), model=digest_model(),
-                                           context_window=WINDOW)
+    history = CondensingChatMessageHistory(
+        NeverClearedHistory(), model=digest_model(), context_window=WINDOW
+    )
+
     def write_turns() -> None:
         for i in range(20):
             history.add_messages(turn(i))
 
-    with pytest.raises(StoreError, match=r"^the store NeverClearedHistory holds \d+ messages "
-                                         r"after \d+ were written"):
+    with pytest.raises(
+        StoreError,
+        match=r"^the store NeverClearedHistory holds \d+ messages "
+        r"after \d+ were written",
+    ):
         write_turns()

@@ -31,18 +31,25 @@ THREADS = ("alice", "bob", "carol")
 
 
 def _agent(checkpointer: Any) -> tuple[Any, WindowBudgetMiddleware, RecordingChatModel]:
-    model = RecordingChatModel(sizes=[], summary_calls=[], tool_rounds=0, reply_chars=900,
-                               window=WINDOW)
+    model = RecordingChatModel(
+        sizes=[], summary_calls=[], tool_rounds=0, reply_chars=900, window=WINDOW
+    )
     middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW, policy=POLICY)
-    agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware],
-                         checkpointer=checkpointer)
+    agent = create_agent(
+        model, tools=[], system_prompt=SYSTEM, middleware=[middleware], checkpointer=checkpointer
+    )
     return agent, middleware, model
 
 
 def _ask(thread: str, turn: int) -> dict[str, Any]:
-    return {"messages": [HumanMessage(
-        f"{thread} turn {turn}: deploy services/{thread}/api_{turn}.py with `make release "
-        f"TAG=v{turn}`; never skip the canary. " + "context " * 150)]}
+    return {
+        "messages": [
+            HumanMessage(
+                f"{thread} turn {turn}: deploy services/{thread}/api_{turn}.py with `make release "
+                f"TAG=v{turn}`; never skip the canary. " + "context " * 150
+            )
+        ]
+    }
 
 
 def _config(thread: str) -> dict[str, Any]:
@@ -108,8 +115,9 @@ async def async_postgres_saver(dsn: str) -> AsyncIterator[Any]:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_threads_compact_and_resume_after_a_restart(kind: str, request: pytest.FixtureRequest,
-                                                    tmp_path: Path) -> None:
+def test_threads_compact_and_resume_after_a_restart(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     def saver() -> Any:
         if kind == "sqlite":
             return sqlite_saver(tmp_path / "checkpoints.db")
@@ -122,13 +130,15 @@ def test_threads_compact_and_resume_after_a_restart(kind: str, request: pytest.F
                 agent.invoke(_ask(thread, turn), _config(thread))
         assert middleware.compactions >= len(THREADS)
         assert max(model.sizes) <= WINDOW
-        before = {t: _check_thread(agent.get_state(_config(t)).values["messages"], t)
-                  for t in THREADS}
+        before = {
+            t: _check_thread(agent.get_state(_config(t)).values["messages"], t) for t in THREADS
+        }
 
     with saver() as checkpointer:  # a restart: new objects over the same database
         agent, middleware, model = _agent(checkpointer)
-        reloaded = {t: _check_thread(agent.get_state(_config(t)).values["messages"], t)
-                    for t in THREADS}
+        reloaded = {
+            t: _check_thread(agent.get_state(_config(t)).values["messages"], t) for t in THREADS
+        }
         assert reloaded == before  # the record came back from the database unchanged
         for turn in range(TURNS, 2 * TURNS):
             for thread in THREADS:
@@ -136,14 +146,16 @@ def test_threads_compact_and_resume_after_a_restart(kind: str, request: pytest.F
                 assert provider_valid(state["messages"])
         assert middleware.compactions >= len(THREADS)  # the restarted agent compacts again
         assert max(model.sizes) <= WINDOW
-        after = {t: _check_thread(agent.get_state(_config(t)).values["messages"], t)
-                 for t in THREADS}
+        after = {
+            t: _check_thread(agent.get_state(_config(t)).values["messages"], t) for t in THREADS
+        }
     _check_restart(before, after)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-async def test_async_checkpointers_compact_and_resume(kind: str, request: pytest.FixtureRequest,
-                                                      tmp_path: Path) -> None:
+async def test_async_checkpointers_compact_and_resume(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     def saver() -> Any:
         if kind == "sqlite":
             return async_sqlite_saver(tmp_path / "checkpoints.db")
@@ -155,14 +167,18 @@ async def test_async_checkpointers_compact_and_resume(kind: str, request: pytest
             for thread in THREADS:
                 await agent.ainvoke(_ask(thread, turn), _config(thread))
         assert middleware.compactions >= len(THREADS)
-        before = {t: _check_thread((await agent.aget_state(_config(t))).values["messages"], t)
-                  for t in THREADS}
+        before = {
+            t: _check_thread((await agent.aget_state(_config(t))).values["messages"], t)
+            for t in THREADS
+        }
 
     async with saver() as checkpointer:
         agent, _, model = _agent(checkpointer)
         for thread in THREADS:
             await agent.ainvoke(_ask(thread, TURNS), _config(thread))
         assert max(model.sizes) <= WINDOW
-        after = {t: _check_thread((await agent.aget_state(_config(t))).values["messages"], t)
-                 for t in THREADS}
+        after = {
+            t: _check_thread((await agent.aget_state(_config(t))).values["messages"], t)
+            for t in THREADS
+        }
     _check_restart(before, after)

@@ -38,8 +38,10 @@ def key(prefix: str) -> str:
 
 def turn_text(i: int, role: str) -> str:
     if role == "user":
-        return (f"step {i}: please fix src/app/module_{i}.py and run `pytest tests/test_{i}.py`; "
-                "we must keep Python 3.11 support. " + "context " * 30)
+        return (
+            f"step {i}: please fix src/app/module_{i}.py and run `pytest tests/test_{i}.py`; "
+            "we must keep Python 3.11 support. " + "context " * 30
+        )
     return f"done with step {i}: edited src/app/module_{i}.py, tests pass. " + "detail " * 30
 
 
@@ -56,8 +58,7 @@ def separate(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
 
 
-def _opener(kind: str, separate: bool, request: pytest.FixtureRequest,
-            tmp_path: Path) -> Opener:
+def _opener(kind: str, separate: bool, request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     """A function giving (live store, archive store or None, persist) for one request."""
     opened: list[BaseChatStore] = []
     request.addfinalizer(lambda: [close_store(s) for s in opened])
@@ -70,6 +71,7 @@ def _opener(kind: str, separate: bool, request: pytest.FixtureRequest,
     elif kind == "sqlite":
         where, other = str(tmp_path / "live.db"), str(tmp_path / "archive.db")
     if kind != "simple":
+
         def open_server() -> tuple[BaseChatStore, BaseChatStore | None, Callable[[], None]]:
             live = build_store(kind, where)
             archive = build_store(kind, other, table=table) if separate else None
@@ -94,15 +96,17 @@ def _opener(kind: str, separate: bool, request: pytest.FixtureRequest,
     return open_simple
 
 
-def _memory(live: BaseChatStore, archive: BaseChatStore | None,
-            key: str = "user-42") -> WindowBudgetMemory:
-    return WindowBudgetMemory.from_defaults(context_window=2_000, chat_store=live,
-                                            chat_store_key=key, archive_store=archive)
+def _memory(
+    live: BaseChatStore, archive: BaseChatStore | None, key: str = "user-42"
+) -> WindowBudgetMemory:
+    return WindowBudgetMemory.from_defaults(
+        context_window=2_000, chat_store=live, chat_store_key=key, archive_store=archive
+    )
 
 
 def test_compaction_archive_digest_record_and_ledger_survive_the_store(
-        kind: str, separate: bool, key: str, request: pytest.FixtureRequest,
-        tmp_path: Path) -> None:
+    kind: str, separate: bool, key: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     open_stores = _opener(kind, separate, request, tmp_path)
     sent: list[str] = []
     compactions = 0
@@ -136,21 +140,21 @@ def test_compaction_archive_digest_record_and_ledger_survive_the_store(
     assert "module_0.py" in str(core.facts), "the oldest file left the ledger"
     everything = memory.get_all(include_archived=True)
     assert [str(m.content) for m in everything] == sent  # nothing lost, nothing doubled
-    assert [str(m.content) for m in archived] == sent[:len(archived)]
+    assert [str(m.content) for m in archived] == sent[: len(archived)]
 
 
 def test_the_guarantee_follows_what_the_stores_offer(
-        kind: str, separate: bool, key: str, request: pytest.FixtureRequest,
-        tmp_path: Path) -> None:
+    kind: str, separate: bool, key: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     live, archive, _ = _opener(kind, separate, request, tmp_path)()
     guarantee = _memory(live, archive, key).store_guarantee
     shared = kind == "redis" or (kind in ("postgres", "sqlite") and not separate)
     assert guarantee.startswith("several processes: exact" if shared else "one process: exact")
 
 
-async def test_the_async_path_over_each_store(kind: str, key: str,
-                                              request: pytest.FixtureRequest,
-                                              tmp_path: Path) -> None:
+async def test_the_async_path_over_each_store(
+    kind: str, key: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     open_stores = _opener(kind, False, request, tmp_path)
     sent: list[str] = []
     for i in range(16):
@@ -179,8 +183,10 @@ def test_sqlite_set_messages_appends_and_the_memory_does_not_multiply(sqlite_pat
     assert len(store.get_messages("probe")) == 2  # the integration's behaviour (0.4.0)
 
     memory = _memory(store, None)
-    history = [ChatMessage(role=MessageRole.USER, content="question"),
-               ChatMessage(role=MessageRole.ASSISTANT, content="answer")]
+    history = [
+        ChatMessage(role=MessageRole.USER, content="question"),
+        ChatMessage(role=MessageRole.ASSISTANT, content="answer"),
+    ]
     memory.set(history)
     memory.set(history)  # what a chat engine does with chat_history= every turn
     assert [m.content for m in store.get_messages("user-42")] == ["question", "answer"]
@@ -204,10 +210,17 @@ class LosingChatStore(SimpleChatStore):
 
 def test_a_store_that_loses_messages_is_refused_naming_it() -> None:
     memory = _memory(LosingChatStore(), None)
-    with pytest.raises(StoreError, match=r"^the store LosingChatStore holds 1 messages after "
-                                         r"2 were written;"):
-        memory.set([ChatMessage(role=MessageRole.USER, content="first"),
-                    ChatMessage(role=MessageRole.USER, content="second")])
+    with pytest.raises(
+        StoreError,
+        match=r"^the store LosingChatStore holds 1 messages after "
+        r"2 were written;",
+    ):
+        memory.set(
+            [
+                ChatMessage(role=MessageRole.USER, content="first"),
+                ChatMessage(role=MessageRole.USER, content="second"),
+            ]
+        )
 
 
 def test_a_server_fixture_reports_where_it_listens(postgres: Server, redis_srv: Server) -> None:
@@ -216,12 +229,15 @@ def test_a_server_fixture_reports_where_it_listens(postgres: Server, redis_srv: 
 
 @pytest.mark.parametrize("server_kind", ["redis", "postgres", "sqlite"])
 def test_each_rewrite_keeps_appends_and_refuses_a_stale_fold(
-        server_kind: str, key: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    server_kind: str, key: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     from llama_index.memory.window_budget.stores import rewrite_for
 
-    where = {"redis": lambda: request.getfixturevalue("redis_url"),
-             "postgres": lambda: request.getfixturevalue("pg_dsn"),
-             "sqlite": lambda: str(tmp_path / "fold.db")}[server_kind]()
+    where = {
+        "redis": lambda: request.getfixturevalue("redis_url"),
+        "postgres": lambda: request.getfixturevalue("pg_dsn"),
+        "sqlite": lambda: str(tmp_path / "fold.db"),
+    }[server_kind]()
     store = build_store(server_kind, where)
     request.addfinalizer(lambda: close_store(store))
     archive_key = key + "::archive"
@@ -240,12 +256,20 @@ def test_each_rewrite_keeps_appends_and_refuses_a_stale_fold(
 
     assert rewrite.rewrite(fold)
     assert [m.content for m in store.get_messages(key)] == [
-        "digest", "m2", "m3", "appended meanwhile"]
+        "digest",
+        "m2",
+        "m3",
+        "appended meanwhile",
+    ]
     assert [m.content for m in store.get_messages(archive_key)] == ["m0", "m1"]
 
     assert not rewrite.rewrite(fold)  # the same head again: the store no longer starts with it
     assert [m.content for m in store.get_messages(key)] == [
-        "digest", "m2", "m3", "appended meanwhile"]
+        "digest",
+        "m2",
+        "m3",
+        "appended meanwhile",
+    ]
     assert [m.content for m in store.get_messages(archive_key)] == ["m0", "m1"]
 
 
@@ -258,9 +282,11 @@ class RecordingRewrite:
         self.folds: list[Fold[ChatMessage]] = []
         self.refuse = refuse
         self._locked = LockedRewrite(
-            lambda: store.get_messages(key), lambda ms: store.set_messages(key, ms),
+            lambda: store.get_messages(key),
+            lambda ms: store.set_messages(key, ms),
             lambda ms: [store.add_message(key + "::archive", m) for m in ms],
-            store="SimpleChatStore")
+            store="SimpleChatStore",
+        )
 
     def rewrite(self, fold: Fold[ChatMessage]) -> bool:
         self.folds.append(fold)
@@ -271,9 +297,13 @@ class RecordingRewrite:
 def test_a_callers_rewrite_is_used_for_every_compaction(refuse: bool) -> None:
     store = SimpleChatStore()
     rewrite = RecordingRewrite(store, "k", refuse=refuse)
-    memory = WindowBudgetMemory.from_defaults(context_window=2_000, chat_store=store,
-                                              chat_store_key="k", archive_key="k::archive",
-                                              store_rewrite=rewrite)
+    memory = WindowBudgetMemory.from_defaults(
+        context_window=2_000,
+        chat_store=store,
+        chat_store_key="k",
+        archive_key="k::archive",
+        store_rewrite=rewrite,
+    )
     assert memory.store_guarantee == RecordingRewrite.guarantee
     sent = [turn_text(i, role) for i in range(12) for role in ("user", "assistant")]
     for i, text in enumerate(sent):
@@ -284,9 +314,9 @@ def test_a_callers_rewrite_is_used_for_every_compaction(refuse: bool) -> None:
     assert [str(m.content) for m in memory.get_all(include_archived=True)] == sent
 
 
-def test_a_masking_pass_survives_each_store(kind: str, separate: bool, key: str,
-                                            request: pytest.FixtureRequest,
-                                            tmp_path: Path) -> None:
+def test_a_masking_pass_survives_each_store(
+    kind: str, separate: bool, key: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """Masking (on by default) writes placeholder copies through the store's rewrite; the
     originals come back from the archive in their places, a request at a time."""
     from llama_index.core.base.llms.types import ToolCallBlock
@@ -298,16 +328,27 @@ def test_a_masking_pass_survives_each_store(kind: str, separate: bool, key: str,
     masked_passes = 0
     for i in range(12):
         live, archive, persist = open_stores()
-        memory = WindowBudgetMemory.from_defaults(context_window=12_000, chat_store=live,
-                                                  chat_store_key=key, archive_store=archive)
+        memory = WindowBudgetMemory.from_defaults(
+            context_window=12_000, chat_store=live, chat_store_key=key, archive_store=archive
+        )
         cid = f"call-{i}"
         for message in (
-                ChatMessage(role=MessageRole.USER, content=f"step {i}: run the build"),
-                ChatMessage(role=MessageRole.ASSISTANT, blocks=[ToolCallBlock(
-                    tool_call_id=cid, tool_name="bash", tool_kwargs={"command": f"make p{i}"})]),
-                ChatMessage(role=MessageRole.TOOL, content=f"build {i}\n" + "log line\n" * 400,
-                            additional_kwargs={"tool_call_id": cid, "name": "bash"}),
-                ChatMessage(role=MessageRole.ASSISTANT, content=f"part {i} built")):
+            ChatMessage(role=MessageRole.USER, content=f"step {i}: run the build"),
+            ChatMessage(
+                role=MessageRole.ASSISTANT,
+                blocks=[
+                    ToolCallBlock(
+                        tool_call_id=cid, tool_name="bash", tool_kwargs={"command": f"make p{i}"}
+                    )
+                ],
+            ),
+            ChatMessage(
+                role=MessageRole.TOOL,
+                content=f"build {i}\n" + "log line\n" * 400,
+                additional_kwargs={"tool_call_id": cid, "name": "bash"},
+            ),
+            ChatMessage(role=MessageRole.ASSISTANT, content=f"part {i} built"),
+        ):
             sent.append(message)
             memory.put(message)
             done = memory.last_compaction
@@ -317,8 +358,9 @@ def test_a_masking_pass_survives_each_store(kind: str, separate: bool, key: str,
     assert masked_passes >= 2
 
     live, archive, _ = open_stores()
-    memory = WindowBudgetMemory.from_defaults(context_window=12_000, chat_store=live,
-                                              chat_store_key=key, archive_store=archive)
+    memory = WindowBudgetMemory.from_defaults(
+        context_window=12_000, chat_store=live, chat_store_key=key, archive_store=archive
+    )
     stored = memory.get_all()
     placeholders = [m for m in stored if str(m.content or "").startswith(MASK_MARKER)]
     assert placeholders, "no placeholder came back from the store"
@@ -326,5 +368,6 @@ def test_a_masking_pass_survives_each_store(kind: str, separate: bool, key: str,
     everything = memory.get_all(include_archived=True)
     # nothing lost or doubled: the originals stand in their places again
     assert [(m.role, str(m.content)) for m in everything] == [
-        (m.role, str(m.content)) for m in sent]
+        (m.role, str(m.content)) for m in sent
+    ]
     assert not any(str(m.content or "").startswith(MASK_MARKER) for m in everything)

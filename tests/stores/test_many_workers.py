@@ -32,16 +32,19 @@ def spawned() -> Iterator[tuple[Any, Any]]:
 
 @pytest.mark.parametrize("kind", ["redis", "postgres", "sqlite"])
 def test_workers_sharing_one_conversation_lose_and_duplicate_nothing(
-        kind: str, spawned: tuple[Any, Any], request: pytest.FixtureRequest, prefix: str,
-        tmp_path: Path) -> None:
-    where = {"redis": lambda: request.getfixturevalue("redis_url"),
-             "postgres": lambda: request.getfixturevalue("pg_dsn"),
-             "sqlite": lambda: str(tmp_path / "shared.db")}[kind]()
+    kind: str, spawned: tuple[Any, Any], request: pytest.FixtureRequest, prefix: str, tmp_path: Path
+) -> None:
+    where = {
+        "redis": lambda: request.getfixturevalue("redis_url"),
+        "postgres": lambda: request.getfixturevalue("pg_dsn"),
+        "sqlite": lambda: str(tmp_path / "shared.db"),
+    }[kind]()
     key = prefix + "shared"
     close_store(build_store(kind, where))  # create the table before the workers race to
     pool, manager = spawned
-    compactions, _ = run_workers(kind, where, key, workers=WORKERS, turns=TURNS,
-                                 window=2_000, pool=pool, manager=manager)
+    compactions, _ = run_workers(
+        kind, where, key, workers=WORKERS, turns=TURNS, window=2_000, pool=pool, manager=manager
+    )
     assert compactions >= 5
     store = build_store(kind, where)
     try:

@@ -38,15 +38,16 @@ def build_store(kind: str, where: str, *, table: str = "chatstore") -> BaseChatS
         rest = where.split("://", 1)[1]
         return PostgresChatStore.from_params(
             connection_string=f"postgresql+psycopg://{rest}",
-            async_connection_string=f"postgresql+asyncpg://{rest}", table_name=table)
+            async_connection_string=f"postgresql+asyncpg://{rest}",
+            table_name=table,
+        )
     if kind == "sqlite":
         from llama_index.storage.chat_store.sqlite import SQLiteChatStore
 
         return SQLiteChatStore.from_params(database=where, table_name=table)
     if kind == "simple":
         path = Path(where)
-        return SimpleChatStore.from_persist_path(str(path)) if path.exists() \
-            else SimpleChatStore()
+        return SimpleChatStore.from_persist_path(str(path)) if path.exists() else SimpleChatStore()
     raise ValueError(f"unknown store kind {kind!r}; expected one of {KINDS}")
 
 
@@ -57,9 +58,13 @@ def persist_simple(store: SimpleChatStore, path: Path) -> None:
     ``WrapSerializer`` calls its handler with an argument pydantic now reads as an index),
     so the same JSON is written message by message; ``from_persist_path`` reads it back.
     """
-    data = {"store": {key: [m.model_dump(mode="json") for m in store.get_messages(key)]
-                      for key in store.get_keys()},
-            "class_name": "SimpleChatStore"}
+    data = {
+        "store": {
+            key: [m.model_dump(mode="json") for m in store.get_messages(key)]
+            for key in store.get_keys()
+        },
+        "class_name": "SimpleChatStore",
+    }
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
 
@@ -109,11 +114,11 @@ def serve(job: Job, start: Any = None) -> tuple[int, float]:
     began = time.perf_counter()
     committed = 0
     for turn in range(job.turns):
-        memory = WindowBudgetMemory.from_defaults(context_window=job.window, chat_store=store,
-                                                  chat_store_key=job.key)
+        memory = WindowBudgetMemory.from_defaults(
+            context_window=job.window, chat_store=store, chat_store_key=job.key
+        )
         memory.put(ChatMessage(role=MessageRole.USER, content=text(job.worker, turn, "user")))
-        memory.put(ChatMessage(role=MessageRole.ASSISTANT,
-                               content=text(job.worker, turn, "agent")))
+        memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=text(job.worker, turn, "agent")))
         if memory.last_compaction is not None and memory.last_compaction.committed:
             committed += 1
     elapsed = time.perf_counter() - began
@@ -121,8 +126,17 @@ def serve(job: Job, start: Any = None) -> tuple[int, float]:
     return committed, elapsed
 
 
-def run_workers(kind: str, where: str, key: str, *, workers: int, turns: int,
-                window: int, pool: Any = None, manager: Any = None) -> tuple[int, float]:
+def run_workers(
+    kind: str,
+    where: str,
+    key: str,
+    *,
+    workers: int,
+    turns: int,
+    window: int,
+    pool: Any = None,
+    manager: Any = None,
+) -> tuple[int, float]:
     """Run ``workers`` spawned processes on one conversation; (compactions, wall seconds).
 
     ``pool`` and ``manager`` (a spawn-context ``Pool`` of at least ``workers`` processes
@@ -133,11 +147,21 @@ def run_workers(kind: str, where: str, key: str, *, workers: int, turns: int,
     if pool is None or manager is None:
         ctx = multiprocessing.get_context("spawn")
         with ctx.Manager() as manager, ctx.Pool(workers) as pool:
-            return run_workers(kind, where, key, workers=workers, turns=turns, window=window,
-                               pool=pool, manager=manager)
+            return run_workers(
+                kind,
+                where,
+                key,
+                workers=workers,
+                turns=turns,
+                window=window,
+                pool=pool,
+                manager=manager,
+            )
     start = manager.Barrier(workers + 1)
-    pending = [pool.apply_async(serve, (Job(kind, where, key, w, turns, window), start))
-               for w in range(workers)]
+    pending = [
+        pool.apply_async(serve, (Job(kind, where, key, w, turns, window), start))
+        for w in range(workers)
+    ]
     start.wait(120)  # the workers have imported everything and connected
     began = time.perf_counter()
     results = [p.get(timeout=600) for p in pending]
@@ -150,8 +174,9 @@ def audit(store: BaseChatStore, key: str, *, workers: int, turns: int) -> dict[s
 
     Raises AssertionError naming what is wrong.
     """
-    memory = WindowBudgetMemory.from_defaults(context_window=4096, chat_store=store,
-                                              chat_store_key=key)
+    memory = WindowBudgetMemory.from_defaults(
+        context_window=4096, chat_store=store, chat_store_key=key
+    )
     live = memory.get_all()
     archived = store.get_messages(memory.archive_key)
     everything = memory.get_all(include_archived=True)
@@ -159,18 +184,21 @@ def audit(store: BaseChatStore, key: str, *, workers: int, turns: int) -> dict[s
     assert len(digests) <= 1, f"{len(digests)} digests in the live store"
     assert not any(is_digest_message(m) for m in archived), "a digest was archived"
     seen = [str(m.content) for m in everything if not is_digest_message(m)]
-    expected = [text(w, t, r) for w in range(workers) for t in range(turns)
-                for r in ("user", "agent")]
+    expected = [
+        text(w, t, r) for w in range(workers) for t in range(turns) for r in ("user", "agent")
+    ]
     missing = Counter(expected) - Counter(seen)
     extra = Counter(seen) - Counter(expected)
     assert not missing, f"{sum(missing.values())} appended messages lost"
     assert not extra, f"{sum(extra.values())} messages stored twice"
     for w in range(workers):
         mine = [s for s in seen if s.startswith(f"[w{w} ")]
-        assert mine == [text(w, t, r) for t in range(turns) for r in ("user", "agent")], \
+        assert mine == [text(w, t, r) for t in range(turns) for r in ("user", "agent")], (
             f"worker {w}'s messages are out of order"
+        )
     if digests:
         assert digest_covered(digests[0]) == len(archived), (
             f"the digest covers {digest_covered(digests[0])} messages, the archive holds "
-            f"{len(archived)}")
+            f"{len(archived)}"
+        )
     return {"live": len(live), "archived": len(archived), "digests": len(digests)}

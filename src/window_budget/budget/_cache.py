@@ -89,8 +89,9 @@ class ContentCache:
 
     """
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, *,
-                 value_size: Callable[[Any], int] | None = None) -> None:
+    def __init__(
+        self, max_bytes: int = DEFAULT_MAX_BYTES, *, value_size: Callable[[Any], int] | None = None
+    ) -> None:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
             raise ValueError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
         self.max_bytes = max_bytes
@@ -158,8 +159,9 @@ class ContentCache:
                 self._bytes -= size
                 self.evictions += 1
 
-    def get_or_compute(self, keys: Sequence[Hashable | None], values: Sequence[Any],
-                       compute: Callable[[Any], Any]) -> list[Any]:
+    def get_or_compute(
+        self, keys: Sequence[Hashable | None], values: Sequence[Any], compute: Callable[[Any], Any]
+    ) -> list[Any]:
         """Per key its cached value, else ``compute(values[i])`` (stored under the key).
 
         A ``None`` key means "do not cache": its value is computed every time.
@@ -205,8 +207,8 @@ def _content_key(content: Content) -> Hashable | None:
         elif kind is ToolCallBlock:
             # repr() of the arguments is exact for the JSON-like values calls carry, and a
             # C-speed walk; the estimate serializes them anyway, which costs more.
-            out.append(("c", block.id, block.name,  # type: ignore[union-attr]
-                        repr(block.arguments)))  # type: ignore[union-attr]
+            call = cast("ToolCallBlock", block)
+            out.append(("c", call.id, call.name, repr(call.arguments)))
         elif kind is ImageBlock:
             out.append(("i",))  # billed at a flat rate whatever its data
         else:
@@ -232,8 +234,11 @@ def _tool_result(m: Any) -> Hashable | None:
 
 def _custom(m: Any) -> Hashable | None:
     body = _content_key(m.content)
-    return None if body is None else (
-        "custom", m.custom_type, body, repr(m.details) if m.details else "")
+    return (
+        None
+        if body is None
+        else ("custom", m.custom_type, body, repr(m.details) if m.details else "")
+    )
 
 
 _FINGERPRINTS: Final[dict[type, Callable[[Any], Hashable | None]]] = {
@@ -270,8 +275,12 @@ def _counter_key(counter: TokenCounter | None) -> Hashable | None:
     return cast(Hashable, counter)
 
 
-def cached_estimates(messages: Sequence[AgentMessage], counter: TokenCounter | None = None, *,
-                     cache: ContentCache | None = None) -> list[int]:
+def cached_estimates(
+    messages: Sequence[AgentMessage],
+    counter: TokenCounter | None = None,
+    *,
+    cache: ContentCache | None = None,
+) -> list[int]:
     """Per message its estimate (:func:`estimate_message_tokens`), through ``cache``.
 
     ``cache`` defaults to the process-wide :data:`ESTIMATES`. Equal content is estimated
@@ -287,8 +296,11 @@ def cached_estimates(messages: Sequence[AgentMessage], counter: TokenCounter | N
     # First by identity: the adapters hand over the same core objects turn after turn
     # (their conversion cache), and an identity lookup is far cheaper than a fingerprint.
     by_id = _BY_ID if cache is None else None
-    known = by_id.get_many([(ckey, id(m)) for m in messages]) if by_id is not None \
+    known = (
+        by_id.get_many([(ckey, id(m)) for m in messages])
+        if by_id is not None
         else [None] * len(messages)
+    )
     out: list[int] = [0] * len(messages)
     missing: list[int] = []
     for i, entry in enumerate(known):
@@ -311,6 +323,9 @@ def cached_estimates(messages: Sequence[AgentMessage], counter: TokenCounter | N
     for i, tokens in zip(missing, got, strict=True):
         out[i] = tokens
     if by_id is not None:
-        by_id.put_many(((ckey, id(m)), (m, t)) for m, t, k in zip(rest, got, keys, strict=True)
-                       if k is not None)
+        by_id.put_many(
+            ((ckey, id(m)), (m, t))
+            for m, t, k in zip(rest, got, keys, strict=True)
+            if k is not None
+        )
     return out

@@ -97,8 +97,11 @@ class Calibration:
             raise ValueError(
                 f"Calibration.ratio must be within [{MIN_RATIO}, {MAX_RATIO}], got {self.ratio!r}"
             )
-        if isinstance(self.overhead_tokens, bool) or not isinstance(self.overhead_tokens, int) \
-                or self.overhead_tokens < 0:
+        if (
+            isinstance(self.overhead_tokens, bool)
+            or not isinstance(self.overhead_tokens, int)
+            or self.overhead_tokens < 0
+        ):
             raise ValueError(
                 f"Calibration.overhead_tokens must be a non-negative int, got "
                 f"{self.overhead_tokens!r}"
@@ -122,8 +125,12 @@ class _Samples:
     """(reported prompt, estimate of the messages before it) for the first figures."""
 
 
-def _samples(messages: Sequence[AgentMessage], key: str | None,
-             counter: TokenCounter | None, pinned_tokens: int = 0) -> tuple[_Samples, str]:
+def _samples(
+    messages: Sequence[AgentMessage],
+    key: str | None,
+    counter: TokenCounter | None,
+    pinned_tokens: int = 0,
+) -> tuple[_Samples, str]:
     growth: list[tuple[int, int]] = []
     first: list[tuple[int, int]] = []
     estimated = pinned_tokens  # estimate of messages[:i], with the pinned system prompt
@@ -192,13 +199,22 @@ def _calibration(samples: _Samples, key: str) -> Calibration | None:
     first = [(p, b) for p, b in samples.first if b <= p / 2] or samples.first
     if first:
         overhead = max(0, round(statistics.median(p - ratio * b for p, b in first)))
-    return Calibration(model=key, ratio=ratio, overhead_tokens=overhead, samples=len(recent),
-                       spread=(_quantile(per_call, 0.1), _quantile(per_call, 0.9)))
+    return Calibration(
+        model=key,
+        ratio=ratio,
+        overhead_tokens=overhead,
+        samples=len(recent),
+        spread=(_quantile(per_call, 0.1), _quantile(per_call, 0.9)),
+    )
 
 
-def calibrate(messages: Sequence[AgentMessage], *, model: str | None = None,
-              counter: TokenCounter | None = None,
-              pinned_tokens: int = 0) -> Calibration | None:
+def calibrate(
+    messages: Sequence[AgentMessage],
+    *,
+    model: str | None = None,
+    counter: TokenCounter | None = None,
+    pinned_tokens: int = 0,
+) -> Calibration | None:
     """Learn how the provider counts from the usage figures ``messages`` carry.
 
     Uses the figures of ``model`` (matched by :func:`model_key`), or of the model of the
@@ -215,13 +231,13 @@ def calibrate(messages: Sequence[AgentMessage], *, model: str | None = None,
             provider saw; the overhead learned is what it counted beyond that.
 
     """
-    samples, key = _samples(messages, model_key(model) if model else None, counter,
-                            pinned_tokens)
+    samples, key = _samples(messages, model_key(model) if model else None, counter, pinned_tokens)
     return _calibration(samples, key)
 
 
-def calibrate_many(transcripts: Iterable[Sequence[AgentMessage]], *,
-                   counter: TokenCounter | None = None) -> dict[str, Calibration]:
+def calibrate_many(
+    transcripts: Iterable[Sequence[AgentMessage]], *, counter: TokenCounter | None = None
+) -> dict[str, Calibration]:
     """One calibration per model, learned from every transcript that carries its usage.
 
     Keyed by :func:`model_key`; look one up for a session without usage with

@@ -45,20 +45,28 @@ _CL100K_PAT = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
     r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
-_O200K_PAT = "|".join([
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""\p{N}{1,3}""",
-    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-    r"""\s*[\r\n]+""",
-    r"""\s+(?!\S)""",
-    r"""\s+""",
-])
+_O200K_PAT = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
 _LOCAL_SPECS: dict[str, tuple[str, dict[str, int]]] = {
-    "cl100k_base": (_CL100K_PAT, {
-        "<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-        "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276,
-    }),
+    "cl100k_base": (
+        _CL100K_PAT,
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
     "o200k_base": (_O200K_PAT, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
 }
 
@@ -113,16 +121,23 @@ class TiktokenCounter:
 
     __slots__ = ("_encode", "encoding", "name")
 
-    def __init__(self, encoding: str | tiktoken.Encoding = DEFAULT_ENCODING, *,
-                 encoding_file: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        encoding: str | tiktoken.Encoding = DEFAULT_ENCODING,
+        *,
+        encoding_file: str | os.PathLike[str] | None = None,
+    ) -> None:
         """Load ``encoding`` by name (see :func:`load_encoding`) or use a ready Encoding.
 
         Raises:
             EncodingUnavailable: tiktoken is not installed or the encoding cannot be loaded.
 
         """
-        enc = load_encoding(encoding, encoding_file=encoding_file) if isinstance(
-            encoding, str) else encoding
+        enc = (
+            load_encoding(encoding, encoding_file=encoding_file)
+            if isinstance(encoding, str)
+            else encoding
+        )
         self.encoding = enc
         """The tiktoken ``Encoding``."""
         self.name = f"tiktoken:{enc.name.removesuffix('_offline')}"
@@ -155,12 +170,12 @@ def _encoding_from_file(name: str, path: str) -> tiktoken.Encoding:
         raise EncodingUnavailable(
             f"encoding file {path!r} is not a .tiktoken file ({type(exc).__name__}: {exc})"
         ) from None
-    return tiktoken.Encoding(name=name, pat_str=pat, mergeable_ranks=ranks,
-                             special_tokens=special)
+    return tiktoken.Encoding(name=name, pat_str=pat, mergeable_ranks=ranks, special_tokens=special)
 
 
-def load_encoding(name: str = DEFAULT_ENCODING, *,
-                  encoding_file: str | os.PathLike[str] | None = None) -> tiktoken.Encoding:
+def load_encoding(
+    name: str = DEFAULT_ENCODING, *, encoding_file: str | os.PathLike[str] | None = None
+) -> tiktoken.Encoding:
     """Load a tiktoken encoding without touching the network when a local copy exists.
 
     Looks at, in order: ``encoding_file`` or ``$WINDOW_BUDGET_TIKTOKEN_FILE``; an installed
@@ -172,8 +187,11 @@ def load_encoding(name: str = DEFAULT_ENCODING, *,
         EncodingUnavailable: none of those worked; the message says what to install or set.
 
     """
-    file = os.fspath(encoding_file) if encoding_file is not None else os.environ.get(
-        "WINDOW_BUDGET_TIKTOKEN_FILE") or None
+    file = (
+        os.fspath(encoding_file)
+        if encoding_file is not None
+        else os.environ.get("WINDOW_BUDGET_TIKTOKEN_FILE") or None
+    )
     key = (name, file)
     with _encoding_lock:
         if key in _encoding_cache:
@@ -224,8 +242,11 @@ def _warn_once(key: str, message: str) -> None:
         warnings.warn(message, TokenizerFallbackWarning, stacklevel=3)
 
 
-def resolve_counter(counter: TokenCounter | Callable[[str], int] | str | None = None, *,
-                    encoding: str = DEFAULT_ENCODING) -> TokenCounter | None:
+def resolve_counter(
+    counter: TokenCounter | Callable[[str], int] | str | None = None,
+    *,
+    encoding: str = DEFAULT_ENCODING,
+) -> TokenCounter | None:
     """Apply the fallback chain: a given counter, else tiktoken, else the heuristic.
 
     ``None`` and ``"heuristic"`` mean the heuristic (returned as ``None``, the estimator's

@@ -81,7 +81,8 @@ def _argument_parts(arguments: object, parts: list[str]) -> None:
     elif isinstance(arguments, str):
         parts.append(arguments)
     elif isinstance(arguments, list | tuple) and any(
-            isinstance(v, Mapping | str) for v in arguments):
+        isinstance(v, Mapping | str) for v in arguments
+    ):
         for value in arguments:
             _argument_parts(value, parts)
     else:
@@ -157,14 +158,32 @@ def _table(rule: Callable[[int], str]) -> bytes:
     return bytes(ord(rule(i)) for i in range(256))
 
 
-_CLASSES = _table(lambda i: (
-    "E" if i >= 0xF0 else "u" if i >= 0xE0 or 0x80 <= i < 0xC0 else "w" if i >= 0x80
-    else "a" if chr(i).islower() else "A" if chr(i).isupper() else "0" if chr(i).isdigit()
-    else "n" if chr(i) in "\r\n" else " " if chr(i).isspace() else "."))
+_CLASSES = _table(
+    lambda i: (
+        "E"
+        if i >= 0xF0
+        else "u"
+        if i >= 0xE0 or 0x80 <= i < 0xC0
+        else "w"
+        if i >= 0x80
+        else "a"
+        if chr(i).islower()
+        else "A"
+        if chr(i).isupper()
+        else "0"
+        if chr(i).isdigit()
+        else "n"
+        if chr(i) in "\r\n"
+        else " "
+        if chr(i).isspace()
+        else "."
+    )
+)
 _WORDS = _table(lambda i: "a" if chr(i).isalpha() else "x")
 _NUMBERS = _table(lambda i: "0" if chr(i).isdigit() else "x")
-_PUNCTUATION = _table(lambda i: "." if i < 0x80 and not chr(i).isalnum()
-                      and not chr(i).isspace() else "x")
+_PUNCTUATION = _table(
+    lambda i: "." if i < 0x80 and not chr(i).isalnum() and not chr(i).isspace() else "x"
+)
 _LINES = _table(lambda i: "n" if chr(i) in "\r\n" else " " if chr(i) in " \t" else "x")
 _LOWER, _UPPER, _DIGIT, _PUNCT, _NON_ASCII, _FOUR_BYTE = 0.2, 0.7, 0.58, 0.79, 0.42, 2.4
 _SWITCH = 0.80  # a change from letter to digit or digit to letter
@@ -202,14 +221,20 @@ def text_tokens(text: str, chars_per_token: float = FLOOR_CHARS_PER_TOKEN) -> fl
     c = raw.translate(_CLASSES)
     count = c.count
     lower, upper, digits, punct = count(b"a"), count(b"A"), count(b"0"), count(b".")
-    shape = (_LOWER * lower + _UPPER * upper + _DIGIT * digits + _PUNCT * punct
-             + _CASE * (count(b"aA") + count(b"Aa")))
+    shape = (
+        _LOWER * lower
+        + _UPPER * upper
+        + _DIGIT * digits
+        + _PUNCT * punct
+        + _CASE * (count(b"aA") + count(b"Aa"))
+    )
     if digits:  # letter/digit alternation (hashes, base64, ids) splits into many tokens
         shape += _SWITCH * sum(map(count, _SWITCHES))
     if not ascii_only:
         two_byte = count(b"w")
-        shape += (_NON_ASCII * (count(b"u") + two_byte) + _TWO_BYTE * two_byte
-                  + _FOUR_BYTE * count(b"E"))
+        shape += (
+            _NON_ASCII * (count(b"u") + two_byte) + _TWO_BYTE * two_byte + _FOUR_BYTE * count(b"E")
+        )
         if two_byte * _ACCENTED >= lower + upper:
             # Accented letters: German, French, Polish...: words cl100k_base splits in
             # two or three, which pieces miss; a character rule holds there.
@@ -230,12 +255,15 @@ def _pieces(raw: bytes, classes: bytes, digits: int, punct: int) -> float:
     """Pieces a tokenizer's pre-split makes of ``raw`` (``classes`` is its class string)."""
     punct_runs = raw.translate(_PUNCTUATION).count(b"x.")
     lines = raw.translate(_LINES)
-    pieces = (raw.translate(_WORDS).count(b"xa") + punct_runs
-              + _PUNCT_TAIL * max(0, punct - punct_runs) + lines.count(b"xn")
-              + lines.count(b"n "))
+    pieces = (
+        raw.translate(_WORDS).count(b"xa")
+        + punct_runs
+        + _PUNCT_TAIL * max(0, punct - punct_runs)
+        + lines.count(b"xn")
+        + lines.count(b"n ")
+    )
     if digits:  # digits go in threes; a space before a number is a token of its own
-        pieces += (digits + 2 * raw.translate(_NUMBERS).count(b"x0")) / 3 + classes.count(
-            b" 0")
+        pieces += (digits + 2 * raw.translate(_NUMBERS).count(b"x0")) / 3 + classes.count(b" 0")
     return pieces
 
 
@@ -258,8 +286,13 @@ def estimate_message_tokens(message: AgentMessage, counter: TokenCounter | None 
         tokens = math.ceil(sum(map(text_tokens, parts)))
     else:
         tokens = counter.count("\n".join(parts))
-    return (tokens + MESSAGE_FRAMING_TOKENS + blocks * BLOCK_FRAMING_TOKENS
-            + images * IMAGE_TOKENS + _tool_framing(message))
+    return (
+        tokens
+        + MESSAGE_FRAMING_TOKENS
+        + blocks * BLOCK_FRAMING_TOKENS
+        + images * IMAGE_TOKENS
+        + _tool_framing(message)
+    )
 
 
 def _tool_framing(message: AgentMessage) -> int:
@@ -286,10 +319,10 @@ def estimate_tokens(messages: Sequence[AgentMessage], counter: TokenCounter | No
     return sum(cached_estimates(messages, counter))
 
 
-def prefix_tokens(messages: Sequence[AgentMessage],
-                  counter: TokenCounter | None = None) -> list[int]:
+def prefix_tokens(
+    messages: Sequence[AgentMessage], counter: TokenCounter | None = None
+) -> list[int]:
     """Forward cumulative tokens, length ``n + 1``: ``result[i]`` costs ``messages[:i]``."""
     from window_budget.budget._cache import cached_estimates
 
     return list(accumulate(cached_estimates(messages, counter), initial=0))
-

@@ -45,8 +45,19 @@ class TokenLedger:
     12
     """
 
-    __slots__ = ("_blocked", "_counter", "_digest_at", "_last_digest", "_last_usage", "_marked",
-                 "_messages", "_owner", "_prefix", "_source", "estimated")
+    __slots__ = (
+        "_blocked",
+        "_counter",
+        "_digest_at",
+        "_last_digest",
+        "_last_usage",
+        "_marked",
+        "_messages",
+        "_owner",
+        "_prefix",
+        "_source",
+        "estimated",
+    )
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self._counter = counter
@@ -99,11 +110,19 @@ class TokenLedger:
         known = self._messages
         k = len(known)
         source, self._source = self._source, messages
-        if len(messages) >= k and (k == 0 or (
-                messages[k - 1] is known[-1] and messages[0] is known[0]
-                # The very list seen last time, grown by appends: checking its ends is
-                # enough, so a re-check costs the appended messages, not the history.
-                and (messages is source or list(messages[:k]) == known))):
+        if (
+            len(messages) >= k
+            and (
+                k == 0
+                or (
+                    messages[k - 1] is known[-1]
+                    and messages[0] is known[0]
+                    # The very list seen last time, grown by appends: checking its ends is
+                    # enough, so a re-check costs the appended messages, not the history.
+                    and (messages is source or list(messages[:k]) == known)
+                )
+            )
+        ):
             common = k
         else:
             common = 0
@@ -112,7 +131,7 @@ class TokenLedger:
                     break
                 common += 1
             del known[common:]
-            del self._prefix[common + 1:]
+            del self._prefix[common + 1 :]
             self._reset_structure()
             for j, msg in enumerate(known):
                 self._index(j, msg)
@@ -120,7 +139,8 @@ class TokenLedger:
             new = messages[common:]
             for j, msg in enumerate(new, start=common):
                 if not isinstance(msg, KNOWN_MESSAGE_TYPES) and not isinstance(
-                        getattr(msg, "role", None), str):
+                    getattr(msg, "role", None), str
+                ):
                     raise MessageError(
                         f"message {j} is a {type(msg).__name__} with no string 'role'; pass "
                         "window_budget messages (or objects with a role) — convert framework "
@@ -130,8 +150,9 @@ class TokenLedger:
             # (a fresh memory per request, a deserialized thread) costs lookups, not estimates.
             total = self._prefix[-1]
             append = self._prefix.append
-            for j, (msg, tokens) in enumerate(zip(new, cached_estimates(new, self._counter),
-                                                  strict=True), start=common):
+            for j, (msg, tokens) in enumerate(
+                zip(new, cached_estimates(new, self._counter), strict=True), start=common
+            ):
                 total += tokens
                 append(total)
                 known.append(msg)
@@ -153,16 +174,24 @@ class TokenLedger:
         self._sync(messages)
         return self._blocked
 
-    def anchor(self, messages: Sequence[AgentMessage], model: Model | None = None, *,
-               pinned_tokens: int = 0) -> int | None:
+    def anchor(
+        self,
+        messages: Sequence[AgentMessage],
+        model: Model | None = None,
+        *,
+        pinned_tokens: int = 0,
+    ) -> int | None:
         """Index of the usage figure that may anchor the estimate (see ``anchor_index``)."""
         self._sync(messages)
         i = self._last_usage
         if i < 0 or self._last_digest >= i:
             return None
         msg = messages[i]
-        if not isinstance(msg, AssistantMessage) or msg.usage is None \
-                or not same_model(msg.model, model):
+        if (
+            not isinstance(msg, AssistantMessage)
+            or msg.usage is None
+            or not same_model(msg.model, model)
+        ):
             return None
         # Plausible for what it measured: from the last digest (what came before it is gone).
         measured = self._prefix[i + 1] - self._prefix[self._digest_at]
@@ -170,8 +199,9 @@ class TokenLedger:
             return None
         return i
 
-    def context(self, messages: Sequence[AgentMessage], model: Model, *,
-                pinned_tokens: int = 0) -> TokenEstimate:
+    def context(
+        self, messages: Sequence[AgentMessage], model: Model, *, pinned_tokens: int = 0
+    ) -> TokenEstimate:
         """The gate's figure for ``messages`` (what ``estimate_context`` returns).
 
         The trusted usage anchor plus what follows it, else the estimate of every message
@@ -182,6 +212,7 @@ class TokenLedger:
         usage = messages[i].usage if i is not None else None  # type: ignore[union-attr]
         if i is not None and usage is not None:
             # A provider's figure already includes the system prompt: no pinned tokens here.
-            return TokenEstimate(usage.context_tokens + prefix[-1] - prefix[i + 1],
-                                 model.context_window, True)
+            return TokenEstimate(
+                usage.context_tokens + prefix[-1] - prefix[i + 1], model.context_window, True
+            )
         return TokenEstimate(prefix[-1] + pinned_tokens, model.context_window, False)

@@ -43,46 +43,50 @@ def _family(family: str, window: int, output: int) -> tuple[str, ModelLimits]:
     return family, ModelLimits(family=family, context_window=window, max_output_tokens=output)
 
 
-KNOWN_MODELS: MappingProxyType[str, ModelLimits] = MappingProxyType(dict([
-    # Anthropic: every current model has a 200k window (Sonnet 4 and 4.5 offer 1M in beta,
-    # behind a header: the default is what a request gets without it).
-    _family("claude-opus-4-5", 200_000, 64_000),
-    _family("claude-opus-4-1", 200_000, 32_000),
-    _family("claude-opus-4", 200_000, 32_000),
-    _family("claude-sonnet-4-5", 200_000, 64_000),
-    _family("claude-sonnet-4", 200_000, 64_000),
-    _family("claude-haiku-4-5", 200_000, 64_000),
-    _family("claude-3-7-sonnet", 200_000, 64_000),
-    _family("claude-3-5-sonnet", 200_000, 8_192),
-    _family("claude-3-5-haiku", 200_000, 8_192),
-    _family("claude-3-opus", 200_000, 4_096),
-    _family("claude-3-sonnet", 200_000, 4_096),
-    _family("claude-3-haiku", 200_000, 4_096),
-    # OpenAI
-    _family("gpt-5", 400_000, 128_000),
-    _family("gpt-5-mini", 400_000, 128_000),
-    _family("gpt-5-nano", 400_000, 128_000),
-    _family("gpt-4.1", 1_047_576, 32_768),
-    _family("gpt-4.1-mini", 1_047_576, 32_768),
-    _family("gpt-4.1-nano", 1_047_576, 32_768),
-    _family("gpt-4o", 128_000, 16_384),
-    _family("gpt-4o-mini", 128_000, 16_384),
-    _family("gpt-4-turbo", 128_000, 4_096),
-    _family("gpt-4-32k", 32_768, 4_096),
-    _family("gpt-4", 8_192, 8_192),
-    _family("gpt-3.5-turbo", 16_385, 4_096),
-    _family("o1", 200_000, 100_000),
-    _family("o1-mini", 128_000, 65_536),
-    _family("o3", 200_000, 100_000),
-    _family("o3-mini", 200_000, 100_000),
-    _family("o4-mini", 200_000, 100_000),
-    # Google
-    _family("gemini-2.5-pro", 1_048_576, 65_536),
-    _family("gemini-2.5-flash", 1_048_576, 65_536),
-    _family("gemini-2.0-flash", 1_048_576, 8_192),
-    _family("gemini-1.5-pro", 2_097_152, 8_192),
-    _family("gemini-1.5-flash", 1_048_576, 8_192),
-]))
+KNOWN_MODELS: MappingProxyType[str, ModelLimits] = MappingProxyType(
+    dict(
+        [
+            # Anthropic: every current model has a 200k window (Sonnet 4 and 4.5 offer 1M in beta,
+            # behind a header: the default is what a request gets without it).
+            _family("claude-opus-4-5", 200_000, 64_000),
+            _family("claude-opus-4-1", 200_000, 32_000),
+            _family("claude-opus-4", 200_000, 32_000),
+            _family("claude-sonnet-4-5", 200_000, 64_000),
+            _family("claude-sonnet-4", 200_000, 64_000),
+            _family("claude-haiku-4-5", 200_000, 64_000),
+            _family("claude-3-7-sonnet", 200_000, 64_000),
+            _family("claude-3-5-sonnet", 200_000, 8_192),
+            _family("claude-3-5-haiku", 200_000, 8_192),
+            _family("claude-3-opus", 200_000, 4_096),
+            _family("claude-3-sonnet", 200_000, 4_096),
+            _family("claude-3-haiku", 200_000, 4_096),
+            # OpenAI
+            _family("gpt-5", 400_000, 128_000),
+            _family("gpt-5-mini", 400_000, 128_000),
+            _family("gpt-5-nano", 400_000, 128_000),
+            _family("gpt-4.1", 1_047_576, 32_768),
+            _family("gpt-4.1-mini", 1_047_576, 32_768),
+            _family("gpt-4.1-nano", 1_047_576, 32_768),
+            _family("gpt-4o", 128_000, 16_384),
+            _family("gpt-4o-mini", 128_000, 16_384),
+            _family("gpt-4-turbo", 128_000, 4_096),
+            _family("gpt-4-32k", 32_768, 4_096),
+            _family("gpt-4", 8_192, 8_192),
+            _family("gpt-3.5-turbo", 16_385, 4_096),
+            _family("o1", 200_000, 100_000),
+            _family("o1-mini", 128_000, 65_536),
+            _family("o3", 200_000, 100_000),
+            _family("o3-mini", 200_000, 100_000),
+            _family("o4-mini", 200_000, 100_000),
+            # Google
+            _family("gemini-2.5-pro", 1_048_576, 65_536),
+            _family("gemini-2.5-flash", 1_048_576, 65_536),
+            _family("gemini-2.0-flash", 1_048_576, 8_192),
+            _family("gemini-1.5-pro", 2_097_152, 8_192),
+            _family("gemini-1.5-flash", 1_048_576, 8_192),
+        ]
+    )
+)
 """The table, keyed by family name."""
 
 # A provider prefix is everything up to the last "/" (OpenRouter, LiteLLM, pi's
@@ -146,8 +150,11 @@ def model_for(model_id: str | None, *, context_window: int | None = None) -> Mod
     if context_window is not None:
         return Model(name, context_window, limits.max_output_tokens if limits else None)
     if limits is None:
-        what = f"of model {model_id!r} is not known" if name == model_id else (
-            "is not known: no model is named")
+        what = (
+            f"of model {model_id!r} is not known"
+            if name == model_id
+            else ("is not known: no model is named")
+        )
         raise ConfigError(
             f"the context window {what}; give it (--window N on the command line, "
             "context_window=N in code)"

@@ -58,8 +58,11 @@ MIN_DIGEST_TOKENS = 64
 MASK_TARGET = 0.8
 """Masking counts as enough when it brings the transcript under this share of the limit."""
 
-async def condense(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
-                   ) -> Summary:
+
+async def condense(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps | None = None,
+) -> Summary:
     """Summarize a slice directly with the session header (``scope="session"``)."""
     return await summarize(messages, replace(deps or SummarizeDeps(), scope="session"))
 
@@ -81,11 +84,14 @@ def check_window(context_window: int, policy: BudgetPolicy) -> None:
             f"reserve_tokens={policy.reserve_tokens or 0:,} (trigger_ratio "
             f"{policy.trigger_ratio}), too little for a digest and a tail (at least "
             f"{2 * MIN_DIGEST_TOKENS}); raise context_window or lower reserve_tokens "
-            f"(BudgetPolicy.for_window({context_window}) scales it)")
+            f"(BudgetPolicy.for_window({context_window}) scales it)"
+        )
 
 
-def condense_sync(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
-                  ) -> Summary:
+def condense_sync(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps | None = None,
+) -> Summary:
     """The sync twin of :func:`condense`."""
     return summarize_sync(messages, replace(deps or SummarizeDeps(), scope="session"))
 
@@ -139,29 +145,41 @@ class WindowCondenser:
 
     # -- the sans-I/O halves -------------------------------------------------
 
-    def decide(self, messages: Sequence[AgentMessage], *, force: bool = False,
-               pinned_tokens: int = 0) -> CondenseDecision:
+    def decide(
+        self, messages: Sequence[AgentMessage], *, force: bool = False, pinned_tokens: int = 0
+    ) -> CondenseDecision:
         """Run the gate and the slice; no model call."""
-        if isinstance(pinned_tokens, bool) or not isinstance(pinned_tokens, int) \
-                or pinned_tokens < 0:
+        if (
+            isinstance(pinned_tokens, bool)
+            or not isinstance(pinned_tokens, int)
+            or pinned_tokens < 0
+        ):
             raise ValueError(f"pinned_tokens must be a non-negative int, got {pinned_tokens!r}")
         with self._lock:
             return self._decide(messages, force=force, pinned_tokens=pinned_tokens)
 
-    def _decide(self, messages: Sequence[AgentMessage], *, force: bool,
-                pinned_tokens: int) -> CondenseDecision:
+    def _decide(
+        self, messages: Sequence[AgentMessage], *, force: bool, pinned_tokens: int
+    ) -> CondenseDecision:
         deps, policy = self.deps, self.deps.policy
         model = deps.model
         if force:
-            plan = plan_force_slice(messages, blocked=self._ledger.blocked(messages),
-                                    policy=policy, prefix=self._ledger.prefix(messages))
+            plan = plan_force_slice(
+                messages,
+                blocked=self._ledger.blocked(messages),
+                policy=policy,
+                prefix=self._ledger.prefix(messages),
+            )
             before = self._ledger.total(messages) + pinned_tokens
             limit = budget_limit(model, policy) if model else math.inf
             if plan.cut == 0:
                 return self._noop(messages, plan, before, limit, "nothing-condensable")
             room = int(limit) - pinned_tokens if model else None
-            digest_budget = policy.digest_max_tokens if room is None else min(
-                policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
+            digest_budget = (
+                policy.digest_max_tokens
+                if room is None
+                else min(policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
+            )
             return CondenseDecision(None, plan, limit, before, pinned_tokens, room, digest_budget)
         if model is None:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
@@ -172,17 +190,23 @@ class WindowCondenser:
             return self._noop(messages, plan_at(messages, 0), before, limit, "under-budget")
         room = int(limit) - pinned_tokens
         if room < 2 * MIN_DIGEST_TOKENS:
-            how = (f"{model.context_window:,} window, {policy.reserve_tokens or 0:,} reserved, "
-                   f"ratio {policy.trigger_ratio}")
+            how = (
+                f"{model.context_window:,} window, {policy.reserve_tokens or 0:,} reserved, "
+                f"ratio {policy.trigger_ratio}"
+            )
             if pinned_tokens <= limit / 2:
                 raise BudgetError(
                     f"the limit is only {limit:,.0f} tokens ({how}), too little for a digest "
                     "and a tail — lower reserve_tokens or raise the window",
-                    needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS, available=int(limit))
+                    needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS,
+                    available=int(limit),
+                )
             raise BudgetError(
                 f"pinned messages (system prompt) need {pinned_tokens:,} tokens but the limit "
                 f"is {limit:,.0f} ({how}) — shorten the system prompt or raise the window",
-                needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS, available=int(limit))
+                needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS,
+                available=int(limit),
+            )
         digest_budget = min(policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
         token_budget = max(room - digest_budget, 0)
         heuristic = prefix[-1] + pinned_tokens
@@ -194,64 +218,97 @@ class WindowCondenser:
             trim_room = room
             if before > heuristic > 0:
                 trim_room = int(room * heuristic / before)
-            return CondenseDecision(None, plan_at(messages, 0), limit, before, pinned_tokens,
-                             trim_room, 0)
+            return CondenseDecision(
+                None, plan_at(messages, 0), limit, before, pinned_tokens, trim_room, 0
+            )
         blocked = self._ledger.blocked(messages)
         if policy.keep_unit != "tokens":  # turns or messages: the tail also fits the room
             turn_plan = plan_slice(messages, policy, blocked=blocked)
-            token_plan = plan_slice(messages, replace(policy, keep_unit="tokens"),
-                                    prefix=prefix, tail_budget=token_budget, blocked=blocked)
+            token_plan = plan_slice(
+                messages,
+                replace(policy, keep_unit="tokens"),
+                prefix=prefix,
+                tail_budget=token_budget,
+                blocked=blocked,
+            )
             plan = turn_plan if turn_plan.cut >= token_plan.cut else token_plan
         else:
             # At most half of what the digest leaves, so a compaction leaves headroom instead
             # of refilling a small window to the brim and firing again on the next turn.
-            plan = plan_slice(messages, policy, prefix=prefix, blocked=blocked,
-                              tail_budget=min(policy.keep_recent, token_budget // 2))
+            plan = plan_slice(
+                messages,
+                policy,
+                prefix=prefix,
+                blocked=blocked,
+                tail_budget=min(policy.keep_recent, token_budget // 2),
+            )
         if plan.cut > 0 and policy.mask_keep_outputs is not None:
             masked = self._mask(messages, plan, before, limit, pinned_tokens, scale, prefix)
             if masked is not None:
-                return CondenseDecision(masked, masked.plan, limit, before, pinned_tokens, room,
-                                        0)
+                return CondenseDecision(masked, masked.plan, limit, before, pinned_tokens, room, 0)
         if plan.cut == 0:
             # No legal cut (one tool group holds everything): shorten oversized messages.
             kept, shortened = fit_messages(list(messages), int(room * scale), deps.counter)
             if not shortened:
                 return self._noop(messages, plan, before, limit, "nothing-condensable")
             after = estimate_tokens(kept, deps.counter) + pinned_tokens
-            result = CondenseResult(kept, plan, None, before, after, limit, "shortened",
-                                    shortened)
+            result = CondenseResult(kept, plan, None, before, after, limit, "shortened", shortened)
             return CondenseDecision(result, plan, limit, before, pinned_tokens, room, 0)
         return CondenseDecision(None, plan, limit, before, pinned_tokens, room, digest_budget)
 
-    def _mask(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
-              limit: float, pinned: int, scale: float,
-              prefix: Sequence[int]) -> CondenseResult | None:
+    def _mask(
+        self,
+        messages: Sequence[AgentMessage],
+        plan: CondensePlan,
+        before: int,
+        limit: float,
+        pinned: int,
+        scale: float,
+        prefix: Sequence[int],
+    ) -> CondenseResult | None:
         """Masking alone, when it brings the transcript under the target; else None."""
         policy, counter = self.deps.policy, self.deps.counter
         assert policy.mask_keep_outputs is not None
-        out, replaced = mask_tool_outputs(messages, end=plan.cut,
-                                          keep_last=policy.mask_keep_outputs,
-                                          min_chars=policy.mask_min_chars)
+        out, replaced = mask_tool_outputs(
+            messages,
+            end=plan.cut,
+            keep_last=policy.mask_keep_outputs,
+            min_chars=policy.mask_min_chars,
+        )
         if not replaced:
             return None
-        saved = sum(estimate_message_tokens(messages[i], counter)
-                    - estimate_message_tokens(out[i], counter) for i in replaced)
+        saved = sum(
+            estimate_message_tokens(messages[i], counter) - estimate_message_tokens(out[i], counter)
+            for i in replaced
+        )
         # In the provider's units, as ``before`` is: ``scale`` is heuristic / provider (<= 1).
         after = math.ceil((prefix[-1] + pinned - saved) / scale)
         # Leave headroom: masking that only just fits would fire again on the next turn.
         if after > limit * MASK_TARGET:
             return None
         # The usage the replies report measured the unmasked transcript.
-        out = [replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
-               for m in out]
+        out = [
+            replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
+            for m in out
+        ]
         gone = set(replaced)
-        masked_plan = CondensePlan(0, tuple(m for i, m in enumerate(messages) if i not in gone),
-                                   tuple(messages[i] for i in replaced))
-        return CondenseResult(out, masked_plan, None, before, after, limit, "masked",
-                              masked=tuple(replaced))
+        masked_plan = CondensePlan(
+            0,
+            tuple(m for i, m in enumerate(messages) if i not in gone),
+            tuple(messages[i] for i in replaced),
+        )
+        return CondenseResult(
+            out, masked_plan, None, before, after, limit, "masked", masked=tuple(replaced)
+        )
 
-    def _noop(self, messages: Sequence[AgentMessage], plan: CondensePlan, before: int,
-              limit: float, reason: str) -> CondenseDecision:
+    def _noop(
+        self,
+        messages: Sequence[AgentMessage],
+        plan: CondensePlan,
+        before: int,
+        limit: float,
+        reason: str,
+    ) -> CondenseDecision:
         result = CondenseResult(messages, plan, None, before, before, limit, reason)
         return CondenseDecision(result, plan, limit, before, 0, None, 0)
 
@@ -259,15 +316,27 @@ class WindowCondenser:
         """The deps for the digest call of ``decision``."""
         deps = self.deps
         kept = sum(map(is_masked, decision.plan.kept))
-        return SummarizeDeps(complete=deps.complete, complete_sync=deps.complete_sync,
-                             model=deps.summarizer_model or deps.model, scope="session",
-                             signal=deps.signal, max_tokens=decision.digest_budget,
-                             policy=deps.policy, counter=deps.counter,
-                             masked_total=sum(map(is_masked, decision.plan.dropped)) + kept,
-                             masked_kept=kept)
+        return SummarizeDeps(
+            complete=deps.complete,
+            complete_sync=deps.complete_sync,
+            model=deps.summarizer_model or deps.model,
+            scope="session",
+            signal=deps.signal,
+            max_tokens=decision.digest_budget,
+            policy=deps.policy,
+            counter=deps.counter,
+            masked_total=sum(map(is_masked, decision.plan.dropped)) + kept,
+            masked_kept=kept,
+        )
 
-    def finish(self, messages: Sequence[AgentMessage], decision: CondenseDecision,
-               summary: Summary | None, *, force: bool = False) -> CondenseResult:
+    def finish(
+        self,
+        messages: Sequence[AgentMessage],
+        decision: CondenseDecision,
+        summary: Summary | None,
+        *,
+        force: bool = False,
+    ) -> CondenseResult:
         """Assemble ``[digest, *kept]`` and make it fit, shortening the tail if needed."""
         counter = self.deps.counter
         plan = decision.plan
@@ -284,9 +353,16 @@ class WindowCondenser:
             summary = replace(summary, message=replace(summary.message, kept_count=len(kept)))
         out: list[AgentMessage] = [summary.message, *kept]
         after = estimate_tokens(out, counter) + decision.pinned
-        return CondenseResult(out, plan, summary, decision.tokens_before, after, decision.limit,
-                              "forced" if force else "condensed",
-                              tuple(i + 1 for i in shortened))
+        return CondenseResult(
+            out,
+            plan,
+            summary,
+            decision.tokens_before,
+            after,
+            decision.limit,
+            "forced" if force else "condensed",
+            tuple(i + 1 for i in shortened),
+        )
 
     def _trim(self, messages: Sequence[AgentMessage], decision: CondenseDecision) -> CondenseResult:
         from window_budget.tools.categories import trim_messages_by_category
@@ -295,28 +371,44 @@ class WindowCondenser:
         assert decision.room is not None
         kept, dropped = trim_messages_by_category(messages, decision.room, counter=counter)
         plan = CondensePlan(0, tuple(kept), tuple(dropped))
-        if not dropped and len(kept) == len(messages) and all(
-                a is b for a, b in zip(kept, messages, strict=True)):
-            return CondenseResult(messages, plan, None, decision.tokens_before,
-                                  decision.tokens_before, decision.limit, "nothing-condensable")
+        if (
+            not dropped
+            and len(kept) == len(messages)
+            and all(a is b for a, b in zip(kept, messages, strict=True))
+        ):
+            return CondenseResult(
+                messages,
+                plan,
+                None,
+                decision.tokens_before,
+                decision.tokens_before,
+                decision.limit,
+                "nothing-condensable",
+            )
         # The usage the kept replies report measured the untrimmed transcript: left on them,
         # it would anchor the next check on a figure that is no longer true.
-        out = [replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
-               for m in kept]
+        out = [
+            replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
+            for m in kept
+        ]
         after = estimate_tokens(out, counter) + decision.pinned
         if after > decision.limit:
             raise BudgetError(
                 f"trimming by category left {after:,} tokens against a limit of "
                 f"{decision.limit:,.0f}; the pinned system messages alone need "
                 f"{decision.pinned:,} — shorten them or raise the window",
-                needed=after, available=int(decision.limit))
-        return CondenseResult(out, plan, None, decision.tokens_before, after, decision.limit,
-                              "trimmed")
+                needed=after,
+                available=int(decision.limit),
+            )
+        return CondenseResult(
+            out, plan, None, decision.tokens_before, after, decision.limit, "trimmed"
+        )
 
     # -- the drivers ----------------------------------------------------------
 
-    async def run(self, messages: Sequence[AgentMessage], *, force: bool = False,
-                  pinned_tokens: int = 0) -> CondenseResult:
+    async def run(
+        self, messages: Sequence[AgentMessage], *, force: bool = False, pinned_tokens: int = 0
+    ) -> CondenseResult:
         """Condense when over budget (or always, with ``force``); the full account.
 
         Raises:
@@ -332,8 +424,9 @@ class WindowCondenser:
             summary = await summarize(decision.plan.dropped, self.summarize_deps(decision))
         return self.finish(messages, decision, summary, force=force)
 
-    def run_sync(self, messages: Sequence[AgentMessage], *, force: bool = False,
-                 pinned_tokens: int = 0) -> CondenseResult:
+    def run_sync(
+        self, messages: Sequence[AgentMessage], *, force: bool = False, pinned_tokens: int = 0
+    ) -> CondenseResult:
         """The sync twin of :meth:`run`."""
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
         if decision.result is not None:

@@ -54,9 +54,11 @@ def _shorten_content(content: Content, keep_chars: int) -> Content:
     """
     if isinstance(content, str):
         return _shorten_text(content, keep_chars)
-    lengths = [len(b.text) if isinstance(b, TextBlock) else len(b.thinking)
-               for b in content if isinstance(b, TextBlock)
-               or (isinstance(b, ThinkingBlock) and not b.signature)]
+    lengths = [
+        len(b.text) if isinstance(b, TextBlock) else len(b.thinking)
+        for b in content
+        if isinstance(b, TextBlock) or (isinstance(b, ThinkingBlock) and not b.signature)
+    ]
     fixed = sum(len(b.thinking) for b in content if isinstance(b, ThinkingBlock) and b.signature)
     budget = max(keep_chars - fixed, 0)
     cap = water_level(lengths, budget)
@@ -65,11 +67,15 @@ def _shorten_content(content: Content, keep_chars: int) -> Content:
         if isinstance(b, TextBlock):
             out.append(b if len(b.text) <= cap else TextBlock(_shorten_text(b.text, cap)))
         elif isinstance(b, ThinkingBlock) and not b.signature:
-            out.append(b if len(b.thinking) <= cap
-                       else ThinkingBlock(_shorten_text(b.thinking, cap)))
+            out.append(
+                b if len(b.thinking) <= cap else ThinkingBlock(_shorten_text(b.thinking, cap))
+            )
         elif isinstance(b, ImageBlock):
-            out.append(TextBlock(f"[image {b.mime_type} removed by window-budget to fit the "
-                                 "context window]"))
+            out.append(
+                TextBlock(
+                    f"[image {b.mime_type} removed by window-budget to fit the context window]"
+                )
+            )
         else:
             out.append(b)
     return tuple(out)
@@ -85,8 +91,9 @@ def _shorten_once(message: AgentMessage, keep_chars: int) -> AgentMessage:
     return message
 
 
-def shorten_message(message: AgentMessage, target_tokens: int,
-                    counter: TokenCounter | None = None) -> AgentMessage:
+def shorten_message(
+    message: AgentMessage, target_tokens: int, counter: TokenCounter | None = None
+) -> AgentMessage:
     """A copy of ``message`` whose text is cut to about ``target_tokens``, with a visible marker.
 
     Tool-call ids, names and arguments are kept intact (providers validate them), as are
@@ -123,8 +130,11 @@ def water_level(sizes: Sequence[int], room: int) -> int:
     return lo
 
 
-def fit_messages(kept: list[AgentMessage], room: int, counter: TokenCounter | None = None,
-              ) -> tuple[list[AgentMessage], tuple[int, ...]]:
+def fit_messages(
+    kept: list[AgentMessage],
+    room: int,
+    counter: TokenCounter | None = None,
+) -> tuple[list[AgentMessage], tuple[int, ...]]:
     """Shorten tail messages until the tail fits ``room`` tokens, fairly.
 
     Every message above a common cap is cut to it (the largest first give way, small
@@ -138,14 +148,19 @@ def fit_messages(kept: list[AgentMessage], room: int, counter: TokenCounter | No
     out, out_sizes = list(kept), list(sizes)
     for _ in range(6):
         cap = water_level(sizes, max(target, 0))
-        out = [shorten_message(m, cap, counter) if n > cap else m
-               for m, n in zip(kept, sizes, strict=True)]
-        out_sizes = [estimate_message_tokens(m, counter) if m is not o else n
-                     for m, o, n in zip(out, kept, sizes, strict=True)]
+        out = [
+            shorten_message(m, cap, counter) if n > cap else m
+            for m, n in zip(kept, sizes, strict=True)
+        ]
+        out_sizes = [
+            estimate_message_tokens(m, counter) if m is not o else n
+            for m, o, n in zip(out, kept, sizes, strict=True)
+        ]
         excess = sum(out_sizes) - room
         if excess <= 0:
-            return out, tuple(i for i, (m, o) in enumerate(zip(out, kept, strict=True))
-                              if m is not o)
+            return out, tuple(
+                i for i, (m, o) in enumerate(zip(out, kept, strict=True)) if m is not o
+            )
         if target <= 0:
             break
         target -= excess
@@ -153,4 +168,6 @@ def fit_messages(kept: list[AgentMessage], room: int, counter: TokenCounter | No
     raise BudgetError(
         f"the kept tail needs {total:,} tokens even shortened but only {room:,} remain for it — "
         "lower keep_recent, raise the context window, or shorten the newest messages",
-        needed=total, available=room)
+        needed=total,
+        available=room,
+    )

@@ -86,8 +86,13 @@ def budget_limit(model: Model, policy: BudgetPolicy) -> float:
     return usable * policy.trigger_ratio
 
 
-def anchor_index(messages: Sequence[AgentMessage], model: Model | None = None, *,
-                 pinned_tokens: int = 0, counter: TokenCounter | None = None) -> int | None:
+def anchor_index(
+    messages: Sequence[AgentMessage],
+    model: Model | None = None,
+    *,
+    pinned_tokens: int = 0,
+    counter: TokenCounter | None = None,
+) -> int | None:
     """Index of the assistant message whose reported usage can anchor the estimate, or None.
 
     Only the last assistant message with a good usage figure qualifies (zero usage and
@@ -117,16 +122,21 @@ def anchor_index(messages: Sequence[AgentMessage], model: Model | None = None, *
     if found is not None:
         usage = messages[found].usage  # type: ignore[union-attr]
         assert usage is not None
-        expected = estimate_tokens(messages[start:found + 1], counter) + pinned_tokens
+        expected = estimate_tokens(messages[start : found + 1], counter) + pinned_tokens
         if not usage_is_plausible(usage.context_tokens, expected):
             return None
     return found
 
 
-def estimate_context(messages: Sequence[AgentMessage], model: Model, *,
-                     counter: TokenCounter | None = None, pinned_tokens: int = 0,
-                     use_usage: bool = True,
-                     calibration: Calibration | None = None) -> TokenEstimate:
+def estimate_context(
+    messages: Sequence[AgentMessage],
+    model: Model,
+    *,
+    counter: TokenCounter | None = None,
+    pinned_tokens: int = 0,
+    use_usage: bool = True,
+    calibration: Calibration | None = None,
+) -> TokenEstimate:
     """Measure a transcript against ``model``'s window.
 
     With ``use_usage`` and a trustworthy usage figure (see :func:`anchor_index`) the
@@ -139,12 +149,15 @@ def estimate_context(messages: Sequence[AgentMessage], model: Model, *,
     into the provider's count: the messages after the anchor are scaled by its ratio, an
     un-anchored estimate is scaled and gets the overhead the provider counts on top.
     """
-    idx = anchor_index(messages, model, pinned_tokens=pinned_tokens,
-                       counter=counter) if use_usage else None
+    idx = (
+        anchor_index(messages, model, pinned_tokens=pinned_tokens, counter=counter)
+        if use_usage
+        else None
+    )
     if idx is not None:
         usage = messages[idx].usage  # type: ignore[union-attr]
         assert usage is not None
-        after = sum(estimate_message_tokens(m, counter) for m in messages[idx + 1:])
+        after = sum(estimate_message_tokens(m, counter) for m in messages[idx + 1 :])
         if calibration is not None:
             after = calibration.apply(after, overhead=False)
         return TokenEstimate(usage.context_tokens + after, model.context_window, True)
@@ -154,8 +167,14 @@ def estimate_context(messages: Sequence[AgentMessage], model: Model, *,
     return TokenEstimate(total, model.context_window, False)
 
 
-def is_over_budget(messages: Sequence[AgentMessage], model: Model, policy: BudgetPolicy, *,
-                   counter: TokenCounter | None = None, pinned_tokens: int = 0) -> bool:
+def is_over_budget(
+    messages: Sequence[AgentMessage],
+    model: Model,
+    policy: BudgetPolicy,
+    *,
+    counter: TokenCounter | None = None,
+    pinned_tokens: int = 0,
+) -> bool:
     """True when the transcript's estimate is strictly above :func:`budget_limit`.
 
     The estimate is the heuristic (or ``counter``) over every message plus ``pinned_tokens``;

@@ -35,8 +35,11 @@ MASK_MARKER: Final = "[output masked by window-budget"
 
 def is_masked(message: AgentMessage) -> bool:
     """True for a tool result whose output masking replaced."""
-    return isinstance(message, ToolResultMessage) and isinstance(message.content, str) \
+    return (
+        isinstance(message, ToolResultMessage)
+        and isinstance(message.content, str)
         and message.content.startswith(MASK_MARKER)
+    )
 
 
 def _short(text: str, limit: int) -> str:
@@ -52,18 +55,21 @@ def _placeholder(result: ToolResultMessage, call: ToolCallBlock | None) -> str:
     if call is not None:
         _kind, target = classify_tool_call(call.name, call.arguments)
         if target is None and call.arguments:
-            target = json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True,
-                                default=repr)
+            target = json.dumps(
+                dict(call.arguments), ensure_ascii=False, sort_keys=True, default=repr
+            )
         args = f" {_short(target, 100)}" if target else ""
-    outcome = f"failed: {_short(key_error_line(text, limit=0), 160)}" if result.is_error \
-        else "ok"
+    outcome = f"failed: {_short(key_error_line(text, limit=0), 160)}" if result.is_error else "ok"
     lines = text.count("\n") + 1
-    return (f"{MASK_MARKER}: {_short(result.tool_name, 60)}{args} — {outcome}; "
-            f"{lines:,} lines, {len(text):,} chars; the original is in the archive]")
+    return (
+        f"{MASK_MARKER}: {_short(result.tool_name, 60)}{args} — {outcome}; "
+        f"{lines:,} lines, {len(text):,} chars; the original is in the archive]"
+    )
 
 
-def mask_tool_outputs(messages: Sequence[AgentMessage], *, end: int, keep_last: int,
-                      min_chars: int) -> tuple[list[AgentMessage], list[int]]:
+def mask_tool_outputs(
+    messages: Sequence[AgentMessage], *, end: int, keep_last: int, min_chars: int
+) -> tuple[list[AgentMessage], list[int]]:
     """Replace old, large tool outputs in ``messages[:end]`` with one-line placeholders.
 
     The ``keep_last`` most recent tool results of the whole transcript stay whole, as do
@@ -81,7 +87,7 @@ def mask_tool_outputs(messages: Sequence[AgentMessage], *, end: int, keep_last: 
 
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolResultMessage)]
-    protected = set(results[len(results) - keep_last:]) if keep_last > 0 else set()
+    protected = set(results[len(results) - keep_last :]) if keep_last > 0 else set()
     calls: dict[str, ToolCallBlock] = {}
     out = list(messages)
     replaced: list[int] = []

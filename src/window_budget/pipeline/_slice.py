@@ -75,10 +75,15 @@ def _snap(blocked: Sequence[bool], start: int, n: int) -> int:
     return max(cut, 0)
 
 
-def plan_slice(messages: Sequence[AgentMessage], policy: BudgetPolicy, *,
-               counter: TokenCounter | None = None, prefix: Sequence[int] | None = None,
-               tail_budget: int | None = None,
-               blocked: Sequence[bool] | None = None) -> CondensePlan:
+def plan_slice(
+    messages: Sequence[AgentMessage],
+    policy: BudgetPolicy,
+    *,
+    counter: TokenCounter | None = None,
+    prefix: Sequence[int] | None = None,
+    tail_budget: int | None = None,
+    blocked: Sequence[bool] | None = None,
+) -> CondensePlan:
     """Split ``messages`` into a dropped head and a verbatim tail of about ``keep_recent``.
 
     Args:
@@ -145,11 +150,14 @@ def last_user_turn_start(messages: Sequence[AgentMessage]) -> int:
     return -1
 
 
-def plan_force_slice(messages: Sequence[AgentMessage], *,
-                     blocked: Sequence[bool] | None = None,
-                     policy: BudgetPolicy | None = None,
-                     prefix: Sequence[int] | None = None,
-                     counter: TokenCounter | None = None) -> CondensePlan:
+def plan_force_slice(
+    messages: Sequence[AgentMessage],
+    *,
+    blocked: Sequence[bool] | None = None,
+    policy: BudgetPolicy | None = None,
+    prefix: Sequence[int] | None = None,
+    counter: TokenCounter | None = None,
+) -> CondensePlan:
     """The manual ``/compact`` plan: fold everything before the kept tail.
 
     With a ``policy``, the tail is its ``keep_recent`` (like :func:`plan_slice`), so an
@@ -162,7 +170,7 @@ def plan_force_slice(messages: Sequence[AgentMessage], *,
     blocked = blocked_cuts(messages) if blocked is None else blocked
     if policy is not None:
         plan = plan_slice(messages, policy, counter=counter, prefix=prefix, blocked=blocked)
-        if plan.cut > 0 and not all(is_digest(m) for m in messages[:plan.cut]):
+        if plan.cut > 0 and not all(is_digest(m) for m in messages[: plan.cut]):
             return plan
     cut = last_user_turn_start(messages)
     if cut > 0 and blocked[cut]:

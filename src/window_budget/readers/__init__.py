@@ -115,18 +115,19 @@ FORMATS: Mapping[str, tuple[Reader, Writer]] = {
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl", ".traj")
 """File endings a directory scan picks up."""
 
-_CORE_ONLY_ROLES = frozenset({"toolResult", "bashExecution", "custom", "branchSummary",
-                              "compactionSummary"})
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
-                               "image"})
+_CORE_ONLY_ROLES = frozenset(
+    {"toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+)
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image"})
 
 
 def _detect_line(first: Any) -> str | None:
     if not isinstance(first, Mapping):
         return None
     kind = tag(first.get("type"))
-    if kind in PI_TYPES and (kind != "message" or (isinstance(first.get("message"), Mapping)
-                             and "uuid" not in first)):
+    if kind in PI_TYPES and (
+        kind != "message" or (isinstance(first.get("message"), Mapping) and "uuid" not in first)
+    ):
         return "pi"
     if kind in CLAUDE_TYPES or "sessionId" in first or "parentUuid" in first:
         return "claude-code"
@@ -141,8 +142,8 @@ def _has_anthropic_blocks(msgs: list[Any]) -> bool:
     for m in msgs:
         content = m.get("content") if isinstance(m, Mapping) else None
         if isinstance(content, list) and any(
-                isinstance(b, Mapping) and tag(b.get("type")) in _ANTHROPIC_BLOCKS
-                for b in content):
+            isinstance(b, Mapping) and tag(b.get("type")) in _ANTHROPIC_BLOCKS for b in content
+        ):
             return True
     return False
 
@@ -178,13 +179,17 @@ def _detect_document(doc: Any) -> str | None:
         return "langchain"
     if "blocks" in first or "additional_kwargs" in first:
         return "llama-index"
-    roles = {m.get("role") for m in doc
-             if isinstance(m, Mapping) and isinstance(m.get("role"), str)}
+    roles = {
+        m.get("role") for m in doc if isinstance(m, Mapping) and isinstance(m.get("role"), str)
+    }
     if roles & _CORE_ONLY_ROLES:
         return "json"
     if "role" in first:
-        return "anthropic" if _has_anthropic_blocks(doc) and not roles & {"tool", "system"} \
+        return (
+            "anthropic"
+            if _has_anthropic_blocks(doc) and not roles & {"tool", "system"}
             else "openai"
+        )
     return None
 
 
@@ -211,8 +216,10 @@ def _sniff(head: list[str], whole: Callable[[], str], where: str, *, pick: str) 
     first = _try_loads(head[0] if head else None)
     second = _try_loads(head[1] if len(head) > 1 else None)
     label = f"{where}: " if where else ""
-    unknown = (f"{label}cannot tell which transcript format this is — pass one of "
-               f"{', '.join(FORMATS)} as {pick}")
+    unknown = (
+        f"{label}cannot tell which transcript format this is — pass one of "
+        f"{', '.join(FORMATS)} as {pick}"
+    )
     if first is not _NOT_PARSED and len(head) > 1:
         guess = _detect_line(first)
         if guess is None:
@@ -230,9 +237,12 @@ def _sniff(head: list[str], whole: Callable[[], str], where: str, *, pick: str) 
         if second is not _NOT_PARSED and _detect_line(second) is not None:
             # JSONL whose first line is broken: the reader names the line.
             return str(_detect_line(second))
-        raise ReadError(f"{where or '<input>'}, line {exc.lineno}, column {exc.colno}: not "
-                        f"valid JSON ({exc.msg}) — fix the file", path=where,
-                        line=exc.lineno) from None
+        raise ReadError(
+            f"{where or '<input>'}, line {exc.lineno}, column {exc.colno}: not "
+            f"valid JSON ({exc.msg}) — fix the file",
+            path=where,
+            line=exc.lineno,
+        ) from None
     except ValueError as exc:
         raise ReadError(f"{label or '<input>: '}{exc} — fix the file", path=where) from None
     guess = _detect_document(doc)
@@ -275,8 +285,10 @@ def detect_format(path: str | Path) -> str:
 
 
 def _not_utf8(path: Path, exc: UnicodeDecodeError) -> ReadError:
-    return ReadError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}) — is this a "
-                     "transcript?", path=str(path))
+    return ReadError(
+        f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}) — is this a transcript?",
+        path=str(path),
+    )
 
 
 def _looks_like(path: Path, forced: str) -> str:
@@ -296,9 +308,14 @@ RUN_FORMATS = frozenset({"tau-bench", "openhands"})
 """Formats whose files hold many runs: ``run=`` picks one (the first by default)."""
 
 
-def read_transcript(source: str | Path | IO[str], *, format: str | None = None,
-                    skip_bad: bool = False, whole_file: bool = False,
-                    run: int | None = None) -> Transcript:
+def read_transcript(
+    source: str | Path | IO[str],
+    *,
+    format: str | None = None,
+    skip_bad: bool = False,
+    whole_file: bool = False,
+    run: int | None = None,
+) -> Transcript:
     """Read a transcript file (or an open text stream) into core messages.
 
     Args:
@@ -332,14 +349,14 @@ def read_transcript(source: str | Path | IO[str], *, format: str | None = None,
             text = source.read()
             format = _sniff(_head(io.StringIO(text)), lambda: text, "", pick="format=")
             source = io.StringIO(text)
-        return FORMATS[format][0](source, skip_bad=skip_bad,
-                                  **_options(format, whole_file, run))
+        return FORMATS[format][0](source, skip_bad=skip_bad, **_options(format, whole_file, run))
     path = Path(source)
     try:
         fmt = format or detect_format(path)
         with open_transcript(path) as stream:
-            return FORMATS[fmt][0](stream, path=str(path), skip_bad=skip_bad,
-                                   **_options(fmt, whole_file, run))
+            return FORMATS[fmt][0](
+                stream, path=str(path), skip_bad=skip_bad, **_options(fmt, whole_file, run)
+            )
     except FormatMismatch as exc:
         raise ReadError(f"{exc}{_looks_like(path, exc.fmt)}", path=str(path)) from None
     except UnicodeDecodeError as exc:
@@ -352,15 +369,22 @@ def _options(fmt: str, whole_file: bool, run: int | None) -> dict[str, Any]:
         options["whole_file"] = whole_file
     if run is not None:
         if fmt not in RUN_FORMATS:
-            raise ReadError(f"{PICK_RUN} picks one run of a file of many runs "
-                            f"({', '.join(sorted(RUN_FORMATS))}); a {fmt} file holds one")
+            raise ReadError(
+                f"{PICK_RUN} picks one run of a file of many runs "
+                f"({', '.join(sorted(RUN_FORMATS))}); a {fmt} file holds one"
+            )
         options["run"] = run
     return options
 
 
-def write_transcript(messages: Iterable[AgentMessage], target: str | Path | IO[str], *,
-                     format: str = "json", system: Iterable[str] = (),
-                     tokens_before: int | None = None) -> None:
+def write_transcript(
+    messages: Iterable[AgentMessage],
+    target: str | Path | IO[str],
+    *,
+    format: str = "json",
+    system: Iterable[str] = (),
+    tokens_before: int | None = None,
+) -> None:
     """Write core messages (and system prompts) in one of :data:`FORMATS`.
 
     Kinds a format has no place for (shell runs, notes, another tool's summaries) are
@@ -394,8 +418,7 @@ def _atomic_text(target: Path) -> Iterator[IO[str]]:
     # O_EXCL refuses an existing name (a planted symlink included); the mode goes through
     # the umask like any new file's.
     tmp = folder / f".{target.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     try:
         with open(fd, "w", encoding="utf-8") as stream:
             yield stream
@@ -420,5 +443,6 @@ def iter_transcript_files(directory: str | Path) -> list[Path]:
     Only regular files (or links to them) count: a FIFO or device named ``x.jsonl`` is
     left out rather than opened.
     """
-    return sorted(p for p in Path(directory).iterdir()
-                  if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES)
+    return sorted(
+        p for p in Path(directory).iterdir() if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES
+    )

@@ -110,18 +110,21 @@ class Transcript:
 
     def _repr_html_(self) -> str:
         from window_budget.tools.display import transcript_html  # lazy: only notebooks need it
+
         return transcript_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         from window_budget.tools.display import transcript_text
+
         printer.text(transcript_text(self))
 
 
 class Collector:
     """Turns per-record failures into either an error or a skipped entry (``skip_bad``)."""
 
-    def __init__(self, path: str, *, skip_bad: bool, unit: str = "line",
-                 tally: FieldTally | None = None) -> None:
+    def __init__(
+        self, path: str, *, skip_bad: bool, unit: str = "line", tally: FieldTally | None = None
+    ) -> None:
         self.path = path
         self.skip_bad = skip_bad
         self.unit = unit
@@ -145,13 +148,22 @@ class Collector:
             fn()
         except FormatMismatch:
             raise
-        except (MessageError, KeyError, TypeError, ValueError, AttributeError, OverflowError,
-                RecursionError) as exc:
+        except (
+            MessageError,
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            OverflowError,
+            RecursionError,
+        ) as exc:
             tally = self.tally
             if tally is not None and not tally.own and not tally.last_own:
-                raise mismatch(self.path, tally.key.fmt,
-                               f"no {self.unit} up to {self.unit} {where} has "
-                               f"{tally.key.names}") from None
+                raise mismatch(
+                    self.path,
+                    tally.key.fmt,
+                    f"no {self.unit} up to {self.unit} {where} has {tally.key.names}",
+                ) from None
             self.fail(where, describe(exc))
 
 
@@ -160,12 +172,32 @@ SKIP_BAD = "skip_bad=True (--skip-bad on the command line)"
 PICK_FORMAT = "format= (--from on the command line)"
 """How an error names the format option; the command line shows its own spelling instead."""
 
-PI_TYPES = frozenset({"session", "message", "compaction", "model_change",
-                      "thinking_level_change", "branch_summary", "custom", "custom_message",
-                      "label", "session_info"})
+PI_TYPES = frozenset(
+    {
+        "session",
+        "message",
+        "compaction",
+        "model_change",
+        "thinking_level_change",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+    }
+)
 """Entry types of a pi session file."""
-CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "progress",
-                          "file-history-snapshot", "queue-operation"})
+CLAUDE_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+    }
+)
 """Event types of a Claude Code session file."""
 
 PICK_RUN = "run= (--run on the command line)"
@@ -198,8 +230,9 @@ def digest_info(msg: AgentMessage) -> dict[str, Any] | None:
     return digest_record(msg) if isinstance(msg, DigestMessage) else None
 
 
-def digest_from_info(content: Content, info: Any, *,
-                     timestamp: float | None = None) -> DigestMessage | None:
+def digest_from_info(
+    content: Content, info: Any, *, timestamp: float | None = None
+) -> DigestMessage | None:
     """The inverse of :func:`digest_info` (None when ``info`` is not such a record).
 
     Restoring ``kept_count`` matters: the usage figures on the turns kept with the digest
@@ -225,8 +258,11 @@ class FormatMismatch(ReadError):
 
 def mismatch(path: str, fmt: str, what: str) -> FormatMismatch:
     """The error for a reader forced on a file of another format; ``what`` says why."""
-    return FormatMismatch(f"{path or '<input>'}: does not read as {fmt}: {what}, so nothing "
-                          "was read", path=path, fmt=fmt)
+    return FormatMismatch(
+        f"{path or '<input>'}: does not read as {fmt}: {what}, so nothing was read",
+        path=path,
+        fmt=fmt,
+    )
 
 
 def foreign_dump(record: Mapping[str, Any]) -> str:
@@ -272,12 +308,15 @@ def loads(text: str) -> Any:
     except json.JSONDecodeError:
         raise
     except RecursionError:
-        raise JSONProblem("nested too deeply to read (arrays or objects inside each other "
-                          "beyond Python's recursion limit)") from None
+        raise JSONProblem(
+            "nested too deeply to read (arrays or objects inside each other "
+            "beyond Python's recursion limit)"
+        ) from None
     except ValueError as exc:
         if "digits" in str(exc):
-            raise JSONProblem("holds an integer with more than "
-                              f"{_max_digits():,} digits, too long to read") from None
+            raise JSONProblem(
+                f"holds an integer with more than {_max_digits():,} digits, too long to read"
+            ) from None
         raise JSONProblem(str(exc)) from None
 
 
@@ -319,10 +358,18 @@ def _refuse_non_regular(path: Path, mode: int) -> None:
         return
     if stat.S_ISDIR(mode):
         raise ReadError(f"{path} is a directory — pass a transcript file", path=str(path))
-    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "special")
-    raise ReadError(f"{path} is not a regular file ({kind}) — pass a transcript file",
-                    path=str(path))
+    kind = (
+        "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "special"
+    )
+    raise ReadError(
+        f"{path} is not a regular file ({kind}) — pass a transcript file", path=str(path)
+    )
 
 
 def iter_json_lines(stream: IO[str], collector: Collector) -> Iterator[tuple[int, Any]]:
@@ -345,15 +392,19 @@ def iter_json_lines(stream: IO[str], collector: Collector) -> Iterator[tuple[int
         yield from _decode_line(*pending, collector, last=True)
 
 
-def _decode_line(number: int, raw: str, collector: Collector, *,
-                 last: bool) -> Iterator[tuple[int, Any]]:
+def _decode_line(
+    number: int, raw: str, collector: Collector, *, last: bool
+) -> Iterator[tuple[int, Any]]:
     try:
         value = loads(raw)
     except json.JSONDecodeError as exc:
         if last and not raw.endswith("\n"):
-            collector.fail(number, f"the last line is cut off ({exc.msg}, column {exc.colno})",
-                           hint="the file ends mid-record (still being written?); read the rest "
-                                f"with {SKIP_BAD}")
+            collector.fail(
+                number,
+                f"the last line is cut off ({exc.msg}, column {exc.colno})",
+                hint="the file ends mid-record (still being written?); read the rest "
+                f"with {SKIP_BAD}",
+            )
         else:
             collector.fail(number, f"not valid JSON ({exc.msg}, column {exc.colno})")
     except JSONProblem as exc:
@@ -373,17 +424,25 @@ def load_json(stream: IO[str], path: str, fmt: str = "") -> Any:
         return loads(text[1:] if text.startswith(BOM) else text)
     except json.JSONDecodeError as exc:
         if fmt and exc.msg == "Extra data" and exc.colno == 1:
-            raise mismatch(path, fmt, "it holds one JSON value a line (JSONL), not one "
-                                      "JSON document") from None
-        raise ReadError(f"{path or '<input>'}, line {exc.lineno}: not valid JSON ({exc.msg}, "
-                        f"column {exc.colno}) — fix the file", path=path,
-                        line=exc.lineno) from None
+            raise mismatch(
+                path, fmt, "it holds one JSON value a line (JSONL), not one JSON document"
+            ) from None
+        raise ReadError(
+            f"{path or '<input>'}, line {exc.lineno}: not valid JSON ({exc.msg}, "
+            f"column {exc.colno}) — fix the file",
+            path=path,
+            line=exc.lineno,
+        ) from None
     except JSONProblem as exc:
         raise ReadError(f"{path or '<input>'}: {exc} — fix the file", path=path) from None
 
 
-def records(value: Any, path: str, keys: Iterable[str] = ("messages",), fmt: str = "",
-            ) -> list[Any]:
+def records(
+    value: Any,
+    path: str,
+    keys: Iterable[str] = ("messages",),
+    fmt: str = "",
+) -> list[Any]:
     """The list of message records in a JSON document: the list itself or under one of ``keys``.
 
     With ``fmt`` (the format expected), a document of another shape is a
@@ -397,12 +456,15 @@ def records(value: Any, path: str, keys: Iterable[str] = ("messages",), fmt: str
                 return list(value[key])
     wanted = " or ".join(repr(k) for k in keys)
     if fmt:
-        raise mismatch(path, fmt, f"it is neither a list of messages nor an object with a "
-                                  f"{wanted} list")
-    raise ReadError(f"{path or '<input>'}: expected a JSON list of messages or an object with "
-                    f"a {wanted} list, found {type(value).__name__} — pick the right format "
-                    "(--from)",
-                    path=path)
+        raise mismatch(
+            path, fmt, f"it is neither a list of messages nor an object with a {wanted} list"
+        )
+    raise ReadError(
+        f"{path or '<input>'}: expected a JSON list of messages or an object with "
+        f"a {wanted} list, found {type(value).__name__} — pick the right format "
+        "(--from)",
+        path=path,
+    )
 
 
 def guess_image_type(url: str, default: str = "image/png") -> str:
@@ -546,14 +608,25 @@ class FieldTally:
     def finish(self, unit: str) -> None:
         """Raise when records were seen and none had the key fields."""
         if self.seen and not self.own:
-            raise mismatch(self.path, self.key.fmt,
-                           f"none of its {self.seen:,} {unit}{'' if self.seen == 1 else 's'} "
-                           f"has {self.key.names}")
+            raise mismatch(
+                self.path,
+                self.key.fmt,
+                f"none of its {self.seen:,} {unit}{'' if self.seen == 1 else 's'} "
+                f"has {self.key.names}",
+            )
 
 
-def read_message_records(stream: IO[str], *, path: str, skip_bad: bool, fmt: str,
-                         convert: RecordConverter, keys: Iterable[str] = ("messages",),
-                         jsonl: bool = False, fields: KeyFields | None = None) -> Transcript:
+def read_message_records(
+    stream: IO[str],
+    *,
+    path: str,
+    skip_bad: bool,
+    fmt: str,
+    convert: RecordConverter,
+    keys: Iterable[str] = ("messages",),
+    jsonl: bool = False,
+    fields: KeyFields | None = None,
+) -> Transcript:
     """Read dumped messages with ``convert``, one record (or JSONL line) at a time.
 
     ``convert`` gets the record, a map of tool-call ids to tool names seen so far, and the
@@ -563,17 +636,31 @@ def read_message_records(stream: IO[str], *, path: str, skip_bad: bool, fmt: str
     another format's) raises :class:`FormatMismatch` instead of being read as a guess.
     """
     if not jsonl:
-        return convert_records(records(load_json(stream, path, fmt), path, keys, fmt), path=path,
-                               skip_bad=skip_bad, fmt=fmt, convert=convert, fields=fields)
+        return convert_records(
+            records(load_json(stream, path, fmt), path, keys, fmt),
+            path=path,
+            skip_bad=skip_bad,
+            fmt=fmt,
+            convert=convert,
+            fields=fields,
+        )
     tally = FieldTally(fields, path) if fields is not None else None
     collector = Collector(path, skip_bad=skip_bad, unit="line", tally=tally)
-    return _convert(iter_json_lines(stream, collector), collector, tally, path=path, fmt=fmt,
-                    convert=convert)
+    return _convert(
+        iter_json_lines(stream, collector), collector, tally, path=path, fmt=fmt, convert=convert
+    )
 
 
-def convert_records(found: list[Any], *, path: str, skip_bad: bool, fmt: str,
-                    convert: RecordConverter, fields: KeyFields | None = None,
-                    unit: str = "record") -> Transcript:
+def convert_records(
+    found: list[Any],
+    *,
+    path: str,
+    skip_bad: bool,
+    fmt: str,
+    convert: RecordConverter,
+    fields: KeyFields | None = None,
+    unit: str = "record",
+) -> Transcript:
     """Convert already-decoded message records, as :func:`read_message_records` does.
 
     With ``fields`` the records are checked before anything is converted: a file reads,
@@ -585,12 +672,18 @@ def convert_records(found: list[Any], *, path: str, skip_bad: bool, fmt: str,
             tally.add(raw)
         tally.finish(unit)
     collector = Collector(path, skip_bad=skip_bad, unit=unit)
-    return _convert(enumerate(found, start=1), collector, None, path=path, fmt=fmt,
-                    convert=convert)
+    return _convert(enumerate(found, start=1), collector, None, path=path, fmt=fmt, convert=convert)
 
 
-def _convert(items: Iterable[tuple[int, Any]], collector: Collector, tally: FieldTally | None,
-             *, path: str, fmt: str, convert: RecordConverter) -> Transcript:
+def _convert(
+    items: Iterable[tuple[int, Any]],
+    collector: Collector,
+    tally: FieldTally | None,
+    *,
+    path: str,
+    fmt: str,
+    convert: RecordConverter,
+) -> Transcript:
     out: list[AgentMessage] = []
     system: list[str] = []
     names: dict[str, str] = {}
@@ -604,8 +697,14 @@ def _convert(items: Iterable[tuple[int, Any]], collector: Collector, tally: Fiel
             msg = convert(raw, names, system)
             if msg is not None:
                 out.append(msg)
+
         collector.guard(where, one)
     if tally is not None:
         tally.finish("line")
-    return Transcript(messages=tuple(out), system=tuple(system), format=fmt, path=path,
-                      skipped=tuple(collector.skipped))
+    return Transcript(
+        messages=tuple(out),
+        system=tuple(system),
+        format=fmt,
+        path=path,
+        skipped=tuple(collector.skipped),
+    )

@@ -61,8 +61,9 @@ def _image(block: Mapping[str, Any]) -> ImageBlock:
     return ImageBlock(str(source.get("data", "")), str(source.get("media_type", "image/png")))
 
 
-def blocks_from_anthropic(content: Any, names: dict[str, str]) -> tuple[list[Block],
-                                                                           list[ToolResultMessage]]:
+def blocks_from_anthropic(
+    content: Any, names: dict[str, str]
+) -> tuple[list[Block], list[ToolResultMessage]]:
     """Split Anthropic content into core blocks and the tool results it carries.
 
     ``names`` maps ``tool_use`` ids to tool names (filled from calls, read for results).
@@ -70,8 +71,9 @@ def blocks_from_anthropic(content: Any, names: dict[str, str]) -> tuple[list[Blo
     if isinstance(content, str):
         return [TextBlock(content)], []
     if not isinstance(content, list):
-        raise TypeError(f"content must be a string or a list of blocks, not "
-                        f"{type(content).__name__}")
+        raise TypeError(
+            f"content must be a string or a list of blocks, not {type(content).__name__}"
+        )
     blocks: list[Block] = []
     results: list[ToolResultMessage] = []
     for block in content:
@@ -86,14 +88,22 @@ def blocks_from_anthropic(content: Any, names: dict[str, str]) -> tuple[list[Blo
             # The provider ran this tool itself and put its result in the same reply; as a
             # tool call it would have no tool_result after it, which no API accepts back.
             args = block.get("input")
-            blocks.append(TextBlock(f"[server tool call {block.get('name', '')}: "
-                                    f"{json.dumps(args, ensure_ascii=False)}]"))
+            blocks.append(
+                TextBlock(
+                    f"[server tool call {block.get('name', '')}: "
+                    f"{json.dumps(args, ensure_ascii=False)}]"
+                )
+            )
         elif kind == "tool_use":
             names[str(block["id"])] = str(block["name"])
             args = block.get("input")
-            blocks.append(ToolCallBlock(str(block["id"]), str(block["name"]),
-                                        dict(args) if isinstance(args, Mapping)
-                                        else {"_raw": args}))
+            blocks.append(
+                ToolCallBlock(
+                    str(block["id"]),
+                    str(block["name"]),
+                    dict(args) if isinstance(args, Mapping) else {"_raw": args},
+                )
+            )
         elif kind == "image":
             blocks.append(_image(block))
         elif kind == "tool_result":
@@ -106,10 +116,14 @@ def blocks_from_anthropic(content: Any, names: dict[str, str]) -> tuple[list[Blo
                         result_blocks.append(_image(part))
                     else:
                         result_blocks.append(TextBlock(text_of([part]) or json.dumps(part)))
-            results.append(ToolResultMessage(
-                call_id, names.get(call_id, ""),
-                tuple(result_blocks) if isinstance(inner, list) else text_of(inner),
-                is_error=bool(block.get("is_error", False))))
+            results.append(
+                ToolResultMessage(
+                    call_id,
+                    names.get(call_id, ""),
+                    tuple(result_blocks) if isinstance(inner, list) else text_of(inner),
+                    is_error=bool(block.get("is_error", False)),
+                )
+            )
         else:
             # Documents, search results, ...: counted from their JSON rather than dropped.
             blocks.append(TextBlock(json.dumps(block, ensure_ascii=False)))
@@ -120,9 +134,17 @@ def usage_from_anthropic(raw: Any) -> Usage | None:
     """Core usage from an Anthropic ``usage`` object (None when absent)."""
     if not isinstance(raw, Mapping):
         return None
-    return Usage(*(as_count(raw.get(name), name) for name in (
-        "input_tokens", "output_tokens", "cache_read_input_tokens",
-        "cache_creation_input_tokens")))
+    return Usage(
+        *(
+            as_count(raw.get(name), name)
+            for name in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            )
+        )
+    )
 
 
 def simplify(blocks: list[Block]) -> str | tuple[Block, ...]:
@@ -137,15 +159,23 @@ def messages_from_anthropic(raw: Mapping[str, Any], names: dict[str, str]) -> li
     role = raw["role"]
     blocks, results = blocks_from_anthropic(raw["content"], names)
     if role == "assistant":
-        return [AssistantMessage(simplify(blocks), usage=usage_from_anthropic(raw.get("usage")),
-                                 model=raw.get("model"), stop_reason=raw.get("stop_reason"))]
+        return [
+            AssistantMessage(
+                simplify(blocks),
+                usage=usage_from_anthropic(raw.get("usage")),
+                model=raw.get("model"),
+                stop_reason=raw.get("stop_reason"),
+            )
+        ]
     if role == "user":
         out: list[AgentMessage] = list(results)
         if blocks or not results:
             out.append(UserMessage(simplify(blocks)))
         return out
-    raise ValueError(f"unknown role {role!r} (expected user or assistant; the system prompt "
-                     "goes in the top-level 'system' field)")
+    raise ValueError(
+        f"unknown role {role!r} (expected user or assistant; the system prompt "
+        "goes in the top-level 'system' field)"
+    )
 
 
 _OPENAI_ONLY_KEYS = ("tool_calls", "tool_call_id", "function_call")
@@ -160,13 +190,16 @@ def _has_anthropic_fields(record: Mapping[str, Any]) -> bool | str:
         if key in record:
             return f"its records carry OpenAI {key!r}, which Anthropic messages do not have"
     if tag(record.get("role")) in _OPENAI_ONLY_ROLES:
-        return (f"a record has the OpenAI role {record['role']!r}; Anthropic keeps the system "
-                "prompt apart and tool results inside user messages")
+        return (
+            f"a record has the OpenAI role {record['role']!r}; Anthropic keeps the system "
+            "prompt apart and tool results inside user messages"
+        )
     return "role" in record and isinstance(record.get("content"), str | list)
 
 
-ANTHROPIC_FIELDS = KeyFields("anthropic", "a role with string or block content",
-                             _has_anthropic_fields)
+ANTHROPIC_FIELDS = KeyFields(
+    "anthropic", "a role with string or block content", _has_anthropic_fields
+)
 """What makes a record an Anthropic message (for a forced reader's check)."""
 
 
@@ -188,14 +221,22 @@ def read_anthropic(stream: IO[str], *, path: str = "", skip_bad: bool = False) -
     out: list[AgentMessage] = []
     names: dict[str, str] = {}
     for where, raw in enumerate(records(doc, path), start=1):
+
         def one(raw: Any = raw) -> None:
             if not isinstance(raw, Mapping):
                 raise TypeError(f"a message must be a JSON object, not {type(raw).__name__}")
             out.extend(messages_from_anthropic(raw, names))
+
         collector.guard(where, one)
     meta = {"model": doc["model"]} if isinstance(doc, Mapping) and "model" in doc else {}
-    return Transcript(messages=tuple(out), system=tuple(system), format="anthropic", path=path,
-                      skipped=tuple(collector.skipped), meta=meta)
+    return Transcript(
+        messages=tuple(out),
+        system=tuple(system),
+        format="anthropic",
+        path=path,
+        skipped=tuple(collector.skipped),
+        meta=meta,
+    )
 
 
 def block_to_anthropic(block: Block) -> dict[str, Any]:
@@ -210,12 +251,18 @@ def block_to_anthropic(block: Block) -> dict[str, Any]:
             out["signature"] = block.signature
         return out
     if isinstance(block, ToolCallBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name,
-                "input": dict(block.arguments)}
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": dict(block.arguments),
+        }
     if block.data.startswith(("http://", "https://")):
         return {"type": "image", "source": {"type": "url", "url": block.data}}
-    return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type,
-                                        "data": block.data}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+    }
 
 
 def content_to_anthropic(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
@@ -225,8 +272,11 @@ def content_to_anthropic(content: str | tuple[Block, ...]) -> str | list[dict[st
 
 def tool_result_to_anthropic(msg: ToolResultMessage) -> dict[str, Any]:
     """A core tool result as a ``tool_result`` block."""
-    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id,
-                           "content": content_to_anthropic(msg.content)}
+    out: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": msg.tool_call_id,
+        "content": content_to_anthropic(msg.content),
+    }
     if msg.is_error:
         out["is_error"] = True
     return out
@@ -237,28 +287,38 @@ def to_anthropic(messages: Iterable[AgentMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for msg in messages:
         if isinstance(msg, AssistantMessage):
-            rec: dict[str, Any] = {"role": "assistant",
-                                   "content": content_to_anthropic(msg.content)}
+            rec: dict[str, Any] = {
+                "role": "assistant",
+                "content": content_to_anthropic(msg.content),
+            }
             if msg.model:
                 rec["model"] = msg.model
             out.append(rec)
             continue
         if isinstance(msg, ToolResultMessage):
             block = tool_result_to_anthropic(msg)
-            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list) and \
-                    all(b.get("type") == "tool_result" for b in out[-1]["content"]):
+            if (
+                out
+                and out[-1]["role"] == "user"
+                and isinstance(out[-1]["content"], list)
+                and all(b.get("type") == "tool_result" for b in out[-1]["content"])
+            ):
                 out[-1]["content"].append(block)
             else:
                 out.append({"role": "user", "content": [block]})
             continue
-        content = content_to_anthropic(msg.content) if isinstance(msg, UserMessage) \
+        content = (
+            content_to_anthropic(msg.content)
+            if isinstance(msg, UserMessage)
             else render_as_text(msg)
+        )
         out.append({"role": "user", "content": content})
     return out
 
 
-def write_anthropic(messages: Iterable[AgentMessage], stream: IO[str], *,
-                    system: Iterable[str] = ()) -> None:
+def write_anthropic(
+    messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
+) -> None:
     """Write core messages as an Anthropic ``{system, messages}`` document."""
     doc: dict[str, Any] = {}
     prompts = list(system)

@@ -82,8 +82,13 @@ class _Reply:
 
     def build(self) -> AssistantMessage:
         content: str | tuple[Block, ...] = tuple(self.blocks)
-        return AssistantMessage(content, usage=self.usage, model=self.model,
-                                stop_reason=self.stop_reason, timestamp=self.timestamp)
+        return AssistantMessage(
+            content,
+            usage=self.usage,
+            model=self.model,
+            stop_reason=self.stop_reason,
+            timestamp=self.timestamp,
+        )
 
 
 def _has_claude_fields(record: Mapping[str, Any]) -> bool | str:
@@ -94,8 +99,9 @@ def _has_claude_fields(record: Mapping[str, Any]) -> bool | str:
     return kind in CLAUDE_TYPES or marked
 
 
-CLAUDE_FIELDS = KeyFields("claude-code", "a Claude Code event type or a sessionId",
-                          _has_claude_fields)
+CLAUDE_FIELDS = KeyFields(
+    "claude-code", "a Claude Code event type or a sessionId", _has_claude_fields
+)
 """What makes a line a Claude Code event (for a forced reader's check)."""
 
 
@@ -114,8 +120,9 @@ class _Chain:
         return [m.build() if isinstance(m, _Reply) else m for m in self.out]
 
 
-def read_claude_code(stream: IO[str], *, path: str = "", skip_bad: bool = False,
-                     whole_file: bool = False) -> Transcript:
+def read_claude_code(
+    stream: IO[str], *, path: str = "", skip_bad: bool = False, whole_file: bool = False
+) -> Transcript:
     """Read a Claude Code session, merging split assistant lines by ``message.id``.
 
     The model sees only what follows the last compaction (a ``compact_boundary`` line and
@@ -160,8 +167,9 @@ def read_claude_code(stream: IO[str], *, path: str = "", skip_bad: bool = False,
             if obj.get("isCompactSummary"):
                 before, info = chain.boundary or (0, None)
                 text = text_of(message["content"])
-                digest = digest_from_info(text, info, timestamp=ts) or \
-                    CompactionSummaryMessage(text, before, timestamp=ts, kept_count=0)
+                digest = digest_from_info(text, info, timestamp=ts) or CompactionSummaryMessage(
+                    text, before, timestamp=ts, kept_count=0
+                )
                 chain.boundary = None
                 chain.compactions += 1
                 chain.last_boundary = len(chain.out)
@@ -202,16 +210,29 @@ def read_claude_code(stream: IO[str], *, path: str = "", skip_bad: bool = False,
     messages = chain.messages()
     archive: list[AgentMessage] = []
     if not whole_file and chain.last_boundary:
-        archive, messages = messages[:chain.last_boundary], messages[chain.last_boundary:]
+        archive, messages = messages[: chain.last_boundary], messages[chain.last_boundary :]
     meta["compactions"] = chain.compactions
-    return Transcript(messages=tuple(messages), system=tuple(system), format="claude-code",
-                      path=path, skipped=tuple(collector.skipped), ignored=state["ignored"],
-                      meta=meta, archive=tuple(archive), whole_file=whole_file)
+    return Transcript(
+        messages=tuple(messages),
+        system=tuple(system),
+        format="claude-code",
+        path=path,
+        skipped=tuple(collector.skipped),
+        ignored=state["ignored"],
+        meta=meta,
+        archive=tuple(archive),
+        whole_file=whole_file,
+    )
 
 
-def write_claude_code(messages: Iterable[AgentMessage], stream: IO[str], *,
-                      system: Iterable[str] = (), session_id: str | None = None,
-                      tokens_before: int | None = None) -> None:
+def write_claude_code(
+    messages: Iterable[AgentMessage],
+    stream: IO[str],
+    *,
+    system: Iterable[str] = (),
+    session_id: str | None = None,
+    tokens_before: int | None = None,
+) -> None:
     """Write core messages as a Claude Code session (one line per message, chained uuids).
 
     A digest is written the way Claude Code writes its own compactions: a
@@ -226,32 +247,51 @@ def write_claude_code(messages: Iterable[AgentMessage], stream: IO[str], *,
     parent: str | None = None
     for n, prompt in enumerate(system):
         note_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/system/{n}"))
-        note = {"parentUuid": parent, "isSidechain": False, "sessionId": session,
-                "uuid": note_id, "type": "system", "subtype": _SYSTEM_PROMPT,
-                "content": prompt, "isMeta": True}
+        note = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": session,
+            "uuid": note_id,
+            "type": "system",
+            "subtype": _SYSTEM_PROMPT,
+            "content": prompt,
+            "isMeta": True,
+        }
         stream.write(json.dumps(note, ensure_ascii=False) + "\n")
         parent = note_id
     for i, msg in enumerate(messages):
-        base: dict[str, Any] = {"parentUuid": parent, "isSidechain": False,
-                                "sessionId": session,
-                                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}"))}
+        base: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": session,
+            "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}")),
+        }
         if isinstance(msg, AssistantMessage):
-            body: dict[str, Any] = {"id": f"msg_wb_{i}", "type": "message",
-                                    "role": "assistant", "model": msg.model or "unknown",
-                                    "content": content_to_anthropic(msg.content)
-                                    if not isinstance(msg.content, str)
-                                    else [{"type": "text", "text": msg.content}],
-                                    "stop_reason": msg.stop_reason}
+            body: dict[str, Any] = {
+                "id": f"msg_wb_{i}",
+                "type": "message",
+                "role": "assistant",
+                "model": msg.model or "unknown",
+                "content": content_to_anthropic(msg.content)
+                if not isinstance(msg.content, str)
+                else [{"type": "text", "text": msg.content}],
+                "stop_reason": msg.stop_reason,
+            }
             if msg.usage is not None:
                 u = msg.usage
-                body["usage"] = {"input_tokens": u.input_tokens,
-                                 "cache_creation_input_tokens": u.cache_creation_tokens,
-                                 "cache_read_input_tokens": u.cache_read_tokens,
-                                 "output_tokens": u.output_tokens}
+                body["usage"] = {
+                    "input_tokens": u.input_tokens,
+                    "cache_creation_input_tokens": u.cache_creation_tokens,
+                    "cache_read_input_tokens": u.cache_read_tokens,
+                    "output_tokens": u.output_tokens,
+                }
             line = {**base, "type": "assistant", "message": body}
         elif isinstance(msg, ToolResultMessage):
-            line = {**base, "type": "user",
-                    "message": {"role": "user", "content": [tool_result_to_anthropic(msg)]}}
+            line = {
+                **base,
+                "type": "user",
+                "message": {"role": "user", "content": [tool_result_to_anthropic(msg)]},
+            }
         elif is_digest(msg):
             pre = getattr(msg, "tokens_before", None)
             if tokens_before is not None and (not pre or isinstance(msg, UserMessage)):
@@ -260,20 +300,34 @@ def write_claude_code(messages: Iterable[AgentMessage], stream: IO[str], *,
             info = digest_info(msg)
             if info is not None:
                 metadata[DIGEST_KEY] = info
-            boundary = {**base, "type": "system", "subtype": "compact_boundary",
-                        "content": "Conversation compacted", "compactMetadata": metadata}
+            boundary = {
+                **base,
+                "type": "system",
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "compactMetadata": metadata,
+            }
             boundary["uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}/boundary"))
             stream.write(json.dumps(boundary, ensure_ascii=False) + "\n")
-            text = plain_text(msg.content) if isinstance(msg, UserMessage) \
-                else render_as_text(msg)
-            line = {**base, "parentUuid": boundary["uuid"], "type": "user",
-                    "isCompactSummary": True, "message": {"role": "user", "content": text}}
+            text = plain_text(msg.content) if isinstance(msg, UserMessage) else render_as_text(msg)
+            line = {
+                **base,
+                "parentUuid": boundary["uuid"],
+                "type": "user",
+                "isCompactSummary": True,
+                "message": {"role": "user", "content": text},
+            }
         elif isinstance(msg, UserMessage):
-            line = {**base, "type": "user",
-                    "message": {"role": "user", "content": content_to_anthropic(msg.content)}}
+            line = {
+                **base,
+                "type": "user",
+                "message": {"role": "user", "content": content_to_anthropic(msg.content)},
+            }
         else:
-            line = {**base, "type": "user",
-                    "message": {"role": "user", "content": render_as_text(msg)}}
+            line = {
+                **base,
+                "type": "user",
+                "message": {"role": "user", "content": render_as_text(msg)},
+            }
         stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         parent = line["uuid"]
-

@@ -68,10 +68,12 @@ def _content(content: Any, names: dict[str, str]) -> list[Block]:
                 blocks.append(ImageBlock(str(part["url"]), str(part.get("mime_type", "image/png"))))
             else:
                 src = part.get("source") or {}
-                blocks.append(ImageBlock(str(part.get("base64", part.get("data",
-                                                                         src.get("data", "")))),
-                                         str(part.get("mime_type", src.get("media_type",
-                                                                          "image/png")))))
+                blocks.append(
+                    ImageBlock(
+                        str(part.get("base64", part.get("data", src.get("data", "")))),
+                        str(part.get("mime_type", src.get("media_type", "image/png"))),
+                    )
+                )
         elif kind == "tool_use":
             # Anthropic-style calls also appear in ``tool_calls``; that list is the one kept.
             names[str(part.get("id"))] = str(part.get("name"))
@@ -86,14 +88,15 @@ def _usage(raw: Any) -> Usage | None:
     details = raw.get("input_token_details") or {}
     cache_read = as_count(details.get("cache_read"), "cache_read")
     cache_creation = as_count(details.get("cache_creation"), "cache_creation")
-    fresh = max(as_count(raw.get("input_tokens"), "input_tokens") - cache_read
-                - cache_creation, 0)
-    return Usage(fresh, as_count(raw.get("output_tokens"), "output_tokens"), cache_read,
-                 cache_creation)
+    fresh = max(as_count(raw.get("input_tokens"), "input_tokens") - cache_read - cache_creation, 0)
+    return Usage(
+        fresh, as_count(raw.get("output_tokens"), "output_tokens"), cache_read, cache_creation
+    )
 
 
-def message_from_langchain(raw: Mapping[str, Any], names: dict[str, str],
-                           system: list[str]) -> AgentMessage | None:
+def message_from_langchain(
+    raw: Mapping[str, Any], names: dict[str, str], system: list[str]
+) -> AgentMessage | None:
     """One dumped LangChain message as a core message (None for a system prompt)."""
     kind = raw["type"]
     data = raw["data"]
@@ -113,40 +116,63 @@ def message_from_langchain(raw: Mapping[str, Any], names: dict[str, str],
         for call in data.get("tool_calls") or ():
             names[str(call["id"])] = str(call["name"])
             args = call.get("args")
-            blocks.append(ToolCallBlock(str(call["id"]), str(call["name"]),
-                                        dict(args) if isinstance(args, Mapping) else {}))
+            blocks.append(
+                ToolCallBlock(
+                    str(call["id"]),
+                    str(call["name"]),
+                    dict(args) if isinstance(args, Mapping) else {},
+                )
+            )
         for call in data.get("invalid_tool_calls") or ():
             # A call whose arguments did not parse: as a tool call it would need a result,
             # and a provider would reject it written back; keep what was attempted as text.
             error = call.get("error")
-            blocks.append(TextBlock(f"[invalid tool call {call.get('name') or ''}: "
-                                    f"{call.get('args') or ''}"
-                                    + (f" — {error}" if error else "") + "]"))
+            blocks.append(
+                TextBlock(
+                    f"[invalid tool call {call.get('name') or ''}: "
+                    f"{call.get('args') or ''}" + (f" — {error}" if error else "") + "]"
+                )
+            )
         meta = data.get("response_metadata") or {}
         model = meta.get("model_name") or meta.get("model")
-        return AssistantMessage(simplify(blocks) if blocks else "",
-                                usage=_usage(data.get("usage_metadata")),
-                                model=str(model) if model else None,
-                                stop_reason=meta.get("finish_reason") or meta.get("stop_reason"))
+        return AssistantMessage(
+            simplify(blocks) if blocks else "",
+            usage=_usage(data.get("usage_metadata")),
+            model=str(model) if model else None,
+            stop_reason=meta.get("finish_reason") or meta.get("stop_reason"),
+        )
     if kind in ("tool", "function"):
         call_id = str(data.get("tool_call_id") or f"fc_{data.get('name', '')}")
         name = str(data.get("name") or names.get(call_id, ""))
-        return ToolResultMessage(call_id, name, simplify(blocks) if blocks else "",
-                                 is_error=data.get("status") == "error")
-    raise ValueError(f"unknown message type {kind!r} (expected human, ai, tool, system, "
-                     "chat or function)")
+        return ToolResultMessage(
+            call_id,
+            name,
+            simplify(blocks) if blocks else "",
+            is_error=data.get("status") == "error",
+        )
+    raise ValueError(
+        f"unknown message type {kind!r} (expected human, ai, tool, system, chat or function)"
+    )
 
 
 LANGCHAIN_FIELDS = KeyFields(
-    "langchain", "a type with a data object",
-    lambda record: "type" in record and isinstance(record.get("data"), Mapping))
+    "langchain",
+    "a type with a data object",
+    lambda record: "type" in record and isinstance(record.get("data"), Mapping),
+)
 """What makes a record a ``messages_to_dict`` entry (for a forced reader's check)."""
 
 
 def read_langchain(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
     """Read a ``messages_to_dict`` dump (a list, or an object with a ``messages`` list)."""
-    return read_message_records(stream, path=path, skip_bad=skip_bad, fmt="langchain",
-                                convert=message_from_langchain, fields=LANGCHAIN_FIELDS)
+    return read_message_records(
+        stream,
+        path=path,
+        skip_bad=skip_bad,
+        fmt="langchain",
+        convert=message_from_langchain,
+        fields=LANGCHAIN_FIELDS,
+    )
 
 
 def _parts(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
@@ -169,14 +195,22 @@ def _parts(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
 
 
 def _record(kind: str, **data: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"content": "", "additional_kwargs": {}, "response_metadata": {},
-                            "type": kind, "name": None, "id": None}
+    base: dict[str, Any] = {
+        "content": "",
+        "additional_kwargs": {},
+        "response_metadata": {},
+        "type": kind,
+        "name": None,
+        "id": None,
+    }
     base.update(data)
     return {"type": kind, "data": base}
 
 
-def to_langchain(messages: Iterable[AgentMessage], system: Iterable[str] = (),
-                 ) -> list[dict[str, Any]]:
+def to_langchain(
+    messages: Iterable[AgentMessage],
+    system: Iterable[str] = (),
+) -> list[dict[str, Any]]:
     """Core messages in ``messages_to_dict`` shape (kinds LangChain lacks become human text)."""
     out = [_record("system", content=s) for s in system]
     for msg in messages:
@@ -185,33 +219,60 @@ def to_langchain(messages: Iterable[AgentMessage], system: Iterable[str] = (),
             if msg.usage is not None:
                 u = msg.usage
                 extra["usage_metadata"] = {
-                    "input_tokens": u.prompt_tokens, "output_tokens": u.output_tokens,
+                    "input_tokens": u.prompt_tokens,
+                    "output_tokens": u.output_tokens,
                     "total_tokens": u.prompt_tokens + u.output_tokens,
-                    "input_token_details": {"cache_read": u.cache_read_tokens,
-                                            "cache_creation": u.cache_creation_tokens}}
-            content = msg.content if isinstance(msg.content, str) else tuple(
-                b for b in msg.content if not isinstance(b, ToolCallBlock))
-            out.append(_record(
-                "ai", content=_parts(content),
-                response_metadata={"model_name": msg.model} if msg.model else {},
-                tool_calls=[{"name": c.name, "args": dict(c.arguments), "id": c.id,
-                             "type": "tool_call"} for c in msg.tool_calls],
-                invalid_tool_calls=[], **extra))
+                    "input_token_details": {
+                        "cache_read": u.cache_read_tokens,
+                        "cache_creation": u.cache_creation_tokens,
+                    },
+                }
+            content = (
+                msg.content
+                if isinstance(msg.content, str)
+                else tuple(b for b in msg.content if not isinstance(b, ToolCallBlock))
+            )
+            out.append(
+                _record(
+                    "ai",
+                    content=_parts(content),
+                    response_metadata={"model_name": msg.model} if msg.model else {},
+                    tool_calls=[
+                        {"name": c.name, "args": dict(c.arguments), "id": c.id, "type": "tool_call"}
+                        for c in msg.tool_calls
+                    ],
+                    invalid_tool_calls=[],
+                    **extra,
+                )
+            )
         elif isinstance(msg, ToolResultMessage):
-            out.append(_record("tool", content=_parts(msg.content), name=msg.tool_name,
-                               tool_call_id=msg.tool_call_id, artifact=None,
-                               status="error" if msg.is_error else "success"))
+            out.append(
+                _record(
+                    "tool",
+                    content=_parts(msg.content),
+                    name=msg.tool_name,
+                    tool_call_id=msg.tool_call_id,
+                    artifact=None,
+                    status="error" if msg.is_error else "success",
+                )
+            )
         elif isinstance(msg, UserMessage):
             info = digest_info(msg)
-            out.append(_record("human", content=_parts(msg.content),
-                               additional_kwargs={} if info is None else {DIGEST_KEY: info}))
+            out.append(
+                _record(
+                    "human",
+                    content=_parts(msg.content),
+                    additional_kwargs={} if info is None else {DIGEST_KEY: info},
+                )
+            )
         else:
             out.append(_record("human", content=render_as_text(msg)))
     return out
 
 
-def write_langchain(messages: Iterable[AgentMessage], stream: IO[str], *,
-                    system: Iterable[str] = ()) -> None:
+def write_langchain(
+    messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
+) -> None:
     """Write core messages as a ``messages_to_dict`` dump (``messages_from_dict`` reads it)."""
     json.dump(to_langchain(messages, system), stream, ensure_ascii=False, indent=1)
     stream.write("\n")

@@ -55,15 +55,19 @@ def _blocks(raw: Mapping[str, Any]) -> list[Block]:
             out.append(ThinkingBlock(str(block.get("content") or "")))
         elif kind == "tool_call":
             kwargs = block.get("tool_kwargs")
-            out.append(ToolCallBlock(str(block["tool_call_id"]), str(block["tool_name"]),
-                                     parse_arguments(kwargs)))
+            out.append(
+                ToolCallBlock(
+                    str(block["tool_call_id"]), str(block["tool_name"]), parse_arguments(kwargs)
+                )
+            )
         else:
             out.append(TextBlock(json.dumps(block, ensure_ascii=False)))
     return out
 
 
-def message_from_llama_index(raw: Mapping[str, Any], names: dict[str, str],
-                             system: list[str]) -> AgentMessage | None:
+def message_from_llama_index(
+    raw: Mapping[str, Any], names: dict[str, str], system: list[str]
+) -> AgentMessage | None:
     """One dumped ``ChatMessage`` as a core message (None for a system prompt)."""
     role = raw["role"]
     extra = raw.get("additional_kwargs") or {}
@@ -77,8 +81,11 @@ def message_from_llama_index(raw: Mapping[str, Any], names: dict[str, str],
     if role in ("assistant", "model", "chatbot"):
         for call in extra.get("tool_calls") or ():
             fn = call.get("function") or call
-            blocks.append(ToolCallBlock(str(call["id"]), str(fn["name"]),
-                                        parse_arguments(fn.get("arguments"))))
+            blocks.append(
+                ToolCallBlock(
+                    str(call["id"]), str(fn["name"]), parse_arguments(fn.get("arguments"))
+                )
+            )
         for block in blocks:
             if isinstance(block, ToolCallBlock):
                 names[block.id] = block.name
@@ -86,8 +93,12 @@ def message_from_llama_index(raw: Mapping[str, Any], names: dict[str, str],
     if role in ("tool", "function"):
         call_id = str(extra.get("tool_call_id") or extra.get("id") or "")
         name = str(extra.get("name") or names.get(call_id, ""))
-        return ToolResultMessage(call_id, name, simplify(blocks) if blocks else "",
-                                 is_error=bool(extra.get("is_error", False)))
+        return ToolResultMessage(
+            call_id,
+            name,
+            simplify(blocks) if blocks else "",
+            is_error=bool(extra.get("is_error", False)),
+        )
     raise ValueError(f"unknown role {role!r} (expected system, user, assistant or tool)")
 
 
@@ -99,15 +110,22 @@ def _has_llama_index_fields(record: Mapping[str, Any]) -> bool | str:
     return "role" in record and ("blocks" in record or "additional_kwargs" in record)
 
 
-LLAMA_INDEX_FIELDS = KeyFields("llama-index", "a role with blocks or additional_kwargs",
-                               _has_llama_index_fields)
+LLAMA_INDEX_FIELDS = KeyFields(
+    "llama-index", "a role with blocks or additional_kwargs", _has_llama_index_fields
+)
 """What makes a record a dumped ``ChatMessage`` (for a forced reader's check)."""
 
 
 def read_llama_index(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> Transcript:
     """Read a list of dumped ``ChatMessage`` objects (or an object with a ``messages`` list)."""
-    return read_message_records(stream, path=path, skip_bad=skip_bad, fmt="llama-index",
-                                convert=message_from_llama_index, fields=LLAMA_INDEX_FIELDS)
+    return read_message_records(
+        stream,
+        path=path,
+        skip_bad=skip_bad,
+        fmt="llama-index",
+        convert=message_from_llama_index,
+        fields=LLAMA_INDEX_FIELDS,
+    )
 
 
 def _blocks_out(content: str | tuple[Block, ...]) -> list[dict[str, Any]]:
@@ -120,42 +138,73 @@ def _blocks_out(content: str | tuple[Block, ...]) -> list[dict[str, Any]]:
         elif isinstance(b, ThinkingBlock):
             out.append({"block_type": "thinking", "content": b.thinking})
         elif isinstance(b, ToolCallBlock):
-            out.append({"block_type": "tool_call", "tool_call_id": b.id, "tool_name": b.name,
-                        "tool_kwargs": dict(b.arguments)})
+            out.append(
+                {
+                    "block_type": "tool_call",
+                    "tool_call_id": b.id,
+                    "tool_name": b.name,
+                    "tool_kwargs": dict(b.arguments),
+                }
+            )
         else:
             is_url = b.data.startswith(("http://", "https://"))
-            out.append({"block_type": "image", "image": None if is_url else b.data,
-                        "url": b.data if is_url else None, "image_mimetype": b.mime_type})
+            out.append(
+                {
+                    "block_type": "image",
+                    "image": None if is_url else b.data,
+                    "url": b.data if is_url else None,
+                    "image_mimetype": b.mime_type,
+                }
+            )
     return out
 
 
-def to_llama_index(messages: Iterable[AgentMessage], system: Iterable[str] = (),
-                   ) -> list[dict[str, Any]]:
+def to_llama_index(
+    messages: Iterable[AgentMessage],
+    system: Iterable[str] = (),
+) -> list[dict[str, Any]]:
     """Core messages as dumped ``ChatMessage`` dicts (``ChatMessage.model_validate`` reads them)."""
-    out = [{"role": "system", "additional_kwargs": {}, "blocks": _blocks_out(s)}
-           for s in system]
+    out = [{"role": "system", "additional_kwargs": {}, "blocks": _blocks_out(s)} for s in system]
     for msg in messages:
         if isinstance(msg, AssistantMessage):
-            out.append({"role": "assistant", "additional_kwargs": {},
-                        "blocks": _blocks_out(msg.content)})
+            out.append(
+                {"role": "assistant", "additional_kwargs": {}, "blocks": _blocks_out(msg.content)}
+            )
         elif isinstance(msg, ToolResultMessage):
-            out.append({"role": "tool", "additional_kwargs": {
-                "tool_call_id": msg.tool_call_id, "name": msg.tool_name,
-                **({"is_error": True} if msg.is_error else {})},
-                "blocks": _blocks_out(msg.content)})
+            out.append(
+                {
+                    "role": "tool",
+                    "additional_kwargs": {
+                        "tool_call_id": msg.tool_call_id,
+                        "name": msg.tool_name,
+                        **({"is_error": True} if msg.is_error else {}),
+                    },
+                    "blocks": _blocks_out(msg.content),
+                }
+            )
         elif isinstance(msg, UserMessage):
             info = digest_info(msg)
-            out.append({"role": "user",
-                        "additional_kwargs": {} if info is None else {DIGEST_KEY: info},
-                        "blocks": _blocks_out(msg.content)})
+            out.append(
+                {
+                    "role": "user",
+                    "additional_kwargs": {} if info is None else {DIGEST_KEY: info},
+                    "blocks": _blocks_out(msg.content),
+                }
+            )
         else:
-            out.append({"role": "user", "additional_kwargs": {},
-                        "blocks": _blocks_out(render_as_text(msg))})
+            out.append(
+                {
+                    "role": "user",
+                    "additional_kwargs": {},
+                    "blocks": _blocks_out(render_as_text(msg)),
+                }
+            )
     return out
 
 
-def write_llama_index(messages: Iterable[AgentMessage], stream: IO[str], *,
-                      system: Iterable[str] = ()) -> None:
+def write_llama_index(
+    messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
+) -> None:
     """Write core messages as a list of dumped ``ChatMessage`` dicts."""
     json.dump(to_llama_index(messages, system), stream, ensure_ascii=False, indent=1)
     stream.write("\n")

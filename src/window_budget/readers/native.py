@@ -33,25 +33,37 @@ def read_native(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> T
     if isinstance(doc, Mapping):
         raw_system = doc.get("system") or []
         if not isinstance(raw_system, list) or not all(isinstance(s, str) for s in raw_system):
-            raise ReadError(f"{path or '<input>'}: 'system' must be a list of strings — fix the "
-                            "file", path=path)
+            raise ReadError(
+                f"{path or '<input>'}: 'system' must be a list of strings — fix the file", path=path
+            )
         system = tuple(raw_system)
     collector = Collector(path, skip_bad=skip_bad, unit="record")
     out: list[AgentMessage] = []
     for where, raw in enumerate(records(doc, path, fmt="json"), start=1):
+
         def one(raw: Any = raw) -> None:
             if isinstance(raw, Mapping):
                 check_counts(raw.get("usage"), ("input", "output", "cacheRead", "cacheWrite"))
             out.append(message_from_dict(raw))
+
         collector.guard(where, one)
-    return Transcript(messages=tuple(out), system=system, format="json", path=path,
-                      skipped=tuple(collector.skipped))
+    return Transcript(
+        messages=tuple(out),
+        system=system,
+        format="json",
+        path=path,
+        skipped=tuple(collector.skipped),
+    )
 
 
-def write_native(messages: Iterable[AgentMessage], stream: IO[str], *,
-                 system: Iterable[str] = ()) -> None:
+def write_native(
+    messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
+) -> None:
     """Write messages (and system prompts) as this library's JSON."""
-    doc: dict[str, Any] = {"format": NATIVE_TAG, "system": list(system),
-                           "messages": [message_to_dict(m) for m in messages]}
+    doc: dict[str, Any] = {
+        "format": NATIVE_TAG,
+        "system": list(system),
+        "messages": [message_to_dict(m) for m in messages],
+    }
     json.dump(doc, stream, ensure_ascii=False, indent=1)
     stream.write("\n")

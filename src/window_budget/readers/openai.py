@@ -39,8 +39,15 @@ from window_budget.readers._base import (
 )
 from window_budget.readers._render import plain_text, render_as_text
 
-__all__ = ["message_from_openai", "openai_fields", "parse_arguments", "read_openai", "to_openai",
-           "usage_from_openai", "write_openai"]
+__all__ = [
+    "message_from_openai",
+    "openai_fields",
+    "parse_arguments",
+    "read_openai",
+    "to_openai",
+    "usage_from_openai",
+    "write_openai",
+]
 
 
 def _parts(content: Any) -> str | tuple[Block, ...]:
@@ -49,8 +56,9 @@ def _parts(content: Any) -> str | tuple[Block, ...]:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise TypeError(f"content must be a string, null or a list of parts, not "
-                        f"{type(content).__name__}")
+        raise TypeError(
+            f"content must be a string, null or a list of parts, not {type(content).__name__}"
+        )
     blocks: list[Block] = []
     for part in content:
         if isinstance(part, str):
@@ -86,17 +94,25 @@ def usage_from_openai(raw: Any) -> Usage | None:
     if not isinstance(raw, Mapping):
         return None
     details = raw.get("prompt_tokens_details") or {}
-    cached = as_count(details.get("cached_tokens"), "cached_tokens") \
-        if isinstance(details, Mapping) else 0
-    prompt = as_count(raw.get("prompt_tokens", raw.get("input_tokens")),
-                      "prompt_tokens" if "prompt_tokens" in raw else "input_tokens")
-    output = as_count(raw.get("completion_tokens", raw.get("output_tokens")),
-                      "completion_tokens" if "completion_tokens" in raw else "output_tokens")
+    cached = (
+        as_count(details.get("cached_tokens"), "cached_tokens")
+        if isinstance(details, Mapping)
+        else 0
+    )
+    prompt = as_count(
+        raw.get("prompt_tokens", raw.get("input_tokens")),
+        "prompt_tokens" if "prompt_tokens" in raw else "input_tokens",
+    )
+    output = as_count(
+        raw.get("completion_tokens", raw.get("output_tokens")),
+        "completion_tokens" if "completion_tokens" in raw else "output_tokens",
+    )
     return Usage(max(prompt - cached, 0), output, cached)
 
 
-def message_from_openai(raw: Mapping[str, Any], names: dict[str, str],
-                        system: list[str]) -> AgentMessage | None:
+def message_from_openai(
+    raw: Mapping[str, Any], names: dict[str, str], system: list[str]
+) -> AgentMessage | None:
     """One Chat Completions message as a core message (None for a system prompt, kept apart).
 
     ``names`` maps tool-call ids to tool names, so a result without ``name`` gets one.
@@ -118,25 +134,34 @@ def message_from_openai(raw: Mapping[str, Any], names: dict[str, str],
         for call in raw.get("tool_calls") or ():
             fn = call["function"]
             names[str(call["id"])] = str(fn["name"])
-            calls.append(ToolCallBlock(str(call["id"]), str(fn["name"]),
-                                       parse_arguments(fn.get("arguments"))))
+            calls.append(
+                ToolCallBlock(
+                    str(call["id"]), str(fn["name"]), parse_arguments(fn.get("arguments"))
+                )
+            )
         legacy = raw.get("function_call")
         if isinstance(legacy, Mapping):
-            calls.append(ToolCallBlock(f"fc_{legacy['name']}", str(legacy["name"]),
-                                       parse_arguments(legacy.get("arguments"))))
+            calls.append(
+                ToolCallBlock(
+                    f"fc_{legacy['name']}",
+                    str(legacy["name"]),
+                    parse_arguments(legacy.get("arguments")),
+                )
+            )
         final: str | tuple[Block, ...] = content
         if before or calls:
-            body: tuple[Block, ...] = ((TextBlock(content),) if content else ()) \
-                if isinstance(content, str) else content
+            body: tuple[Block, ...] = (
+                ((TextBlock(content),) if content else ()) if isinstance(content, str) else content
+            )
             final = (*before, *body, *calls)
-        return AssistantMessage(final, usage=usage_from_openai(raw.get("usage")),
-                                model=raw.get("model"))
+        return AssistantMessage(
+            final, usage=usage_from_openai(raw.get("usage")), model=raw.get("model")
+        )
     if role in ("tool", "function"):
         call_id = str(raw.get("tool_call_id") or f"fc_{raw.get('name', '')}")
         name = str(raw.get("name") or names.get(call_id, ""))
         return ToolResultMessage(call_id, name, _parts(raw.get("content")))
-    raise ValueError(f"unknown role {role!r} (expected system, developer, user, assistant "
-                     "or tool)")
+    raise ValueError(f"unknown role {role!r} (expected system, developer, user, assistant or tool)")
 
 
 _OPENAI_KEYS = ("content", "tool_calls", "tool_call_id", "function_call")
@@ -149,11 +174,14 @@ def _has_openai_fields(record: Mapping[str, Any]) -> bool | str:
         return other
     content = record.get("content")
     if isinstance(content, list):
-        odd = sorted({str(p.get("type")) for p in content if isinstance(p, Mapping)}
-                     & _ANTHROPIC_ONLY)
+        odd = sorted(
+            {str(p.get("type")) for p in content if isinstance(p, Mapping)} & _ANTHROPIC_ONLY
+        )
         if odd:
-            return (f"its content holds Anthropic {', '.join(odd)} blocks, which OpenAI "
-                    "messages do not have")
+            return (
+                f"its content holds Anthropic {', '.join(odd)} blocks, which OpenAI "
+                "messages do not have"
+            )
     return "role" in record and any(k in record for k in _OPENAI_KEYS)
 
 
@@ -162,17 +190,25 @@ def openai_fields(fmt: str) -> KeyFields:
     return KeyFields(fmt, "a role with content, tool_calls or tool_call_id", _has_openai_fields)
 
 
-def read_openai(stream: IO[str], *, path: str = "", skip_bad: bool = False,
-                jsonl: bool = False) -> Transcript:
+def read_openai(
+    stream: IO[str], *, path: str = "", skip_bad: bool = False, jsonl: bool = False
+) -> Transcript:
     """Read a Chat Completions message list (JSON, a run object, or JSONL).
 
     Records of another format (LlamaIndex blocks, LangChain dumps, Anthropic tool blocks)
     raise a :class:`~window_budget.readers.ReadError` instead of being read as a guess.
     """
     fmt = "openai-jsonl" if jsonl else "openai"
-    return read_message_records(stream, path=path, skip_bad=skip_bad, fmt=fmt,
-                                convert=message_from_openai, keys=("messages", "traj"),
-                                jsonl=jsonl, fields=openai_fields(fmt))
+    return read_message_records(
+        stream,
+        path=path,
+        skip_bad=skip_bad,
+        fmt=fmt,
+        convert=message_from_openai,
+        keys=("messages", "traj"),
+        jsonl=jsonl,
+        fields=openai_fields(fmt),
+    )
 
 
 def _content_out(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
@@ -189,8 +225,9 @@ def _content_out(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]
     return parts
 
 
-def to_openai(messages: Iterable[AgentMessage], system: Iterable[str] = (), *,
-              digests: bool = False) -> list[dict[str, Any]]:
+def to_openai(
+    messages: Iterable[AgentMessage], system: Iterable[str] = (), *, digests: bool = False
+) -> list[dict[str, Any]]:
     """Core messages as Chat Completions dicts (kinds OpenAI lacks become user text).
 
     With ``digests``, a digest's record rides under ``window_budget`` (the adapters' key)
@@ -199,8 +236,9 @@ def to_openai(messages: Iterable[AgentMessage], system: Iterable[str] = (), *,
     out: list[dict[str, Any]] = [{"role": "system", "content": s} for s in system]
     for msg in messages:
         if digests and isinstance(msg, DigestMessage):
-            out.append({"role": "user", "content": _content_out(msg.content),
-                        DIGEST_KEY: digest_info(msg)})
+            out.append(
+                {"role": "user", "content": _content_out(msg.content), DIGEST_KEY: digest_info(msg)}
+            )
             continue
         if isinstance(msg, AssistantMessage):
             rec: dict[str, Any] = {"role": "assistant"}
@@ -214,17 +252,30 @@ def to_openai(messages: Iterable[AgentMessage], system: Iterable[str] = (), *,
                     rec["reasoning_content"] = "\n".join(thinking)
                 if msg.tool_calls:
                     rec["tool_calls"] = [
-                        {"id": c.id, "type": "function",
-                         "function": {"name": c.name, "arguments": c.arguments.get("_raw")
-                                      if set(c.arguments) == {"_raw"}
-                                      else json.dumps(dict(c.arguments), ensure_ascii=False)}}
-                        for c in msg.tool_calls]
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.name,
+                                "arguments": c.arguments.get("_raw")
+                                if set(c.arguments) == {"_raw"}
+                                else json.dumps(dict(c.arguments), ensure_ascii=False),
+                            },
+                        }
+                        for c in msg.tool_calls
+                    ]
             if msg.model:
                 rec["model"] = msg.model
             out.append(rec)
         elif isinstance(msg, ToolResultMessage):
-            out.append({"role": "tool", "tool_call_id": msg.tool_call_id, "name": msg.tool_name,
-                        "content": _content_out(msg.content)})
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": msg.tool_call_id,
+                    "name": msg.tool_name,
+                    "content": _content_out(msg.content),
+                }
+            )
         elif isinstance(msg, UserMessage):
             out.append({"role": "user", "content": _content_out(msg.content)})
         else:
@@ -232,8 +283,13 @@ def to_openai(messages: Iterable[AgentMessage], system: Iterable[str] = (), *,
     return out
 
 
-def write_openai(messages: Iterable[AgentMessage], stream: IO[str], *,
-                 system: Iterable[str] = (), jsonl: bool = False) -> None:
+def write_openai(
+    messages: Iterable[AgentMessage],
+    stream: IO[str],
+    *,
+    system: Iterable[str] = (),
+    jsonl: bool = False,
+) -> None:
     """Write core messages as a Chat Completions list (or JSONL, one message a line)."""
     records_out = to_openai(messages, system)
     if jsonl:

@@ -70,9 +70,13 @@ _IGNORED_OBSERVATIONS = frozenset({"agent_state_changed", "null"})
 
 def is_openhands_events(events: Any) -> bool:
     """True for a list whose first item is an OpenHands action or observation event."""
-    return (isinstance(events, list) and bool(events) and isinstance(events[0], Mapping)
-            and ("action" in events[0] or "observation" in events[0])
-            and "source" in events[0])
+    return (
+        isinstance(events, list)
+        and bool(events)
+        and isinstance(events[0], Mapping)
+        and ("action" in events[0] or "observation" in events[0])
+        and "source" in events[0]
+    )
 
 
 def is_openhands_run(doc: Any) -> bool:
@@ -80,8 +84,9 @@ def is_openhands_run(doc: Any) -> bool:
     return isinstance(doc, Mapping) and is_openhands_events(doc.get("history"))
 
 
-_FIELDS = KeyFields("openhands", "an action or an observation",
-                    lambda r: "action" in r or "observation" in r)
+_FIELDS = KeyFields(
+    "openhands", "an action or an observation", lambda r: "action" in r or "observation" in r
+)
 
 
 class _Events:
@@ -130,19 +135,26 @@ class _Events:
         text = text_of(args.get("content")) if kind == "message" else ""
         if event.get("source") == "user":
             content = self._with_images(text, args)
-            self.out.append(digest_from_info(content, find_digest_record(args))
-                            or UserMessage(content))
+            self.out.append(
+                digest_from_info(content, find_digest_record(args)) or UserMessage(content)
+            )
             return
         if kind != "message":
             # An agent without function calling: its thought and what it ran, as text.
             rest = {k: v for k, v in args.items() if k not in ("thought", "content")}
-            text = "\n".join(p for p in (text_of(args.get("thought")),
-                                         f"[{kind}] {json.dumps(rest, ensure_ascii=False)}")
-                             if p)
+            text = "\n".join(
+                p
+                for p in (
+                    text_of(args.get("thought")),
+                    f"[{kind}] {json.dumps(rest, ensure_ascii=False)}",
+                )
+                if p
+            )
         self.out.append(AssistantMessage(text))
 
-    def _reply(self, event: Mapping[str, Any], meta: Mapping[str, Any],
-               args: Mapping[str, Any]) -> None:
+    def _reply(
+        self, event: Mapping[str, Any], meta: Mapping[str, Any], args: Mapping[str, Any]
+    ) -> None:
         response = meta.get("model_response")
         response = response if isinstance(response, Mapping) else {}
         key = str(response.get("id") or f"event-{event.get('id')}")
@@ -150,8 +162,11 @@ class _Events:
             return  # another action of a reply already read whole
         self.replies.add(key)
         choices = response.get("choices")
-        message = choices[0].get("message") if isinstance(choices, list) and choices \
-            and isinstance(choices[0], Mapping) else None
+        message = (
+            choices[0].get("message")
+            if isinstance(choices, list) and choices and isinstance(choices[0], Mapping)
+            else None
+        )
         message = message if isinstance(message, Mapping) else {}
         blocks: list[Block] = []
         text = text_of(message.get("content"))
@@ -159,15 +174,27 @@ class _Events:
             blocks.append(TextBlock(text))
         for call in message.get("tool_calls") or ():
             fn = call["function"]
-            blocks.append(ToolCallBlock(str(call["id"]), str(fn["name"]),
-                                        parse_arguments(fn.get("arguments"))))
+            blocks.append(
+                ToolCallBlock(
+                    str(call["id"]), str(fn["name"]), parse_arguments(fn.get("arguments"))
+                )
+            )
         if not any(isinstance(b, ToolCallBlock) for b in blocks):
-            blocks.append(ToolCallBlock(str(meta["tool_call_id"]), str(meta["function_name"]),
-                                        {k: v for k, v in args.items() if k != "thought"}))
+            blocks.append(
+                ToolCallBlock(
+                    str(meta["tool_call_id"]),
+                    str(meta["function_name"]),
+                    {k: v for k, v in args.items() if k != "thought"},
+                )
+            )
         model = response.get("model")
-        self.out.append(AssistantMessage(
-            tuple(blocks), usage=real_usage(usage_from_openai(response.get("usage"))),
-            model=str(model) if isinstance(model, str) and model else None))
+        self.out.append(
+            AssistantMessage(
+                tuple(blocks),
+                usage=real_usage(usage_from_openai(response.get("usage"))),
+                model=str(model) if isinstance(model, str) and model else None,
+            )
+        )
 
     def _observation(self, event: Mapping[str, Any]) -> None:
         kind = tag(event["observation"])
@@ -177,9 +204,14 @@ class _Events:
         content = text_of(event.get("content"))
         meta = event.get("tool_call_metadata")
         if isinstance(meta, Mapping):
-            self.out.append(ToolResultMessage(str(meta["tool_call_id"]),
-                                              str(meta.get("function_name") or ""), content,
-                                              is_error=kind == "error"))
+            self.out.append(
+                ToolResultMessage(
+                    str(meta["tool_call_id"]),
+                    str(meta.get("function_name") or ""),
+                    content,
+                    is_error=kind == "error",
+                )
+            )
         elif content:
             self.out.append(UserMessage(content))
         else:
@@ -199,8 +231,14 @@ def _runs(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def read_openhands(stream: IO[str], *, path: str = "", skip_bad: bool = False,
-                   run: int = 0, whole_file: bool = False) -> Transcript:
+def read_openhands(
+    stream: IO[str],
+    *,
+    path: str = "",
+    skip_bad: bool = False,
+    run: int = 0,
+    whole_file: bool = False,
+) -> Transcript:
     """Read an OpenHands event stream (one run of an ``output.jsonl``, or one JSON document).
 
     A ``condensation`` action (OpenHands' condenser) forgets events — by
@@ -229,16 +267,22 @@ def read_openhands(stream: IO[str], *, path: str = "", skip_bad: bool = False,
     if doc is None:
         # JSONL: one run a line; only the chosen one is decoded.
         if not 0 <= run < len(lines):
-            raise ReadError(f"{where}: there is no run {run}; the file holds {len(lines):,} "
-                            f"runs, numbered 0 to {max(len(lines) - 1, 0):,} — pick one with "
-                            f"{PICK_RUN}", path=path)
+            raise ReadError(
+                f"{where}: there is no run {run}; the file holds {len(lines):,} "
+                f"runs, numbered 0 to {max(len(lines) - 1, 0):,} — pick one with "
+                f"{PICK_RUN}",
+                path=path,
+            )
         number, line = lines[run]
         try:
             doc = loads(line)
         except ValueError as exc:
-            raise ReadError(f"{where}, line {number}: run {run} is not valid JSON ({exc}) — "
-                            "fix the file or pick another run", path=path,
-                            line=number) from None
+            raise ReadError(
+                f"{where}, line {number}: run {run} is not valid JSON ({exc}) — "
+                "fix the file or pick another run",
+                path=path,
+                line=number,
+            ) from None
         meta.update({"run": run, "runs": len(lines)})
     if is_openhands_run(doc):
         if isinstance(doc.get("instance_id"), str):
@@ -247,8 +291,11 @@ def read_openhands(stream: IO[str], *, path: str = "", skip_bad: bool = False,
     elif isinstance(doc, list):
         events = doc
     else:
-        raise mismatch(path, "openhands", "it holds neither a list of events nor runs with "
-                                          "a 'history' of events")
+        raise mismatch(
+            path,
+            "openhands",
+            "it holds neither a list of events nor runs with a 'history' of events",
+        )
     tally = FieldTally(_FIELDS, path)
     for event in events:
         tally.add(event)
@@ -267,10 +314,17 @@ def read_openhands(stream: IO[str], *, path: str = "", skip_bad: bool = False,
     models = [m.model for m in messages if isinstance(m, AssistantMessage) and m.model]
     if models:
         meta["model"] = models[-1]
-    return Transcript(messages=tuple(messages), system=tuple(built.system),
-                      format="openhands", path=path, skipped=tuple(collector.skipped),
-                      ignored=built.ignored + archive.ignored, meta=meta,
-                      archive=tuple(archive.out), whole_file=whole_file)
+    return Transcript(
+        messages=tuple(messages),
+        system=tuple(built.system),
+        format="openhands",
+        path=path,
+        skipped=tuple(collector.skipped),
+        ignored=built.ignored + archive.ignored,
+        meta=meta,
+        archive=tuple(archive.out),
+        whole_file=whole_file,
+    )
 
 
 def _is_condensation(event: Any) -> bool:
@@ -290,8 +344,13 @@ def _forgotten(args: Mapping[str, Any]) -> set[Any]:
     return out
 
 
-def _view(numbered: list[tuple[int, Any]], last: int, built: _Events, archive: _Events,
-          collector: Collector) -> list[AgentMessage]:
+def _view(
+    numbered: list[tuple[int, Any]],
+    last: int,
+    built: _Events,
+    archive: _Events,
+    collector: Collector,
+) -> list[AgentMessage]:
     """The model's view after the condensations: what is not forgotten, the summary placed."""
     forgotten: set[Any] = set()
     summary: tuple[str, int] | None = None
@@ -307,8 +366,11 @@ def _view(numbered: list[tuple[int, Any]], last: int, built: _Events, archive: _
     for index, event in numbered:
         if _is_condensation(event):
             built.ignored += 1
-        elif isinstance(event, Mapping) and isinstance(event.get("id"), int) \
-                and event["id"] in forgotten:
+        elif (
+            isinstance(event, Mapping)
+            and isinstance(event.get("id"), int)
+            and event["id"] in forgotten
+        ):
             collector.guard(index, partial(archive.add, event))
         else:
             live.append((index, event))
@@ -324,21 +386,24 @@ def _view(numbered: list[tuple[int, Any]], last: int, built: _Events, archive: _
     text, offset = summary
     at = sum(n for _, n in spans[:offset])
     stale = sum(n for index, n in spans[offset:] if index < last)
-    return [*built.out[:at], CompactionSummaryMessage(text, kept_count=stale),
-            *built.out[at:]]
+    return [*built.out[:at], CompactionSummaryMessage(text, kept_count=stale), *built.out[at:]]
 
 
 def _usage_out(msg: AssistantMessage) -> dict[str, Any] | None:
     u = msg.usage
     if u is None:
         return None
-    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.output_tokens,
-            "total_tokens": u.prompt_tokens + u.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens}}
+    return {
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.prompt_tokens + u.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
+    }
 
 
-def write_openhands(messages: Iterable[AgentMessage], stream: IO[str], *,
-                    system: Iterable[str] = ()) -> None:
+def write_openhands(
+    messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
+) -> None:
     """Write core messages as a JSON list of OpenHands-shaped events.
 
     Each assistant reply with tool calls becomes one action per call sharing one
@@ -360,29 +425,67 @@ def write_openhands(messages: Iterable[AgentMessage], stream: IO[str], *,
         if isinstance(msg, AssistantMessage) and msg.tool_calls:
             text = plain_text(msg.content)
             response: dict[str, Any] = {
-                "id": f"wb-{i}", "model": msg.model,
-                "choices": [{"index": 0, "message": {
-                    "role": "assistant", "content": text or None,
-                    "tool_calls": [{"id": c.id, "type": "function", "function": {
-                        "name": c.name,
-                        "arguments": json.dumps(dict(c.arguments), ensure_ascii=False)}}
-                        for c in msg.tool_calls]}}],
-                "usage": _usage_out(msg)}
+                "id": f"wb-{i}",
+                "model": msg.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": text or None,
+                            "tool_calls": [
+                                {
+                                    "id": c.id,
+                                    "type": "function",
+                                    "function": {
+                                        "name": c.name,
+                                        "arguments": json.dumps(
+                                            dict(c.arguments), ensure_ascii=False
+                                        ),
+                                    },
+                                }
+                                for c in msg.tool_calls
+                            ],
+                        },
+                    }
+                ],
+                "usage": _usage_out(msg),
+            }
             for call in msg.tool_calls:
-                calls[call.id] = add({
-                    "source": "agent", "action": "call",
-                    "args": {**call.arguments, "thought": text},
-                    "tool_call_metadata": {"function_name": call.name, "tool_call_id": call.id,
-                                           "model_response": response,
-                                           "total_calls_in_response": len(msg.tool_calls)}})
+                calls[call.id] = add(
+                    {
+                        "source": "agent",
+                        "action": "call",
+                        "args": {**call.arguments, "thought": text},
+                        "tool_call_metadata": {
+                            "function_name": call.name,
+                            "tool_call_id": call.id,
+                            "model_response": response,
+                            "total_calls_in_response": len(msg.tool_calls),
+                        },
+                    }
+                )
         elif isinstance(msg, AssistantMessage):
-            add({"source": "agent", "action": "message",
-                 "args": {"content": plain_text(msg.content)}})
+            add(
+                {
+                    "source": "agent",
+                    "action": "message",
+                    "args": {"content": plain_text(msg.content)},
+                }
+            )
         elif isinstance(msg, ToolResultMessage):
-            add({"source": "environment", "observation": "error" if msg.is_error else "tool",
-                 "content": plain_text(msg.content), "cause": calls.get(msg.tool_call_id),
-                 "tool_call_metadata": {"function_name": msg.tool_name,
-                                        "tool_call_id": msg.tool_call_id}})
+            add(
+                {
+                    "source": "environment",
+                    "observation": "error" if msg.is_error else "tool",
+                    "content": plain_text(msg.content),
+                    "cause": calls.get(msg.tool_call_id),
+                    "tool_call_metadata": {
+                        "function_name": msg.tool_name,
+                        "tool_call_id": msg.tool_call_id,
+                    },
+                }
+            )
         elif isinstance(msg, UserMessage):
             args: dict[str, Any] = {"content": plain_text(msg.content)}
             if not isinstance(msg.content, str):
@@ -394,7 +497,6 @@ def write_openhands(messages: Iterable[AgentMessage], stream: IO[str], *,
                 args[DIGEST_KEY] = info
             add({"source": "user", "action": "message", "args": args})
         else:
-            add({"source": "user", "action": "message",
-                 "args": {"content": render_as_text(msg)}})
+            add({"source": "user", "action": "message", "args": {"content": render_as_text(msg)}})
     json.dump(events, stream, ensure_ascii=False, indent=1)
     stream.write("\n")

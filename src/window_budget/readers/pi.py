@@ -50,8 +50,9 @@ from window_budget.readers._base import (
 
 __all__ = ["read_pi", "write_pi"]
 
-_NOT_IN_CONTEXT = frozenset({"model_change", "thinking_level_change", "custom", "label",
-                             "session_info"})
+_NOT_IN_CONTEXT = frozenset(
+    {"model_change", "thinking_level_change", "custom", "label", "session_info"}
+)
 
 
 USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
@@ -81,8 +82,9 @@ class _Entry:
     compaction: Mapping[str, Any] | None = None
 
 
-def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False,
-            whole_file: bool = False) -> Transcript:
+def read_pi(
+    stream: IO[str], *, path: str = "", skip_bad: bool = False, whole_file: bool = False
+) -> Transcript:
     """Read a pi session file.
 
     Entries form a tree (``id`` / ``parentId``, from version 2): the model sees the branch
@@ -129,8 +131,11 @@ def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False,
             if isinstance(raw, Mapping):
                 check_counts(raw.get("usage"), USAGE_FIELDS)
             msg = message_from_dict(raw)
-            if isinstance(msg, AssistantMessage) and msg.usage is not None \
-                    and real_usage(msg.usage) is None:
+            if (
+                isinstance(msg, AssistantMessage)
+                and msg.usage is not None
+                and real_usage(msg.usage) is None
+            ):
                 msg = replace(msg, usage=None)  # an aborted reply measured nothing
             if isinstance(raw, Mapping) and raw.get("excludeFromContext") is True:
                 ignored += 1  # a `!!` shell run: shown, never sent
@@ -148,8 +153,9 @@ def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False,
         elif kind == "custom_message":
             entry.msg = message_from_dict({**obj, "role": "custom"})
         else:
-            raise ValueError(f"unknown entry type {kind!r} (expected one of "
-                             f"{', '.join(sorted(PI_TYPES))})")
+            raise ValueError(
+                f"unknown entry type {kind!r} (expected one of {', '.join(sorted(PI_TYPES))})"
+            )
         entries.append(entry)
 
     for number, obj in iter_json_lines(stream, collector):
@@ -161,11 +167,22 @@ def read_pi(stream: IO[str], *, path: str = "", skip_bad: bool = False,
     live = out if whole_file or not boundaries else _live(out, boundaries[-1])
     # Whatever the file holds that the model does not see, in file order.
     shown = {id(m) for m in live} | ({id(out[boundaries[-1]["index"]])} if boundaries else set())
-    archive = [] if whole_file else [e.msg for e in entries
-                                     if e.msg is not None and id(e.msg) not in shown]
-    return Transcript(messages=tuple(live), system=tuple(system), format="pi", path=path,
-                      skipped=tuple(collector.skipped), ignored=ignored, meta=meta,
-                      archive=tuple(archive), whole_file=whole_file)
+    archive = (
+        []
+        if whole_file
+        else [e.msg for e in entries if e.msg is not None and id(e.msg) not in shown]
+    )
+    return Transcript(
+        messages=tuple(live),
+        system=tuple(system),
+        format="pi",
+        path=path,
+        skipped=tuple(collector.skipped),
+        ignored=ignored,
+        meta=meta,
+        archive=tuple(archive),
+        whole_file=whole_file,
+    )
 
 
 def _active_branch(entries: list[_Entry]) -> list[_Entry]:
@@ -181,8 +198,9 @@ def _active_branch(entries: list[_Entry]) -> list[_Entry]:
     return [e for e in entries if e.id is None or e.id in on_path]
 
 
-def _messages(branch: list[_Entry]) -> tuple[list[AgentMessage], list[dict[str, Any]],
-                                             list[dict[str, Any]]]:
+def _messages(
+    branch: list[_Entry],
+) -> tuple[list[AgentMessage], list[dict[str, Any]], list[dict[str, Any]]]:
     """The branch's messages, its boundaries and its compactions.
 
     Boundaries are compactions and this library's digests; compactions are listed as
@@ -202,13 +220,28 @@ def _messages(branch: list[_Entry]) -> tuple[list[AgentMessage], list[dict[str, 
         if entry.compaction is not None:
             obj = entry.compaction
             first = obj.get("firstKeptEntryId", obj.get("firstKeptEntryIndex"))
-            kept_at = by_id.get(first) if isinstance(first, str) else \
-                by_position.get(first) if isinstance(first, int) else None
+            kept_at = (
+                by_id.get(first)
+                if isinstance(first, str)
+                else by_position.get(first)
+                if isinstance(first, int)
+                else None
+            )
             kept = obj.get("keptCount")  # this library's writer: kept entries follow
-            compactions.append({"index": len(out), "first_kept": kept_at,
-                                "tokens_before": getattr(entry.msg, "tokens_before", 0)})
-            boundaries.append({"index": len(out), "first_kept": kept_at,
-                               "kept": kept if isinstance(kept, int) and kept >= 0 else None})
+            compactions.append(
+                {
+                    "index": len(out),
+                    "first_kept": kept_at,
+                    "tokens_before": getattr(entry.msg, "tokens_before", 0),
+                }
+            )
+            boundaries.append(
+                {
+                    "index": len(out),
+                    "first_kept": kept_at,
+                    "kept": kept if isinstance(kept, int) and kept >= 0 else None,
+                }
+            )
         elif isinstance(entry.msg, DigestMessage):
             boundaries.append({"index": len(out), "first_kept": None, "kept": None})
         out.append(entry.msg)
@@ -224,29 +257,40 @@ def _live(out: list[AgentMessage], boundary: Mapping[str, Any]) -> list[AgentMes
     first = boundary["first_kept"]
     if isinstance(first, int) and first < at:
         kept = [m for m in out[first:at] if not isinstance(m, CompactionSummaryMessage)]
-        return [replace(summary, kept_count=len(kept)), *kept, *out[at + 1:]]
+        return [replace(summary, kept_count=len(kept)), *kept, *out[at + 1 :]]
     kept_after = boundary["kept"]
-    return [replace(summary, kept_count=kept_after or 0), *out[at + 1:]]
+    return [replace(summary, kept_count=kept_after or 0), *out[at + 1 :]]
 
 
-def write_pi(messages: Iterable[AgentMessage], stream: IO[str], *,
-             system: Iterable[str] = (), session_id: str | None = None) -> None:
+def write_pi(
+    messages: Iterable[AgentMessage],
+    stream: IO[str],
+    *,
+    system: Iterable[str] = (),
+    session_id: str | None = None,
+) -> None:
     """Write core messages as a pi session: a header line, then one entry per message.
 
     pi rebuilds its own system prompt, so ``system`` prompts go in the header's
     ``systemPrompts`` list, which pi ignores and :func:`read_pi` reads back.
     """
-    header: dict[str, Any] = {"type": "session", "id": session_id or str(uuid.uuid4()),
-                              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    header: dict[str, Any] = {
+        "type": "session",
+        "id": session_id or str(uuid.uuid4()),
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     prompts = list(system)
     if prompts:
         header["systemPrompts"] = prompts
     stream.write(json.dumps(header) + "\n")
     for i, msg in enumerate(messages):
         if isinstance(msg, CompactionSummaryMessage):
-            entry: dict[str, Any] = {"type": "compaction", "summary": msg.summary,
-                                     "tokensBefore": msg.tokens_before,
-                                     "firstKeptEntryIndex": i + 1}
+            entry: dict[str, Any] = {
+                "type": "compaction",
+                "summary": msg.summary,
+                "tokensBefore": msg.tokens_before,
+                "firstKeptEntryIndex": i + 1,
+            }
             if msg.kept_count:
                 # Kept turns follow the summary here (pi writes them before it), so their
                 # number rides along for read_pi: their usage must not anchor.

@@ -49,8 +49,12 @@ def is_swe_agent(doc: Any) -> bool:
     if isinstance(history, list) and history and isinstance(history[0], Mapping):
         first = history[0]
         return "role" in first and ("message_type" in first or "agent" in first)
-    return (isinstance(steps, list) and bool(steps) and isinstance(steps[0], Mapping)
-            and ("response" in steps[0] or "observation" in steps[0]))
+    return (
+        isinstance(steps, list)
+        and bool(steps)
+        and isinstance(steps[0], Mapping)
+        and ("response" in steps[0] or "observation" in steps[0])
+    )
 
 
 def _as_openai(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,11 +71,13 @@ def _as_openai(item: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _convert(raw: Mapping[str, Any], names: dict[str, str],
-             system: list[str]) -> AgentMessage | None:
+def _convert(
+    raw: Mapping[str, Any], names: dict[str, str], system: list[str]
+) -> AgentMessage | None:
     if tag(raw.get("role")) not in _ROLES:
-        raise ValueError(f"unknown role {raw.get('role')!r} (expected system, user, assistant "
-                         "or tool)")
+        raise ValueError(
+            f"unknown role {raw.get('role')!r} (expected system, user, assistant or tool)"
+        )
     return message_from_openai(_as_openai(raw), names, system)
 
 
@@ -109,8 +115,9 @@ def read_swe_agent(stream: IO[str], *, path: str = "", skip_bad: bool = False) -
     """Read a SWE-agent ``.traj`` file (its ``history``, else its ``trajectory`` steps)."""
     doc = load_json(stream, path, "swe-agent")
     if not is_swe_agent(doc):
-        raise mismatch(path, "swe-agent", "it has no 'history' or 'trajectory' list of "
-                                          "SWE-agent steps")
+        raise mismatch(
+            path, "swe-agent", "it has no 'history' or 'trajectory' list of SWE-agent steps"
+        )
     history = doc.get("history") if isinstance(doc.get("history"), list) else []
     steps = doc.get("trajectory") if isinstance(doc.get("trajectory"), list) else []
     talk = [h for h in history if not (isinstance(h, Mapping) and h.get("role") == "system")]
@@ -118,14 +125,18 @@ def read_swe_agent(stream: IO[str], *, path: str = "", skip_bad: bool = False) -
     items = list(history) if talk or not steps else [*history, *_from_steps(list(steps))]
     if not items:
         raise ReadError(f"{path or '<input>'}: the trajectory is empty", path=path)
-    inner = convert_records(items, path=path, skip_bad=skip_bad, fmt="swe-agent",
-                            convert=_convert, fields=_FIELDS)
+    inner = convert_records(
+        items, path=path, skip_bad=skip_bad, fmt="swe-agent", convert=_convert, fields=_FIELDS
+    )
     model = _model_of(doc)
     messages = tuple(
-        AssistantMessage(m.content, usage=m.usage, model=model, stop_reason=m.stop_reason,
-                         timestamp=m.timestamp)
-        if model and isinstance(m, AssistantMessage) and not m.model else m
-        for m in inner.messages)
+        AssistantMessage(
+            m.content, usage=m.usage, model=model, stop_reason=m.stop_reason, timestamp=m.timestamp
+        )
+        if model and isinstance(m, AssistantMessage) and not m.model
+        else m
+        for m in inner.messages
+    )
     meta: dict[str, Any] = {}
     info = doc.get("info")
     if isinstance(info, Mapping):
@@ -136,16 +147,27 @@ def read_swe_agent(stream: IO[str], *, path: str = "", skip_bad: bool = False) -
         meta["model"] = model
     if isinstance(doc.get("environment"), str):
         meta["environment"] = doc["environment"]
-    return Transcript(messages=messages, system=inner.system, format="swe-agent", path=path,
-                      skipped=inner.skipped, meta=meta)
+    return Transcript(
+        messages=messages,
+        system=inner.system,
+        format="swe-agent",
+        path=path,
+        skipped=inner.skipped,
+        meta=meta,
+    )
 
 
-_MESSAGE_TYPES = {"system": "system_prompt", "user": "observation", "assistant": "action",
-                  "tool": "observation"}
+_MESSAGE_TYPES = {
+    "system": "system_prompt",
+    "user": "observation",
+    "assistant": "action",
+    "tool": "observation",
+}
 
 
-def write_swe_agent(messages: Iterable[AgentMessage], stream: IO[str], *,
-                    system: Iterable[str] = ()) -> None:
+def write_swe_agent(
+    messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
+) -> None:
     """Write core messages as a SWE-agent ``.traj`` object with a ``history`` list.
 
     Only the history is written (the run's info and replay config belong to SWE-agent);
@@ -158,6 +180,7 @@ def write_swe_agent(messages: Iterable[AgentMessage], stream: IO[str], *,
             item["tool_call_ids"] = [item.pop("tool_call_id")]
             item.pop("name", None)
         history.append(item)
-    json.dump({"history": history, "trajectory": [], "info": {}}, stream, ensure_ascii=False,
-              indent=1)
+    json.dump(
+        {"history": history, "trajectory": [], "info": {}}, stream, ensure_ascii=False, indent=1
+    )
     stream.write("\n")

@@ -29,12 +29,17 @@ __all__ = ["is_tau_bench", "read_tau_bench", "write_tau_bench"]
 
 def is_tau_bench(doc: Any) -> bool:
     """True for a JSON list of runs that each carry a ``traj`` list."""
-    return (isinstance(doc, list) and bool(doc) and isinstance(doc[0], Mapping)
-            and isinstance(doc[0].get("traj"), list))
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and isinstance(doc[0], Mapping)
+        and isinstance(doc[0].get("traj"), list)
+    )
 
 
-def read_tau_bench(stream: IO[str], *, path: str = "", skip_bad: bool = False,
-                   run: int = 0) -> Transcript:
+def read_tau_bench(
+    stream: IO[str], *, path: str = "", skip_bad: bool = False, run: int = 0
+) -> Transcript:
     """Read run number ``run`` (0-based) of a tau-bench result file.
 
     Raises:
@@ -46,30 +51,49 @@ def read_tau_bench(stream: IO[str], *, path: str = "", skip_bad: bool = False,
     if not is_tau_bench(doc):
         raise mismatch(path, "tau-bench", "it is not a JSON list of runs with a 'traj' list")
     if not 0 <= run < len(doc):
-        raise ReadError(f"{where}: there is no run {run}; the file holds {len(doc):,} runs, "
-                        f"numbered 0 to {len(doc) - 1:,} — pick one with {PICK_RUN}",
-                        path=path)
+        raise ReadError(
+            f"{where}: there is no run {run}; the file holds {len(doc):,} runs, "
+            f"numbered 0 to {len(doc) - 1:,} — pick one with {PICK_RUN}",
+            path=path,
+        )
     chosen = doc[run]
     if not isinstance(chosen, Mapping) or not isinstance(chosen.get("traj"), list):
-        raise ReadError(f"{where}: run {run} has no 'traj' list of messages — fix the file",
-                        path=path)
-    inner = convert_records(list(chosen["traj"]), path=path, skip_bad=skip_bad,
-                            fmt="tau-bench", convert=message_from_openai,
-                            fields=openai_fields("tau-bench"))
+        raise ReadError(
+            f"{where}: run {run} has no 'traj' list of messages — fix the file", path=path
+        )
+    inner = convert_records(
+        list(chosen["traj"]),
+        path=path,
+        skip_bad=skip_bad,
+        fmt="tau-bench",
+        convert=message_from_openai,
+        fields=openai_fields("tau-bench"),
+    )
     meta: dict[str, Any] = {"run": run, "runs": len(doc)}
     for key in ("task_id", "trial", "reward"):
         if isinstance(chosen.get(key), int | float | str) and not isinstance(chosen[key], bool):
             meta[key] = chosen[key]
-    return Transcript(messages=inner.messages, system=inner.system, format="tau-bench",
-                      path=path, skipped=inner.skipped, meta=meta)
+    return Transcript(
+        messages=inner.messages,
+        system=inner.system,
+        format="tau-bench",
+        path=path,
+        skipped=inner.skipped,
+        meta=meta,
+    )
 
 
-def write_tau_bench(messages: Iterable[AgentMessage], stream: IO[str], *,
-                    system: Iterable[str] = ()) -> None:
+def write_tau_bench(
+    messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
+) -> None:
     """Write core messages as a one-run tau-bench result list (``[{"traj": [...]}]``).
 
     Only the trajectory is written: the task, trial and reward belong to the benchmark.
     """
-    json.dump([{"info": {}, "traj": to_openai(messages, system, digests=True)}], stream,
-              ensure_ascii=False, indent=1)
+    json.dump(
+        [{"info": {}, "traj": to_openai(messages, system, digests=True)}],
+        stream,
+        ensure_ascii=False,
+        indent=1,
+    )
     stream.write("\n")

@@ -53,8 +53,17 @@ TRUNCATION_MARKER = "\n[… truncated to fit the prompt budget …]"
 DEFAULT_MIN_TRUNCATED_TOKENS = 100
 """Below this much room a section is dropped rather than cut to a useless stub."""
 
-_RESERVED_KEYS = frozenset({"event", "budget_tokens", "used_tokens", "sections_included",
-                            "sections_truncated", "sections_dropped", "sections_empty"})
+_RESERVED_KEYS = frozenset(
+    {
+        "event",
+        "budget_tokens",
+        "used_tokens",
+        "sections_included",
+        "sections_truncated",
+        "sections_dropped",
+        "sections_empty",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,11 +180,13 @@ def assemble_prompt(
     extra = dict(context or {})
     clash = sorted(_RESERVED_KEYS & extra.keys())
     if clash:
-        raise ConfigError(f"context keys {clash} would overwrite the event's own fields; "
-                          "rename them")
+        raise ConfigError(
+            f"context keys {clash} would overwrite the event's own fields; rename them"
+        )
     tc = resolve_counter(counter) or HeuristicCounter()
-    ordered = sorted((_to_section(i, s) for i, s in enumerate(sections)),
-                     key=lambda s: s.priority)  # sorted() is stable: ties keep input order
+    ordered = sorted(
+        (_to_section(i, s) for i, s in enumerate(sections)), key=lambda s: s.priority
+    )  # sorted() is stable: ties keep input order
 
     text = ""
     included: list[str] = []
@@ -197,6 +208,7 @@ def assemble_prompt(
             included.append(section.label)
             continue
         stopped = True
+
         # Counting the whole candidate text (not summing pieces) keeps the guarantee
         # exact for tokenizers whose counts are not additive across a join.
         def fits(head: str, before: str = text + joint) -> bool:
@@ -211,9 +223,16 @@ def assemble_prompt(
             dropped.append(section.label)
 
     used = tc.count(text) if text else 0
-    result = AssembledPrompt(text=text, used_tokens=used, budget_tokens=budget,
-                             included=tuple(included), truncated=tuple(truncated),
-                             dropped=tuple(dropped), empty=tuple(empty), counter_name=tc.name)
+    result = AssembledPrompt(
+        text=text,
+        used_tokens=used,
+        budget_tokens=budget,
+        included=tuple(included),
+        truncated=tuple(truncated),
+        dropped=tuple(dropped),
+        empty=tuple(empty),
+        counter_name=tc.name,
+    )
     payload: dict[str, Any] = {
         **extra,
         "event": EVENT_NAME,
@@ -224,8 +243,15 @@ def assemble_prompt(
         "sections_dropped": list(result.dropped),
         "sections_empty": list(result.empty),
     }
-    logger.info("%s budget=%d used=%d included=%s dropped=%s", EVENT_NAME, budget, used,
-                result.included, result.dropped, extra={"window_budget_event": payload})
+    logger.info(
+        "%s budget=%d used=%d included=%s dropped=%s",
+        EVENT_NAME,
+        budget,
+        used,
+        result.included,
+        result.dropped,
+        extra={"window_budget_event": payload},
+    )
     if on_event is not None:
         on_event(payload)
     return result

@@ -150,8 +150,9 @@ def classify_message(message: AgentMessage) -> MessageCategory:
     return MessageCategory.DIALOG
 
 
-def resolve_shares(shares: Mapping[MessageCategory | str, float] | None = None,
-                   ) -> dict[MessageCategory, float]:
+def resolve_shares(
+    shares: Mapping[MessageCategory | str, float] | None = None,
+) -> dict[MessageCategory, float]:
     """Return every category's share: the defaults, overridden by ``shares``.
 
     Keys may be categories or their names (``"dialog"``); shares are relative weights.
@@ -168,19 +169,27 @@ def resolve_shares(shares: Mapping[MessageCategory | str, float] | None = None,
         except KeyError:
             names = ", ".join(c.name for c in MessageCategory)
             raise ConfigError(f"unknown category {key!r} in shares; use one of {names}") from None
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
             raise ConfigError(f"share of {cat.name} must be a finite number >= 0, got {value!r}")
         out[cat] = float(value)
     if sum(out[c] for c in TRIM_ORDER) <= 0:
-        raise ConfigError("the shares of CONTEXT, DIALOG, SYSTEM_OUTPUT and ERROR are all 0; "
-                          "give at least one of them a positive share")
+        raise ConfigError(
+            "the shares of CONTEXT, DIALOG, SYSTEM_OUTPUT and ERROR are all 0; "
+            "give at least one of them a positive share"
+        )
     return out
 
 
-def allocate_budgets(budget: int, needs: Mapping[MessageCategory, int],
-                     shares: Mapping[MessageCategory | str, float] | None = None,
-                     ) -> dict[MessageCategory, int]:
+def allocate_budgets(
+    budget: int,
+    needs: Mapping[MessageCategory, int],
+    shares: Mapping[MessageCategory | str, float] | None = None,
+) -> dict[MessageCategory, int]:
     """Each category's allowance: SYSTEM gets what it needs, the rest is split by share.
 
     A category needing less than its share keeps only what it needs; the remainder is
@@ -236,22 +245,29 @@ class ImageReplacement:
     @property
     def placeholder(self) -> str:
         """The text that stands in for the image."""
-        return (f"[earlier image removed by window-budget: {self.mime_type}, "
-                f"{self.data_chars:,} data chars, sha256 {self.sha256} — only the most recent "
-                "image is kept]")
+        return (
+            f"[earlier image removed by window-budget: {self.mime_type}, "
+            f"{self.data_chars:,} data chars, sha256 {self.sha256} — only the most recent "
+            "image is kept]"
+        )
 
 
 def _images_in(message: AgentMessage) -> list[int]:
     content = getattr(message, "content", None)
-    if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage) \
-            and not isinstance(content, str) and content is not None:
+    if (
+        isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage)
+        and not isinstance(content, str)
+        and content is not None
+    ):
         return [i for i, b in enumerate(content) if isinstance(b, ImageBlock)]
     return []
 
 
-def replace_old_images(messages: Sequence[AgentMessage], *,
-                       classify: Classifier = classify_message,
-                       ) -> tuple[list[AgentMessage], tuple[ImageReplacement, ...]]:
+def replace_old_images(
+    messages: Sequence[AgentMessage],
+    *,
+    classify: Classifier = classify_message,
+) -> tuple[list[AgentMessage], tuple[ImageReplacement, ...]]:
     """Replace every image but the most recent with a placeholder (SYSTEM messages untouched).
 
     Returns a new list (untouched messages are the same objects) and what was replaced,
@@ -260,10 +276,16 @@ def replace_old_images(messages: Sequence[AgentMessage], *,
     return _replace_old_images(messages, [classify(m) for m in messages])
 
 
-def _replace_old_images(messages: Sequence[AgentMessage], cats: Sequence[MessageCategory],
-                        ) -> tuple[list[AgentMessage], tuple[ImageReplacement, ...]]:
-    spots = [(i, b) for i, m in enumerate(messages) if cats[i] is not MessageCategory.SYSTEM
-             for b in _images_in(m)]
+def _replace_old_images(
+    messages: Sequence[AgentMessage],
+    cats: Sequence[MessageCategory],
+) -> tuple[list[AgentMessage], tuple[ImageReplacement, ...]]:
+    spots = [
+        (i, b)
+        for i, m in enumerate(messages)
+        if cats[i] is not MessageCategory.SYSTEM
+        for b in _images_in(m)
+    ]
     out = list(messages)
     records: list[ImageReplacement] = []
     for i, b in spots[:-1]:
@@ -271,10 +293,15 @@ def _replace_old_images(messages: Sequence[AgentMessage], cats: Sequence[Message
         assert isinstance(content, tuple)
         image = content[b]
         assert isinstance(image, ImageBlock)
-        rec = ImageReplacement(i, b, image.mime_type, len(image.data),
-                               hashlib.sha256(image.data.encode()).hexdigest()[:12])
+        rec = ImageReplacement(
+            i,
+            b,
+            image.mime_type,
+            len(image.data),
+            hashlib.sha256(image.data.encode()).hexdigest()[:12],
+        )
         records.append(rec)
-        new_content: Content = (*content[:b], TextBlock(rec.placeholder), *content[b + 1:])
+        new_content: Content = (*content[:b], TextBlock(rec.placeholder), *content[b + 1 :])
         out[i] = replace(out[i], content=new_content)  # type: ignore[type-var]
     return out, tuple(records)
 
@@ -328,10 +355,14 @@ def _units(messages: Sequence[AgentMessage], cats: Sequence[MessageCategory]) ->
     return units
 
 
-def trim_by_category(messages: Sequence[AgentMessage], budget: int, *,
-                     counter: TokenCounter | None = None,
-                     shares: Mapping[MessageCategory | str, float] | None = None,
-                     classify: Classifier = classify_message) -> TrimResult:
+def trim_by_category(
+    messages: Sequence[AgentMessage],
+    budget: int,
+    *,
+    counter: TokenCounter | None = None,
+    shares: Mapping[MessageCategory | str, float] | None = None,
+    classify: Classifier = classify_message,
+) -> TrimResult:
     """Trim a transcript to ``budget`` tokens by category, oldest first; no model call.
 
     Under budget, nothing changes (``kept`` holds the input objects). See the module
@@ -347,19 +378,31 @@ def trim_by_category(messages: Sequence[AgentMessage], budget: int, *,
     sizes = [estimate_message_tokens(m, counter) for m in messages]
     before = sum(sizes)
     if before <= budget:
-        return TrimResult(kept=tuple(messages), dropped=(), images=(), shortened=(),
-                          tokens_before=before, tokens_after=before, budget=budget,
-                          allowances={})
+        return TrimResult(
+            kept=tuple(messages),
+            dropped=(),
+            images=(),
+            shortened=(),
+            tokens_before=before,
+            tokens_after=before,
+            budget=budget,
+            allowances={},
+        )
     cats = [classify(m) for m in messages]
     system = sum(s for s, c in zip(sizes, cats, strict=True) if c is MessageCategory.SYSTEM)
     if system > budget:
         raise BudgetError(
             f"SYSTEM messages need {system:,} tokens but the budget is {budget:,} — shorten "
-            "the system notes or raise the budget", needed=system, available=budget)
+            "the system notes or raise the budget",
+            needed=system,
+            available=budget,
+        )
 
     current, images = _replace_old_images(messages, cats)
-    sizes = [estimate_message_tokens(m, counter) if m is not o else s
-             for m, o, s in zip(current, messages, sizes, strict=True)]
+    sizes = [
+        estimate_message_tokens(m, counter) if m is not o else s
+        for m, o, s in zip(current, messages, sizes, strict=True)
+    ]
     alive = [True] * len(messages)
     running = sum(sizes)
 
@@ -409,14 +452,25 @@ def trim_by_category(messages: Sequence[AgentMessage], budget: int, *,
     position = {j: k for k, j in enumerate(j for j in range(len(messages)) if alive[j])}
     after = running
     assert after <= budget, (after, budget)
-    return TrimResult(kept=kept, dropped=dropped, images=kept_images,
-                      shortened=tuple(position[j] for j in shortened_idx),
-                      tokens_before=before, tokens_after=after, budget=budget,
-                      allowances=allowances)
+    return TrimResult(
+        kept=kept,
+        dropped=dropped,
+        images=kept_images,
+        shortened=tuple(position[j] for j in shortened_idx),
+        tokens_before=before,
+        tokens_after=after,
+        budget=budget,
+        allowances=allowances,
+    )
 
 
-def _shorten_last(current: list[AgentMessage], sizes: list[int], unit: list[int], room: int,
-                  counter: TokenCounter | None) -> set[int]:
+def _shorten_last(
+    current: list[AgentMessage],
+    sizes: list[int],
+    unit: list[int],
+    room: int,
+    counter: TokenCounter | None,
+) -> set[int]:
     """Shorten the messages of the last remaining unit, largest first, toward ``room``."""
     # Imported here: the condenser imports this module lazily, and vice versa.
 
@@ -434,11 +488,14 @@ def _shorten_last(current: list[AgentMessage], sizes: list[int], unit: list[int]
     return done
 
 
-def trim_messages_by_category(messages: Sequence[AgentMessage], budget: int, *,
-                              counter: TokenCounter | None = None,
-                              shares: Mapping[MessageCategory | str, float] | None = None,
-                              classify: Classifier = classify_message,
-                              ) -> tuple[list[AgentMessage], list[AgentMessage]]:
+def trim_messages_by_category(
+    messages: Sequence[AgentMessage],
+    budget: int,
+    *,
+    counter: TokenCounter | None = None,
+    shares: Mapping[MessageCategory | str, float] | None = None,
+    classify: Classifier = classify_message,
+) -> tuple[list[AgentMessage], list[AgentMessage]]:
     """``(kept, dropped)`` after :func:`trim_by_category`; the condenser's trim hook.
 
     ``kept`` is in input order, fits ``budget`` (``estimate_message_tokens`` with
@@ -450,6 +507,5 @@ def trim_messages_by_category(messages: Sequence[AgentMessage], budget: int, *,
     >>> [m.content[0] for m in kept], len(dropped)
     (['b', 'c'], 1)
     """
-    result = trim_by_category(messages, budget, counter=counter, shares=shares,
-                              classify=classify)
+    result = trim_by_category(messages, budget, counter=counter, shares=shares, classify=classify)
     return list(result.kept), list(result.dropped)

@@ -110,6 +110,7 @@ def _choice(*options: str) -> Callable[[str], str]:
         if value not in options:
             raise ValueError
         return value
+
     return parse
 
 
@@ -160,32 +161,84 @@ class EnvVar:
 
 
 ENV_VARS: tuple[EnvVar, ...] = (
-    EnvVar("TRIGGER_RATIO", "a number in (0, 1] or a percentage such as 80%", _parse_ratio,
-           "fraction of the usable window at which the gate fires", "trigger_ratio"),
-    EnvVar("KEEP_RECENT", "a non-negative integer", _parse_count,
-           "size of the verbatim tail (tokens, or turns / messages with KEEP_UNIT)", "keep_recent"),
-    EnvVar("RESERVE_TOKENS", "a non-negative integer or 'none'", _parse_optional_count,
-           "headroom carved off the window for the reply", "reserve_tokens"),
-    EnvVar("KEEP_UNIT", "'tokens', 'turns' or 'messages'", _choice("tokens", "turns", "messages"),
-           "what KEEP_RECENT counts", "keep_unit"),
-    EnvVar("STRATEGY", "'summarize' or 'trim'", _choice("summarize", "trim"),
-           "digest the head with a model, or trim by category without one", "strategy"),
-    EnvVar("DIGEST_MAX_TOKENS", "an integer of at least 64", _parse_count,
-           "upper bound for a digest", "digest_max_tokens"),
-    EnvVar("TOOL_OUTPUT_CHARS", "a non-negative integer", _parse_count,
-           "clamp on each tool output in the summary prompt", "tool_output_chars"),
-    EnvVar("ON_SUMMARIZER_ERROR", "'fallback' or 'raise'", _choice("fallback", "raise"),
-           "what a failing summary call does", "on_summarizer_error"),
-    EnvVar("COUNTER", "'heuristic' or 'tiktoken'", _choice("heuristic", "tiktoken"),
-           "how tokens are counted"),
-    EnvVar("ENCODING", "a tiktoken encoding name such as cl100k_base or o200k_base",
-           _parse_encoding,
-           "encoding used with COUNTER=tiktoken (default cl100k_base)"),
-    EnvVar("TIKTOKEN_FILE", "a path to a .tiktoken file", _text,
-           "local encoding file, so tiktoken needs no download"),
+    EnvVar(
+        "TRIGGER_RATIO",
+        "a number in (0, 1] or a percentage such as 80%",
+        _parse_ratio,
+        "fraction of the usable window at which the gate fires",
+        "trigger_ratio",
+    ),
+    EnvVar(
+        "KEEP_RECENT",
+        "a non-negative integer",
+        _parse_count,
+        "size of the verbatim tail (tokens, or turns / messages with KEEP_UNIT)",
+        "keep_recent",
+    ),
+    EnvVar(
+        "RESERVE_TOKENS",
+        "a non-negative integer or 'none'",
+        _parse_optional_count,
+        "headroom carved off the window for the reply",
+        "reserve_tokens",
+    ),
+    EnvVar(
+        "KEEP_UNIT",
+        "'tokens', 'turns' or 'messages'",
+        _choice("tokens", "turns", "messages"),
+        "what KEEP_RECENT counts",
+        "keep_unit",
+    ),
+    EnvVar(
+        "STRATEGY",
+        "'summarize' or 'trim'",
+        _choice("summarize", "trim"),
+        "digest the head with a model, or trim by category without one",
+        "strategy",
+    ),
+    EnvVar(
+        "DIGEST_MAX_TOKENS",
+        "an integer of at least 64",
+        _parse_count,
+        "upper bound for a digest",
+        "digest_max_tokens",
+    ),
+    EnvVar(
+        "TOOL_OUTPUT_CHARS",
+        "a non-negative integer",
+        _parse_count,
+        "clamp on each tool output in the summary prompt",
+        "tool_output_chars",
+    ),
+    EnvVar(
+        "ON_SUMMARIZER_ERROR",
+        "'fallback' or 'raise'",
+        _choice("fallback", "raise"),
+        "what a failing summary call does",
+        "on_summarizer_error",
+    ),
+    EnvVar(
+        "COUNTER",
+        "'heuristic' or 'tiktoken'",
+        _choice("heuristic", "tiktoken"),
+        "how tokens are counted",
+    ),
+    EnvVar(
+        "ENCODING",
+        "a tiktoken encoding name such as cl100k_base or o200k_base",
+        _parse_encoding,
+        "encoding used with COUNTER=tiktoken (default cl100k_base)",
+    ),
+    EnvVar(
+        "TIKTOKEN_FILE",
+        "a path to a .tiktoken file",
+        _text,
+        "local encoding file, so tiktoken needs no download",
+    ),
     EnvVar("MODEL", "a model id", _text, "model id for model_from_env"),
-    EnvVar("CONTEXT_WINDOW", "a positive integer", _parse_count,
-           "context window for model_from_env"),
+    EnvVar(
+        "CONTEXT_WINDOW", "a positive integer", _parse_count, "context window for model_from_env"
+    ),
 )
 """Every variable the library reads."""
 
@@ -205,16 +258,19 @@ def read_setting(suffix: str, *, environ: Mapping[str, str] | None = None) -> An
     key = env_name(suffix).removeprefix(ENV_PREFIX + "_")
     var = _BY_SUFFIX.get(key)
     if var is None:
-        raise ConfigError(f"{env_name(suffix)} is not a window-budget setting; known: "
-                          + ", ".join(v.name for v in ENV_VARS))
+        raise ConfigError(
+            f"{env_name(suffix)} is not a window-budget setting; known: "
+            + ", ".join(v.name for v in ENV_VARS)
+        )
     text = read_env(var.suffix, environ=environ)
     if text is None:
         return None
     try:
         return var.parse(text)
     except ValueError:
-        raise ConfigError(f"{var.name}={text!r} is invalid; it must be {var.accepts} — fix or "
-                          "unset the variable") from None
+        raise ConfigError(
+            f"{var.name}={text!r} is invalid; it must be {var.accepts} — fix or unset the variable"
+        ) from None
 
 
 def settings_from_env(*, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -234,8 +290,9 @@ def unknown_env_vars(*, environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(k for k in env if k.startswith(ENV_PREFIX + "_") and k not in known)
 
 
-def policy_from_env(base: BudgetPolicy | None = None, *,
-                    environ: Mapping[str, str] | None = None, **explicit: Any) -> BudgetPolicy:
+def policy_from_env(
+    base: BudgetPolicy | None = None, *, environ: Mapping[str, str] | None = None, **explicit: Any
+) -> BudgetPolicy:
     """Build a :class:`BudgetPolicy`: explicit arguments, then the environment, then defaults.
 
     Keyword arguments are ``BudgetPolicy`` fields; one passed as ``None`` counts as not
@@ -249,16 +306,18 @@ def policy_from_env(base: BudgetPolicy | None = None, *,
     """
     unknown = sorted(set(explicit) - _POLICY_FIELDS)
     if unknown:
-        raise ConfigError(f"{unknown} are not BudgetPolicy fields; use "
-                          + ", ".join(sorted(_POLICY_FIELDS)))
+        raise ConfigError(
+            f"{unknown} are not BudgetPolicy fields; use " + ", ".join(sorted(_POLICY_FIELDS))
+        )
     values: dict[str, Any] = {}
     source: dict[str, str] = {}
     if base is not None:
         values.update({f: getattr(base, f) for f in _POLICY_FIELDS})
     for field_name, var in _BY_FIELD.items():
         value = read_setting(var.suffix, environ=environ)
-        if value is not None or (var.suffix == "RESERVE_TOKENS"
-                                 and read_env(var.suffix, environ=environ) is not None):
+        if value is not None or (
+            var.suffix == "RESERVE_TOKENS" and read_env(var.suffix, environ=environ) is not None
+        ):
             values[field_name] = value
             source[field_name] = var.name
     for field_name, value in explicit.items():
@@ -279,8 +338,11 @@ def policy_from_env(base: BudgetPolicy | None = None, *,
         raise ConfigError(f"{where}: {exc} — fix or unset it") from None
 
 
-def counter_from_env(counter: Any = None, *, environ: Mapping[str, str] | None = None,
-                     ) -> TokenCounter | None:
+def counter_from_env(
+    counter: Any = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> TokenCounter | None:
     """Resolve the token counter: ``counter`` if given, else ``WINDOW_BUDGET_COUNTER``.
 
     Goes through :func:`~window_budget.budget._counters.resolve_counter`, so
@@ -294,8 +356,12 @@ def counter_from_env(counter: Any = None, *, environ: Mapping[str, str] | None =
     return resolve_counter(chosen, encoding=encoding)
 
 
-def model_from_env(model_id: str | None = None, context_window: int | None = None, *,
-                   environ: Mapping[str, str] | None = None) -> Model | None:
+def model_from_env(
+    model_id: str | None = None,
+    context_window: int | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Model | None:
     """Build a :class:`Model` from arguments, else ``WINDOW_BUDGET_MODEL`` / ``_CONTEXT_WINDOW``.
 
     Returns None when no window is known. The id defaults to ``"default"``.
@@ -304,8 +370,11 @@ def model_from_env(model_id: str | None = None, context_window: int | None = Non
         ConfigError: the window is not a positive int.
 
     """
-    window = context_window if context_window is not None else read_setting(
-        "CONTEXT_WINDOW", environ=environ)
+    window = (
+        context_window
+        if context_window is not None
+        else read_setting("CONTEXT_WINDOW", environ=environ)
+    )
     if window is None:
         return None
     if isinstance(window, bool) or not isinstance(window, int) or window <= 0:

@@ -53,8 +53,7 @@ MAX_USAGE_TOKENS: Final = 10**9
 """The largest count one usage field may report. No model's window comes near a billion
 tokens, so a bigger figure is a garbled event (``1e300``), not a measurement."""
 
-_ANTHROPIC_KEYS: Final = ("input_tokens", "cache_creation_input_tokens",
-                          "cache_read_input_tokens")
+_ANTHROPIC_KEYS: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class MalformedUsageWarning(UserWarning):
@@ -85,41 +84,50 @@ def _int(raw: Mapping[str, Any], key: str, where: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(f"{where}: {key} is {value!r}; usage counts must be non-negative "
-                         "integers — pass the provider's numbers, not strings")
+        raise UsageError(
+            f"{where}: {key} is {value!r}; usage counts must be non-negative "
+            "integers — pass the provider's numbers, not strings"
+        )
     if isinstance(value, float):
         if not math.isfinite(value):
             raise UsageError(f"{where}: {key} is {value!r}; usage counts must be finite numbers")
         if not value.is_integer():
             raise UsageError(f"{where}: {key} is {value!r}; usage counts must be whole numbers")
         if value > MAX_USAGE_TOKENS:  # before int(): int(1e300) is a 300-digit number
-            raise UsageError(f"{where}: {key} is {value!r}, more than the "
-                             f"{MAX_USAGE_TOKENS:,} tokens any usage report can hold")
+            raise UsageError(
+                f"{where}: {key} is {value!r}, more than the "
+                f"{MAX_USAGE_TOKENS:,} tokens any usage report can hold"
+            )
         value = int(value)
     return _checked(value, key, where)
 
 
 def _checked(value: int, key: str, where: str) -> int:
     if value < 0:
-        raise UsageError(f"{where}: {key} is {value}; usage counts cannot be negative — "
-                         "check the event source")
+        raise UsageError(
+            f"{where}: {key} is {value}; usage counts cannot be negative — check the event source"
+        )
     if value > MAX_USAGE_TOKENS:
         # str() of a huge int is slow and, past 4,300 digits, refused by Python itself.
         shown = f"{value:,}" if value < 10**30 else "a number of more than 30 digits"
-        raise UsageError(f"{where}: {key} is {shown}, more than the {MAX_USAGE_TOKENS:,} "
-                         "tokens any usage report can hold")
+        raise UsageError(
+            f"{where}: {key} is {shown}, more than the {MAX_USAGE_TOKENS:,} "
+            "tokens any usage report can hold"
+        )
     return value
 
 
 def _from_mapping(raw: Mapping[str, Any], where: str) -> UsageReading | None:
     if any(k in raw for k in _ANTHROPIC_KEYS[1:]) or (
-            "input_tokens" in raw and "input_token_details" not in raw
-            and "total_tokens" not in raw):
+        "input_tokens" in raw and "input_token_details" not in raw and "total_tokens" not in raw
+    ):
         # Anthropic / Claude Code: the three parts are reported separately.
-        return UsageReading(input_tokens=_int(raw, "input_tokens", where),
-                            cache_creation_tokens=_int(raw, "cache_creation_input_tokens", where),
-                            cache_read_tokens=_int(raw, "cache_read_input_tokens", where),
-                            output_tokens=_int(raw, "output_tokens", where))
+        return UsageReading(
+            input_tokens=_int(raw, "input_tokens", where),
+            cache_creation_tokens=_int(raw, "cache_creation_input_tokens", where),
+            cache_read_tokens=_int(raw, "cache_read_input_tokens", where),
+            output_tokens=_int(raw, "output_tokens", where),
+        )
     if "input_tokens" in raw:
         # LangChain usage_metadata: input_tokens already includes the cached parts.
         details = raw.get("input_token_details") or {}
@@ -129,10 +137,16 @@ def _from_mapping(raw: Mapping[str, Any], where: str) -> UsageReading | None:
         read = _int(details, "cache_read", where)
         created = _int(details, "cache_creation", where)
         if read + created > total:
-            raise UsageError(f"{where}: cache tokens ({read + created}) exceed input_tokens "
-                             f"({total}); usage_metadata counts cached tokens inside input_tokens")
-        return UsageReading(input_tokens=total - read - created, cache_creation_tokens=created,
-                            cache_read_tokens=read, output_tokens=_int(raw, "output_tokens", where))
+            raise UsageError(
+                f"{where}: cache tokens ({read + created}) exceed input_tokens "
+                f"({total}); usage_metadata counts cached tokens inside input_tokens"
+            )
+        return UsageReading(
+            input_tokens=total - read - created,
+            cache_creation_tokens=created,
+            cache_read_tokens=read,
+            output_tokens=_int(raw, "output_tokens", where),
+        )
     if "prompt_tokens" in raw:
         # OpenAI: prompt_tokens includes the cached part reported in prompt_tokens_details.
         details = raw.get("prompt_tokens_details") or {}
@@ -140,8 +154,11 @@ def _from_mapping(raw: Mapping[str, Any], where: str) -> UsageReading | None:
             raise UsageError(f"{where}: prompt_tokens_details is {details!r}, not a mapping")
         total = _int(raw, "prompt_tokens", where)
         cached = min(total, _int(details, "cached_tokens", where))
-        return UsageReading(input_tokens=total - cached, cache_read_tokens=cached,
-                            output_tokens=_int(raw, "completion_tokens", where))
+        return UsageReading(
+            input_tokens=total - cached,
+            cache_read_tokens=cached,
+            output_tokens=_int(raw, "completion_tokens", where),
+        )
     return None
 
 
@@ -167,10 +184,12 @@ def parse_usage(event: object) -> UsageReading | None:
         # Usage checks its types and signs; the bound is the meter's own.
         return UsageReading(
             input_tokens=_checked(event.input_tokens, "input_tokens", "Usage"),
-            cache_creation_tokens=_checked(event.cache_creation_tokens,
-                                           "cache_creation_tokens", "Usage"),
+            cache_creation_tokens=_checked(
+                event.cache_creation_tokens, "cache_creation_tokens", "Usage"
+            ),
             cache_read_tokens=_checked(event.cache_read_tokens, "cache_read_tokens", "Usage"),
-            output_tokens=_checked(event.output_tokens, "output_tokens", "Usage"))
+            output_tokens=_checked(event.output_tokens, "output_tokens", "Usage"),
+        )
     if isinstance(event, AssistantMessage):
         return parse_usage(event.usage) if event.usage is not None else None
     if isinstance(event, Mapping):
@@ -215,18 +234,36 @@ class ContextBudget:
     (80000, True, True)
     """
 
-    __slots__ = ("_last", "_should_compact", "_should_warn", "compact_ratio",
-                 "context_window", "strict", "updates", "warn_ratio")
+    __slots__ = (
+        "_last",
+        "_should_compact",
+        "_should_warn",
+        "compact_ratio",
+        "context_window",
+        "strict",
+        "updates",
+        "warn_ratio",
+    )
 
-    def __init__(self, context_window: int = DEFAULT_METER_WINDOW, *,
-                 warn_ratio: float = DEFAULT_WARN_RATIO,
-                 compact_ratio: float = DEFAULT_COMPACT_RATIO, strict: bool = False) -> None:
-        if isinstance(context_window, bool) or not isinstance(context_window, int) \
-                or context_window <= 0:
+    def __init__(
+        self,
+        context_window: int = DEFAULT_METER_WINDOW,
+        *,
+        warn_ratio: float = DEFAULT_WARN_RATIO,
+        compact_ratio: float = DEFAULT_COMPACT_RATIO,
+        strict: bool = False,
+    ) -> None:
+        if (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window <= 0
+        ):
             raise ConfigError(f"context_window must be a positive int, got {context_window!r}")
         if not 0 < warn_ratio <= compact_ratio:
-            raise ConfigError(f"thresholds must satisfy 0 < warn_ratio <= compact_ratio, got "
-                              f"warn_ratio={warn_ratio} and compact_ratio={compact_ratio}")
+            raise ConfigError(
+                f"thresholds must satisfy 0 < warn_ratio <= compact_ratio, got "
+                f"warn_ratio={warn_ratio} and compact_ratio={compact_ratio}"
+            )
         self.context_window = context_window
         """Tokens the window holds."""
         self.warn_ratio = warn_ratio
@@ -242,9 +279,11 @@ class ContextBudget:
         self._should_compact = False
 
     def __repr__(self) -> str:
-        return (f"ContextBudget(used_tokens={self.used_tokens}, context_window="
-                f"{self.context_window}, should_warn={self._should_warn}, "
-                f"should_compact={self._should_compact})")
+        return (
+            f"ContextBudget(used_tokens={self.used_tokens}, context_window="
+            f"{self.context_window}, should_warn={self._should_warn}, "
+            f"should_compact={self._should_compact})"
+        )
 
     @property
     def last_usage(self) -> UsageReading | None:
@@ -301,8 +340,12 @@ class ContextBudget:
         except UsageError as exc:
             if self.strict:
                 raise
-            warnings.warn(f"ignored a malformed usage report ({exc}); the meter keeps "
-                          f"{self.used_tokens} used tokens", MalformedUsageWarning, stacklevel=2)
+            warnings.warn(
+                f"ignored a malformed usage report ({exc}); the meter keeps "
+                f"{self.used_tokens} used tokens",
+                MalformedUsageWarning,
+                stacklevel=2,
+            )
             return False
         if reading is None:
             return False
@@ -324,8 +367,7 @@ class ContextBudget:
         """Lower ``should_compact`` once compaction was requested."""
         self._should_compact = False
 
-    def build_compact_prompt(self, task: str, state: str,
-                             scratch_path: str | None = None) -> str:
+    def build_compact_prompt(self, task: str, state: str, scratch_path: str | None = None) -> str:
         """The ``/compact`` command to inject into the agent's next input.
 
         ``task`` tells the built-in compaction what to preserve; ``state`` is where the
@@ -341,8 +383,9 @@ class ContextBudget:
         task_line = " ".join(str(task).split())
         state_line = " ".join(str(state).split())
         if not task_line:
-            raise ConfigError("build_compact_prompt needs a non-empty task to focus the "
-                              "compaction on")
+            raise ConfigError(
+                "build_compact_prompt needs a non-empty task to focus the compaction on"
+            )
         prompt = f"/compact focus on {task_line} -- current state is {state_line or 'unknown'}"
         if scratch_path:
             prompt += f"\nAfter compaction, read {scratch_path} for preserved context."

@@ -71,16 +71,14 @@ CounterLike = TokenCounter | Callable[[str], int] | str | None
 """What :func:`plot_estimate_vs_reported` takes for a counter (see ``resolve_counter``)."""
 
 # Colour-blind-safe (Okabe-Ito), one per policy in the order given.
-PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",
-           "#000000")
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000")
 
 
 def _figure(**kwargs: Any) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise ImportError(
-            'plotting needs matplotlib; pip install "window-budget[plot]"') from exc
+        raise ImportError('plotting needs matplotlib; pip install "window-budget[plot]"') from exc
     return Figure(**kwargs)
 
 
@@ -104,16 +102,27 @@ def plot_session(timeline: Timeline, *, title: str = "") -> Any:
     ax = fig.axes[0]
     for f in timeline.firings:
         freed = f.tokens_before - f.tokens_after
-        ax.annotate(f"−{freed:,}", xy=(f.step + 1, (f.tokens_before + f.tokens_after) / 2),
-                    xytext=(4, 0), textcoords="offset points", fontsize=7.5,
-                    color="#1f6fb4", va="center")
+        ax.annotate(
+            f"−{freed:,}",
+            xy=(f.step + 1, (f.tokens_before + f.tokens_after) / 2),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=7.5,
+            color="#1f6fb4",
+            va="center",
+        )
     return fig
 
 
-def compare_policies(messages: Sequence[AgentMessage], model: Model,
-                     policies: Mapping[str, BudgetPolicy], *,
-                     counter: TokenCounter | None = None, pinned_tokens: int = 0,
-                     complete_sync: SyncCompleteFn | None = None) -> dict[str, Timeline]:
+def compare_policies(
+    messages: Sequence[AgentMessage],
+    model: Model,
+    policies: Mapping[str, BudgetPolicy],
+    *,
+    counter: TokenCounter | None = None,
+    pinned_tokens: int = 0,
+    complete_sync: SyncCompleteFn | None = None,
+) -> dict[str, Timeline]:
     """Replay one session under each of ``policies`` (by label); the replays, by label.
 
     Each replay is :func:`~window_budget.tools.timeline.simulate`: the message list is not
@@ -123,9 +132,17 @@ def compare_policies(messages: Sequence[AgentMessage], model: Model,
         BudgetError: under some policy the context cannot be made to fit.
 
     """
-    return {label: simulate(messages, model, policy, counter=counter,
-                            pinned_tokens=pinned_tokens, complete_sync=complete_sync)
-            for label, policy in policies.items()}
+    return {
+        label: simulate(
+            messages,
+            model,
+            policy,
+            counter=counter,
+            pinned_tokens=pinned_tokens,
+            complete_sync=complete_sync,
+        )
+        for label, policy in policies.items()
+    }
 
 
 def plot_policies(timelines: Mapping[str, Timeline], *, title: str = "") -> Any:
@@ -145,37 +162,57 @@ def plot_policies(timelines: Mapping[str, Timeline], *, title: str = "") -> Any:
     ax = fig.subplots()
     first = next(iter(timelines.values()))
     xs = list(range(1, len(first.cumulative) + 1))
-    ax.plot(xs, first.cumulative, color="#9a9a9a", linestyle="--", linewidth=1.2,
-            label="transcript, never condensed")
+    ax.plot(
+        xs,
+        first.cumulative,
+        color="#9a9a9a",
+        linestyle="--",
+        linewidth=1.2,
+        label="transcript, never condensed",
+    )
     windows = sorted({t.window for t in timelines.values()})
     for window in windows:
         ax.axhline(window, color="#c0392b", linewidth=1.4, label=f"context window ({window:,})")
     for k, (label, t) in enumerate(timelines.items()):
         colour = PALETTE[k % len(PALETTE)]
         steps = list(range(1, len(t.context) + 1))
-        ax.plot(steps, t.context, color=colour, linewidth=1.8,
-                label=f"{label}: {len(t.firings)} compactions")
+        ax.plot(
+            steps,
+            t.context,
+            color=colour,
+            linewidth=1.8,
+            label=f"{label}: {len(t.firings)} compactions",
+        )
         ax.axhline(t.limit, color=colour, linestyle=":", linewidth=1.0)
         if t.firings:
-            ax.scatter([f.step + 1 for f in t.firings], [f.tokens_before for f in t.firings],
-                       marker="v", s=30, color=colour, zorder=5)
-    top = max([*windows, *first.cumulative[-1:], *(max(t.context, default=0)
-                                                    for t in timelines.values())])
+            ax.scatter(
+                [f.step + 1 for f in t.firings],
+                [f.tokens_before for f in t.firings],
+                marker="v",
+                s=30,
+                color=colour,
+                zorder=5,
+            )
+    top = max(
+        [*windows, *first.cumulative[-1:], *(max(t.context, default=0) for t in timelines.values())]
+    )
     ax.set_ylim(0, top * 1.08)
     ax.set_xlim(0.5, max(len(xs), 1) + 0.5)
     ax.set_xlabel("message")
     ax.set_ylabel("tokens (estimated)")
     _thousands(ax)
-    ax.set_title(title or "one session under several policies (dotted: each policy's limit)",
-                 fontsize=11)
+    ax.set_title(
+        title or "one session under several policies (dotted: each policy's limit)", fontsize=11
+    )
     ax.grid(alpha=0.25)
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     return fig
 
 
-def plot_condense_results(results: Sequence[CondenseResult], *, window: int | None = None,
-                          title: str = "") -> Any:
+def plot_condense_results(
+    results: Sequence[CondenseResult], *, window: int | None = None, title: str = ""
+) -> Any:
     """What a live run did, one condense run per model call: stored size, size sent, limit.
 
     For each call the grey line is the thread as stored before the call
@@ -193,40 +230,73 @@ def plot_condense_results(results: Sequence[CondenseResult], *, window: int | No
     fig = _figure(figsize=(10, 4.8), dpi=110)
     ax = fig.subplots()
     xs = list(range(1, len(results) + 1))
-    ax.plot(xs, [r.tokens_before for r in results], color="#9a9a9a", linestyle="--",
-            linewidth=1.3, label="thread as stored, before the call")
-    ax.plot(xs, [r.tokens_after for r in results], color="#1f6fb4", linewidth=2.0,
-            label="sent to the model")
+    ax.plot(
+        xs,
+        [r.tokens_before for r in results],
+        color="#9a9a9a",
+        linestyle="--",
+        linewidth=1.3,
+        label="thread as stored, before the call",
+    )
+    ax.plot(
+        xs,
+        [r.tokens_after for r in results],
+        color="#1f6fb4",
+        linewidth=2.0,
+        label="sent to the model",
+    )
     limits = sorted({r.limit for r in results})
     for k, limit in enumerate(limits):
-        ax.axhline(limit, color="#e67e22", linestyle="-.", linewidth=1.3,
-                   label=f"trigger limit ({limit:,.0f})" if k == 0 else None)
+        ax.axhline(
+            limit,
+            color="#e67e22",
+            linestyle="-.",
+            linewidth=1.3,
+            label=f"trigger limit ({limit:,.0f})" if k == 0 else None,
+        )
     if window is not None:
         ax.axhline(window, color="#c0392b", linewidth=1.5, label=f"context window ({window:,})")
     fired = [(x, r) for x, r in zip(xs, results, strict=True) if r.changed]
     if fired:
-        ax.scatter([x for x, _ in fired], [r.tokens_before for _, r in fired], marker="v",
-                   s=40, color="#c0392b", zorder=5, label="compaction")
+        ax.scatter(
+            [x for x, _ in fired],
+            [r.tokens_before for _, r in fired],
+            marker="v",
+            s=40,
+            color="#c0392b",
+            zorder=5,
+            label="compaction",
+        )
     for x, r in fired:
-        ax.annotate(f"−{r.tokens_before - r.tokens_after:,}", xy=(x, r.tokens_before),
-                    xytext=(3, 5), textcoords="offset points", fontsize=7.5, color="#1f6fb4")
+        ax.annotate(
+            f"−{r.tokens_before - r.tokens_after:,}",
+            xy=(x, r.tokens_before),
+            xytext=(3, 5),
+            textcoords="offset points",
+            fontsize=7.5,
+            color="#1f6fb4",
+        )
     top = max([*(r.tokens_before for r in results), *limits, window or 0])
     ax.set_ylim(0, top * 1.12)
     ax.set_xlim(0.5, len(xs) + 0.5)
     ax.set_xlabel("model call")
     ax.set_ylabel("tokens (estimated)")
     _thousands(ax)
-    ax.set_title(title or f"{len(fired)} compactions over {len(results)} model calls",
-                 fontsize=11)
+    ax.set_title(title or f"{len(fired)} compactions over {len(results)} model calls", fontsize=11)
     ax.grid(alpha=0.25)
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     return fig
 
 
-def ledgers_over(messages: Sequence[AgentMessage], model: Model,
-                 policy: BudgetPolicy | None = None, *, counter: TokenCounter | None = None,
-                 complete_sync: SyncCompleteFn | None = None) -> list[FactLedger]:
+def ledgers_over(
+    messages: Sequence[AgentMessage],
+    model: Model,
+    policy: BudgetPolicy | None = None,
+    *,
+    counter: TokenCounter | None = None,
+    complete_sync: SyncCompleteFn | None = None,
+) -> list[FactLedger]:
     """Replay ``messages`` one at a time, as an agent loop would; the ledger after each digest.
 
     Like :func:`~window_budget.tools.timeline.simulate` (usage figures ignored, the message list
@@ -235,11 +305,16 @@ def ledgers_over(messages: Sequence[AgentMessage], model: Model,
     """
     from window_budget.pipeline.summarize._facts import ledger_of
 
-    plain = [replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
-             for m in messages]
-    condenser = create_condenser(model=Model(model.id, model.context_window),
-                                 policy=policy or BudgetPolicy(), counter=counter,
-                                 complete_sync=complete_sync)
+    plain = [
+        replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
+        for m in messages
+    ]
+    condenser = create_condenser(
+        model=Model(model.id, model.context_window),
+        policy=policy or BudgetPolicy(),
+        counter=counter,
+        complete_sync=complete_sync,
+    )
     context: list[AgentMessage] = []
     ledgers: list[FactLedger] = []
     for msg in plain:
@@ -285,13 +360,23 @@ def plot_fact_survival(ledgers: Sequence[FactLedger], *, title: str = "") -> Any
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
     base = [0] * n
     for cohort in range(n):
-        heights = [sum(1 for f in ledger.facts if _cohort(max(f.first, 0), bounds) == cohort)
-                   if g >= cohort else 0 for g, ledger in enumerate(ledgers)]
+        heights = [
+            sum(1 for f in ledger.facts if _cohort(max(f.first, 0), bounds) == cohort)
+            if g >= cohort
+            else 0
+            for g, ledger in enumerate(ledgers)
+        ]
         if not any(heights):
             continue
-        left.bar(xs, heights, bottom=base, color=PALETTE[cohort % len(PALETTE)],
-                 edgecolor="white", linewidth=0.5,
-                 label=f"recorded at compaction {cohort + 1}" if cohort < 6 else None)
+        left.bar(
+            xs,
+            heights,
+            bottom=base,
+            color=PALETTE[cohort % len(PALETTE)],
+            edgecolor="white",
+            linewidth=0.5,
+            label=f"recorded at compaction {cohort + 1}" if cohort < 6 else None,
+        )
         base = [b + h for b, h in zip(base, heights, strict=True)]
     left.set_xlabel("compaction")
     left.set_ylabel("facts in the ledger")
@@ -302,9 +387,15 @@ def plot_fact_survival(ledgers: Sequence[FactLedger], *, title: str = "") -> Any
     for k, kind in enumerate(FACT_KINDS):
         counts = [len(ledger.of_kind(kind)) for ledger in ledgers]
         if any(counts):
-            right.plot(xs, counts, marker="o", markersize=3,
-                       color=PALETTE[k % len(PALETTE)] if k < len(PALETTE) else "#777777",
-                       linestyle="-" if k < len(PALETTE) else "--", label=kind)
+            right.plot(
+                xs,
+                counts,
+                marker="o",
+                markersize=3,
+                color=PALETTE[k % len(PALETTE)] if k < len(PALETTE) else "#777777",
+                linestyle="-" if k < len(PALETTE) else "--",
+                label=kind,
+            )
     right.set_xlabel("compaction")
     right.set_xticks(xs)
     right.grid(alpha=0.25)
@@ -334,8 +425,9 @@ class UsagePoint:
         return self.estimated / self.reported if self.reported else float("inf")
 
 
-def usage_points(messages: Sequence[AgentMessage], *, counter: TokenCounter | None = None,
-                 pinned_tokens: int = 0) -> list[UsagePoint]:
+def usage_points(
+    messages: Sequence[AgentMessage], *, counter: TokenCounter | None = None, pinned_tokens: int = 0
+) -> list[UsagePoint]:
     """Pair each provider usage figure in ``messages`` with the estimate of the same request.
 
     A request holds the messages before the reply. After a compaction the session's own
@@ -349,17 +441,24 @@ def usage_points(messages: Sequence[AgentMessage], *, counter: TokenCounter | No
     for i, message in enumerate(messages):
         if isinstance(message, CompactionSummaryMessage) or is_digest(message):
             running = pinned_tokens
-        if isinstance(message, AssistantMessage) and message.usage is not None \
-                and message.usage.prompt_tokens > 0:
+        if (
+            isinstance(message, AssistantMessage)
+            and message.usage is not None
+            and message.usage.prompt_tokens > 0
+        ):
             points.append(UsagePoint(i, running, message.usage.prompt_tokens))
         running += estimate_message_tokens(message, counter)
     return points
 
 
-def plot_estimate_vs_reported(messages: Sequence[AgentMessage], *,
-                              counters: Mapping[str, CounterLike] | None = None,
-                              pinned_tokens: int = 0, calibration: Calibration | None = None,
-                              title: str = "") -> Any:
+def plot_estimate_vs_reported(
+    messages: Sequence[AgentMessage],
+    *,
+    counters: Mapping[str, CounterLike] | None = None,
+    pinned_tokens: int = 0,
+    calibration: Calibration | None = None,
+    title: str = "",
+) -> Any:
     """The estimate of each request against the provider's figure, and their ratio.
 
     ``counters`` maps a label to anything :func:`~window_budget.budget._counters.resolve_counter`
@@ -376,26 +475,36 @@ def plot_estimate_vs_reported(messages: Sequence[AgentMessage], *,
         ValueError: no assistant message in ``messages`` carries provider usage.
 
     """
-    runs = {label: usage_points(messages, counter=resolve_counter(c),
-                                pinned_tokens=pinned_tokens)
-            for label, c in (counters or {"heuristic estimate": None}).items()}
+    runs = {
+        label: usage_points(messages, counter=resolve_counter(c), pinned_tokens=pinned_tokens)
+        for label, c in (counters or {"heuristic estimate": None}).items()
+    }
     if calibration is not None:
         runs[f"calibrated (×{calibration.ratio:.2f} + {calibration.overhead_tokens:,})"] = [
             UsagePoint(p.index, calibration.apply(p.estimated), p.reported)
-            for p in usage_points(messages)]
+            for p in usage_points(messages)
+        ]
     first = next(iter(runs.values()), [])
     if not first:
-        raise ValueError("no assistant message carries provider usage, so there is nothing "
-                         "to compare the estimate with")
+        raise ValueError(
+            "no assistant message carries provider usage, so there is nothing "
+            "to compare the estimate with"
+        )
     fig = _figure(figsize=(10, 5.6), dpi=110)
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.2]})
     xs = [p.index + 1 for p in first]
-    top.plot(xs, [p.reported for p in first], color="#222222", linewidth=2.0, marker="o",
-             markersize=2.5, label="provider reported (input + cache)")
+    top.plot(
+        xs,
+        [p.reported for p in first],
+        color="#222222",
+        linewidth=2.0,
+        marker="o",
+        markersize=2.5,
+        label="provider reported (input + cache)",
+    )
     for k, (label, points) in enumerate(runs.items()):
         colour = PALETTE[k % len(PALETTE)]
-        top.plot(xs, [p.estimated for p in points], color=colour, linewidth=1.5,
-                 label=label)
+        top.plot(xs, [p.estimated for p in points], color=colour, linewidth=1.5, label=label)
         bottom.plot(xs, [p.ratio for p in points], color=colour, linewidth=1.3)
     bottom.axhline(1.0, color="#222222", linewidth=0.8)
     top.set_ylabel("tokens in the request")
@@ -403,8 +512,10 @@ def plot_estimate_vs_reported(messages: Sequence[AgentMessage], *,
     top.grid(alpha=0.25)
     top.legend(loc="upper left", fontsize=8, framealpha=0.9)
     gap = f", {pinned_tokens:,} pinned tokens added" if pinned_tokens else ""
-    top.set_title(title or f"estimate against provider-reported usage ({len(first)} "
-                  f"requests{gap})", fontsize=11)
+    top.set_title(
+        title or f"estimate against provider-reported usage ({len(first)} requests{gap})",
+        fontsize=11,
+    )
     bottom.set_ylabel("estimate / reported")
     bottom.set_xlabel("message")
     bottom.grid(alpha=0.25)

@@ -34,8 +34,14 @@ from window_budget.tools.categories import (
     resolve_shares,
 )
 
-__all__ = ["UsageReport", "analyze", "audit_lines", "carried_digest", "format_report",
-           "format_report_rich"]
+__all__ = [
+    "UsageReport",
+    "analyze",
+    "audit_lines",
+    "carried_digest",
+    "format_report",
+    "format_report_rich",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,25 +86,38 @@ class UsageReport:
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (category keys are their names)."""
         return {
-            "total": self.total, "available": self.available, "window": self.window,
-            "percentage": round(self.percentage, 2), "limit": self.limit,
+            "total": self.total,
+            "available": self.available,
+            "window": self.window,
+            "percentage": round(self.percentage, 2),
+            "limit": self.limit,
             "over_budget": self.over_budget,
             "per_category": {c.name: n for c, n in self.per_category.items()},
             "category_budgets": {c.name: n for c, n in self.category_budgets.items()},
-            "per_role": dict(self.per_role), "image_count": self.image_count,
-            "message_count": self.message_count, "pinned": self.pinned,
+            "per_role": dict(self.per_role),
+            "image_count": self.image_count,
+            "message_count": self.message_count,
+            "pinned": self.pinned,
             "counter": self.counter_name,
-            "calibration": None if self.calibration is None else {
-                "model": self.calibration.model, "ratio": round(self.calibration.ratio, 4),
+            "calibration": None
+            if self.calibration is None
+            else {
+                "model": self.calibration.model,
+                "ratio": round(self.calibration.ratio, 4),
                 "overhead_tokens": self.calibration.overhead_tokens,
                 "samples": self.calibration.samples,
             },
             "calibrated_total": self.calibrated_total,
             "ledger_facts": self.ledger_facts,
-            "audit": None if self.audit is None else {
-                "in_ledger": self.audit.in_ledger, "checked": self.audit.checked,
-                "found": self.audit.found, "appended": self.audit.appended,
-                "left_out": self.audit.left_out},
+            "audit": None
+            if self.audit is None
+            else {
+                "in_ledger": self.audit.in_ledger,
+                "checked": self.audit.checked,
+                "found": self.audit.found,
+                "appended": self.audit.appended,
+                "left_out": self.audit.left_out,
+            },
         }
 
     def __str__(self) -> str:
@@ -107,19 +126,27 @@ class UsageReport:
 
     def _repr_html_(self) -> str:
         from window_budget.tools.display import usage_report_html  # lazy: only notebooks need it
+
         return usage_report_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         from window_budget.tools.display import usage_report_text
+
         printer.text(usage_report_text(self))
 
 
-def analyze(messages: Sequence[AgentMessage], window: int | Model, *,
-            counter: TokenCounter | None = None, policy: BudgetPolicy | None = None,
-            pinned_tokens: int = 0, shares: Mapping[MessageCategory | str, float] | None = None,
-            classify: Classifier = classify_message,
-            calibration: Calibration | None = None,
-            audit: DigestAudit | None = None) -> UsageReport:
+def analyze(
+    messages: Sequence[AgentMessage],
+    window: int | Model,
+    *,
+    counter: TokenCounter | None = None,
+    policy: BudgetPolicy | None = None,
+    pinned_tokens: int = 0,
+    shares: Mapping[MessageCategory | str, float] | None = None,
+    classify: Classifier = classify_message,
+    calibration: Calibration | None = None,
+    audit: DigestAudit | None = None,
+) -> UsageReport:
     """Measure ``messages`` against ``window`` (tokens, or a :class:`Model`).
 
     Args:
@@ -143,8 +170,7 @@ def analyze(messages: Sequence[AgentMessage], window: int | Model, *,
     size = window.context_window if isinstance(window, Model) else window
     if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
         raise ConfigError(f"window must be a positive int of tokens, got {size!r}")
-    if isinstance(pinned_tokens, bool) or not isinstance(pinned_tokens, int) \
-            or pinned_tokens < 0:
+    if isinstance(pinned_tokens, bool) or not isinstance(pinned_tokens, int) or pinned_tokens < 0:
         raise ConfigError(f"pinned_tokens must be a non-negative int, got {pinned_tokens!r}")
     per_category = dict.fromkeys(MessageCategory, 0)
     per_category[MessageCategory.SYSTEM] = pinned_tokens
@@ -163,16 +189,23 @@ def analyze(messages: Sequence[AgentMessage], window: int | Model, *,
     norm = resolve_shares(shares)
     budgets = {c: int(limit * norm[c]) for c in MessageCategory}
     return UsageReport(
-        total=total, window=size, available=max(0, size - total),
-        percentage=total / size * 100, limit=limit, over_budget=total > limit,
+        total=total,
+        window=size,
+        available=max(0, size - total),
+        percentage=total / size * 100,
+        limit=limit,
+        over_budget=total > limit,
         per_category=MappingProxyType(per_category),
         category_budgets=MappingProxyType(budgets),
-        per_role=MappingProxyType(per_role), image_count=images,
-        message_count=len(messages), pinned=pinned_tokens,
+        per_role=MappingProxyType(per_role),
+        image_count=images,
+        message_count=len(messages),
+        pinned=pinned_tokens,
         counter_name=counter.name if counter is not None else "heuristic",
         calibration=calibration,
         calibrated_total=calibration.apply(total) if calibration is not None else None,
-        ledger_facts=_ledger_size(messages), audit=audit,
+        ledger_facts=_ledger_size(messages),
+        audit=audit,
     )
 
 
@@ -189,9 +222,11 @@ def _pct(part: float, whole: float) -> float:
 
 
 def _calibration_line(cal: Calibration, calibrated_total: int) -> str:
-    return (f"calibrated: {calibrated_total:,} tokens as the provider counts them (x{cal.ratio:.3f}"
-            f" over {cal.samples:,} calls, plus {cal.overhead_tokens:,} it counts outside the "
-            "transcript)")
+    return (
+        f"calibrated: {calibrated_total:,} tokens as the provider counts them (x{cal.ratio:.3f}"
+        f" over {cal.samples:,} calls, plus {cal.overhead_tokens:,} it counts outside the "
+        "transcript)"
+    )
 
 
 def format_report(report: UsageReport) -> str:
@@ -208,8 +243,10 @@ def format_report(report: UsageReport) -> str:
     lines.append("by category:")
     for cat, tokens in report.per_category.items():
         allowance = report.category_budgets.get(cat, 0)
-        lines.append(f"  {cat.name:<13} {tokens:>9,} tokens  {_pct(tokens, report.total):5.1f}%"
-                     f"  (allowance {allowance:,})")
+        lines.append(
+            f"  {cat.name:<13} {tokens:>9,} tokens  {_pct(tokens, report.total):5.1f}%"
+            f"  (allowance {allowance:,})"
+        )
     lines.append("by role:")
     for role, tokens in report.per_role.items():
         lines.append(f"  {role:<13} {tokens:>9,} tokens  {_pct(tokens, report.total):5.1f}%")
@@ -217,8 +254,9 @@ def format_report(report: UsageReport) -> str:
     return "\n".join(lines)
 
 
-def carried_digest(messages: Sequence[AgentMessage],
-                   archive: Sequence[AgentMessage] = ()) -> dict[str, Any] | None:
+def carried_digest(
+    messages: Sequence[AgentMessage], archive: Sequence[AgentMessage] = ()
+) -> dict[str, Any] | None:
     """What the transcript's carried digest holds, JSON-ready; None when it carries none.
 
     The last digest in ``messages`` (one window-budget wrote, or a compaction summary another
@@ -258,21 +296,35 @@ def carried_digest(messages: Sequence[AgentMessage],
             said = " ".join(message_text(target).split())[:160]
             calls = target.tool_calls if isinstance(target, AssistantMessage) else ()
             if not said and calls:  # an error's or a file's source is the call; then its result
-                said = (f"calls {calls[0].name} "
-                        f"{json.dumps(dict(calls[0].arguments), default=repr)[:100]}"
-                        " (its result is the next archived message)")
-        pointer = {"kind": example.kind, "fact": example.text, "source": example.source,
-                   "archived": target is not None,
-                   "role": None if target is None else str(getattr(target, "role", "?")),
-                   "text": said}
+                said = (
+                    f"calls {calls[0].name} "
+                    f"{json.dumps(dict(calls[0].arguments), default=repr)[:100]}"
+                    " (its result is the next archived message)"
+                )
+        pointer = {
+            "kind": example.kind,
+            "fact": example.text,
+            "source": example.source,
+            "archived": target is not None,
+            "role": None if target is None else str(getattr(target, "role", "?")),
+            "text": said,
+        }
     return {
         "index": index,
-        "written_by": "window-budget" if isinstance(message, DigestMessage) and message.facts
+        "written_by": "window-budget"
+        if isinstance(message, DigestMessage) and message.facts
         else "read from its text",
-        "facts": len(ledger.facts), "by_kind": by_kind, "objective": objective,
-        "compactions": ledger.generations, "archived": ledger.archived,
-        "audit": {"in_ledger": audit.in_ledger, "checked": audit.checked,
-                  "found": audit.found, "pinned": audit.appended},
+        "facts": len(ledger.facts),
+        "by_kind": by_kind,
+        "objective": objective,
+        "compactions": ledger.generations,
+        "archived": ledger.archived,
+        "audit": {
+            "in_ledger": audit.in_ledger,
+            "checked": audit.checked,
+            "found": audit.found,
+            "pinned": audit.appended,
+        },
         "pointer": pointer,
     }
 
@@ -301,9 +353,10 @@ def format_report_rich(report: UsageReport, *, width: int = 88, color: bool = Fa
         return format_report(report)
 
     style = "bold red" if report.over_budget else "bold green"
-    title = (f"{report.total:,} / {report.window:,} tokens ({report.percentage:.1f}%) — "
-             f"{report.available:,} available"
-             + (" — OVER BUDGET" if report.over_budget else ""))
+    title = (
+        f"{report.total:,} / {report.window:,} tokens ({report.percentage:.1f}%) — "
+        f"{report.available:,} available" + (" — OVER BUDGET" if report.over_budget else "")
+    )
     table = Table(title=title, title_style=style, expand=False)
     table.add_column("category")
     table.add_column("tokens", justify="right")
@@ -312,26 +365,45 @@ def format_report_rich(report: UsageReport, *, width: int = 88, color: bool = Fa
     for cat, tokens in report.per_category.items():
         allowance = report.category_budgets.get(cat, 0)
         over = tokens > allowance
-        bar = ProgressBar(total=max(allowance, 1), completed=min(tokens, max(allowance, 1)),
-                          width=24, complete_style="red" if over else "green")
+        bar = ProgressBar(
+            total=max(allowance, 1),
+            completed=min(tokens, max(allowance, 1)),
+            width=24,
+            complete_style="red" if over else "green",
+        )
         table.add_row(cat.name, f"{tokens:,}", f"{allowance:,}", bar)
     limit = max(report.limit, 1.0)
-    table.add_row("total", f"{report.total:,}", f"{report.limit:,.0f}",
-                  ProgressBar(total=limit, completed=min(report.total, limit), width=24,
-                              complete_style="red" if report.over_budget else "green"))
+    table.add_row(
+        "total",
+        f"{report.total:,}",
+        f"{report.limit:,.0f}",
+        ProgressBar(
+            total=limit,
+            completed=min(report.total, limit),
+            width=24,
+            complete_style="red" if report.over_budget else "green",
+        ),
+    )
     roles = ", ".join(f"{r} {n:,}" for r, n in report.per_role.items()) or "none"
     buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=color, color_system=(
-        "standard" if color else None), legacy_windows=False)
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=color,
+        color_system=("standard" if color else None),
+        legacy_windows=False,
+    )
     console.print(table)
     # One fact a line: wrapped at a narrow width, a "; "-joined line left a separator
     # dangling at the end of a line.
     console.print(f"roles: {roles}", highlight=False)
-    console.print(f"images: {report.image_count:,}, counter: {report.counter_name}",
-                  highlight=False)
+    console.print(
+        f"images: {report.image_count:,}, counter: {report.counter_name}", highlight=False
+    )
     if report.calibration is not None and report.calibrated_total is not None:
-        console.print(_calibration_line(report.calibration, report.calibrated_total),
-                      highlight=False)
+        console.print(
+            _calibration_line(report.calibration, report.calibrated_total), highlight=False
+        )
     for line in audit_lines(report):
         console.print(line, highlight=False)
     return buf.getvalue().rstrip("\n")

@@ -133,10 +133,14 @@ class ScratchModel:
     """
 
     def __init__(self, *, dead_end_after: int = 2) -> None:
-        if isinstance(dead_end_after, bool) or not isinstance(dead_end_after, int) \
-                or dead_end_after < 1:
+        if (
+            isinstance(dead_end_after, bool)
+            or not isinstance(dead_end_after, int)
+            or dead_end_after < 1
+        ):
             raise ConfigError(
-                f"dead_end_after must be an int of at least 1, got {dead_end_after!r}")
+                f"dead_end_after must be an int of at least 1, got {dead_end_after!r}"
+            )
         self.dead_end_after = dead_end_after
         """Consecutive failures of the same tool call that make it a dead end."""
         self.human_inputs: list[str] = []
@@ -197,8 +201,9 @@ class ScratchModel:
             self._on_result(item.tool_call_id, item.is_error, content_text(item.content))
         elif isinstance(item, BashExecutionMessage):
             failed = item.exit_code not in (0, None) and not item.cancelled
-            self._on_outcome(f"shell\x00{item.command.strip()}",
-                             f"`{item.command.strip()}`", failed, item.output)
+            self._on_outcome(
+                f"shell\x00{item.command.strip()}", f"`{item.command.strip()}`", failed, item.output
+            )
         elif isinstance(item, Mapping):
             self._extract_event(item)
 
@@ -208,11 +213,15 @@ class ScratchModel:
         if kind in ("user", "assistant") and isinstance(message, Mapping):
             self._extract_chat(str(message.get("role", kind)), message)
         elif kind == "tool_use":
-            self._on_call(str(event.get("id", "")), str(event.get("name", "")),
-                          _args(event.get("input")))
+            self._on_call(
+                str(event.get("id", "")), str(event.get("name", "")), _args(event.get("input"))
+            )
         elif kind == "tool_result":
-            self._on_result(str(event.get("tool_use_id", "")), bool(event.get("is_error")),
-                            _result_text(event.get("content")))
+            self._on_result(
+                str(event.get("tool_use_id", "")),
+                bool(event.get("is_error")),
+                _result_text(event.get("content")),
+            )
         elif kind is None and "role" in event:
             self._extract_chat(str(event["role"]), event)
 
@@ -226,21 +235,31 @@ class ScratchModel:
                 self.add_human_input(text)
             for block in blocks:
                 if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                    self._on_result(str(block.get("tool_use_id", "")),
-                                    bool(block.get("is_error")), _result_text(block.get("content")))
+                    self._on_result(
+                        str(block.get("tool_use_id", "")),
+                        bool(block.get("is_error")),
+                        _result_text(block.get("content")),
+                    )
         elif role == "assistant":
             for block in blocks:
                 if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                    self._on_call(str(block.get("id", "")), str(block.get("name", "")),
-                                  _args(block.get("input")))
+                    self._on_call(
+                        str(block.get("id", "")),
+                        str(block.get("name", "")),
+                        _args(block.get("input")),
+                    )
             for call in message.get("tool_calls") or ():  # OpenAI-style chat dict
                 if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
                     fn = call["function"]
-                    self._on_call(str(call.get("id", "")), str(fn.get("name", "")),
-                                  _args(fn.get("arguments")))
+                    self._on_call(
+                        str(call.get("id", "")), str(fn.get("name", "")), _args(fn.get("arguments"))
+                    )
         elif role == "tool":
-            self._on_result(str(message.get("tool_call_id", "")), bool(message.get("is_error")),
-                            _result_text(content))
+            self._on_result(
+                str(message.get("tool_call_id", "")),
+                bool(message.get("is_error")),
+                _result_text(content),
+            )
 
     def _on_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> None:
         kind, value = classify_tool_call(name, arguments)
@@ -268,13 +287,11 @@ class ScratchModel:
         self._failures[signature] = streak
         if streak >= self.dead_end_after and signature not in self._reported:
             self._reported.add(signature)
-            self.add_dead_end(f"{label} failed {streak} times in a row: "
-                              f"{key_error_line(output)}")
+            self.add_dead_end(f"{label} failed {streak} times in a row: {key_error_line(output)}")
 
     # ------------------------------------------------------------------- render
 
-    def render(self, *, max_lines: int = MAX_LINES,
-               detail_dir: str = DEFAULT_CONTEXT_DIR) -> str:
+    def render(self, *, max_lines: int = MAX_LINES, detail_dir: str = DEFAULT_CONTEXT_DIR) -> str:
         """The scratch file: a markdown index of at most ``max_lines`` lines.
 
         Four sections share the lines equally; a section with more entries than its
@@ -284,21 +301,34 @@ class ScratchModel:
         # Each section needs two entry lines: the latest entry and the "earlier" marker.
         minimum = _HEADER_LINES + 4 * (_SECTION_OVERHEAD + 2)
         if max_lines < minimum:
-            raise ConfigError(f"max_lines must be at least {minimum} to give each of the four "
-                              f"sections two lines, got {max_lines}")
+            raise ConfigError(
+                f"max_lines must be at least {minimum} to give each of the four "
+                f"sections two lines, got {max_lines}"
+            )
         share = (max_lines - _HEADER_LINES) // 4
         sections = [
-            ("Human Input", HUMAN_INPUT_FILE,
-             [_one_line(t, HUMAN_INPUT_CHARS) for t in self.human_inputs]),
-            ("State Changes", STATE_CHANGES_FILE,
-             [_one_line(f"{c.previous} → {c.new}", _ITEM_CHARS) for c in self.state_changes]),
+            (
+                "Human Input",
+                HUMAN_INPUT_FILE,
+                [_one_line(t, HUMAN_INPUT_CHARS) for t in self.human_inputs],
+            ),
+            (
+                "State Changes",
+                STATE_CHANGES_FILE,
+                [_one_line(f"{c.previous} → {c.new}", _ITEM_CHARS) for c in self.state_changes],
+            ),
             ("Dead Ends", DEAD_ENDS_FILE, [_one_line(d, _ITEM_CHARS) for d in self.dead_ends]),
-            ("Artifacts", ARTIFACTS_FILE,
-             [_one_line(f"`{p}`", _ITEM_CHARS) for p in self.file_modifications]),
+            (
+                "Artifacts",
+                ARTIFACTS_FILE,
+                [_one_line(f"`{p}`", _ITEM_CHARS) for p in self.file_modifications],
+            ),
         ]
-        lines = ["# Scratch — working memory",
-                 "_Written by the orchestrator at turn boundaries; read it after compaction._",
-                 ""]
+        lines = [
+            "# Scratch — working memory",
+            "_Written by the orchestrator at turn boundaries; read it after compaction._",
+            "",
+        ]
         for title, filename, entries in sections:
             room = share - _SECTION_OVERHEAD
             lines.append(f"## {title}")
@@ -308,9 +338,10 @@ class ScratchModel:
             elif len(entries) <= room:
                 lines.extend(f"- {e}" for e in entries)
             else:
-                shown = entries[len(entries) - (room - 1):]
-                lines.append(f"- … {len(entries) - len(shown)} earlier entries in "
-                             f"{detail_dir}/{filename}")
+                shown = entries[len(entries) - (room - 1) :]
+                lines.append(
+                    f"- … {len(entries) - len(shown)} earlier entries in {detail_dir}/{filename}"
+                )
                 lines.extend(f"- {e}" for e in shown)
             lines.append("")
         return "\n".join(lines[:max_lines]).rstrip("\n") + "\n"
@@ -345,13 +376,17 @@ def _refuse_link_or_special(name: str, dir_fd: int, shown: Path, *, want_dir: bo
     except FileNotFoundError:
         return False
     if stat.S_ISLNK(st.st_mode):
-        raise ConfigError(f"{shown} is a symbolic link; the scratch writer never follows "
-                          "links — remove it and write again")
+        raise ConfigError(
+            f"{shown} is a symbolic link; the scratch writer never follows "
+            "links — remove it and write again"
+        )
     if want_dir and not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{shown} is not a directory; remove it or pick another dirname")
     if not want_dir and not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"{shown} is not a regular file; the scratch writer only replaces "
-                          "plain files — remove it and write again")
+        raise ConfigError(
+            f"{shown} is not a regular file; the scratch writer only replaces "
+            "plain files — remove it and write again"
+        )
     return True
 
 
@@ -361,12 +396,15 @@ def _read_bytes(name: str, dir_fd: int, shown: Path) -> bytes:
         return b""
     # Non-blocking and checked again once open: a FIFO swapped in after the check must not
     # hang the writer.
-    fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0),
-                 dir_fd=dir_fd)
+    fd = os.open(
+        name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd
+    )
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"{shown} is not a regular file; the scratch writer only "
-                              "replaces plain files — remove it and write again")
+            raise ConfigError(
+                f"{shown} is not a regular file; the scratch writer only "
+                "replaces plain files — remove it and write again"
+            )
         return fh.read()
 
 
@@ -380,8 +418,12 @@ def _atomic_write(name: str, data: bytes, dir_fd: int, shown: Path) -> None:
     while True:
         tmp = f".{name}.{secrets.token_hex(6)}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC,
-                         0o644, dir_fd=dir_fd)
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC,
+                0o644,
+                dir_fd=dir_fd,
+            )
         except FileExistsError:
             continue  # a leftover (or planted) entry of that name: draw another
         break
@@ -397,15 +439,17 @@ def _atomic_write(name: str, data: bytes, dir_fd: int, shown: Path) -> None:
         raise
 
 
-_FILES: Final = (SCRATCH_FILE, HUMAN_INPUT_FILE, STATE_CHANGES_FILE, DEAD_ENDS_FILE,
-                 ARTIFACTS_FILE)
+_FILES: Final = (SCRATCH_FILE, HUMAN_INPUT_FILE, STATE_CHANGES_FILE, DEAD_ENDS_FILE, ARTIFACTS_FILE)
 
 
 def _remove_stale_temps(dir_fd: int) -> None:
     """Remove temporary files a killed write left behind (the orchestrator is the only writer)."""
     with os.scandir(dir_fd) as entries:
-        stale = [e.name for e in entries if e.name.endswith(".tmp")
-                 and any(e.name.startswith(f".{name}.") for name in _FILES)]
+        stale = [
+            e.name
+            for e in entries
+            if e.name.endswith(".tmp") and any(e.name.startswith(f".{name}.") for name in _FILES)
+        ]
     for name in stale:
         with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=dir_fd)  # unlink removes a link itself, never its target
@@ -415,10 +459,17 @@ def _valid_dirname(dirname: object) -> str:
     if not isinstance(dirname, str):
         raise ConfigError(f"dirname must be a str, not {type(dirname).__name__}")
     seps = {os.sep, "/", "\\"} | ({os.altsep} if os.altsep else set())
-    if dirname in ("", ".", "..") or any(sep in dirname for sep in seps) or "\x00" in dirname \
-            or Path(dirname).is_absolute() or Path(dirname).drive:
-        raise ConfigError("dirname must be one plain folder name inside the worktree (like "
-                          f"'.context'), not a path, '.' or '..', got {dirname!r}")
+    if (
+        dirname in ("", ".", "..")
+        or any(sep in dirname for sep in seps)
+        or "\x00" in dirname
+        or Path(dirname).is_absolute()
+        or Path(dirname).drive
+    ):
+        raise ConfigError(
+            "dirname must be one plain folder name inside the worktree (like "
+            f"'.context'), not a path, '.' or '..', got {dirname!r}"
+        )
     return dirname
 
 
@@ -437,8 +488,13 @@ class ScratchWriter:
     - Keep the public API unchanged.
     """
 
-    def __init__(self, worktree: str | os.PathLike[str], *,
-                 dirname: str = DEFAULT_CONTEXT_DIR, max_lines: int = MAX_LINES) -> None:
+    def __init__(
+        self,
+        worktree: str | os.PathLike[str],
+        *,
+        dirname: str = DEFAULT_CONTEXT_DIR,
+        max_lines: int = MAX_LINES,
+    ) -> None:
         self.dirname = _valid_dirname(dirname)
         """Name of the directory inside the worktree (``.context``): one plain folder name,
         so that :meth:`cleanup` can only ever remove that folder."""
@@ -470,12 +526,14 @@ class ScratchWriter:
                     os.mkdir(self.dirname, 0o755, dir_fd=tree)
                 _refuse_link_or_special(self.dirname, tree, self.context_dir, want_dir=True)
             try:
-                folder = os.open(self.dirname,
-                                 os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC,
-                                 dir_fd=tree)
+                folder = os.open(
+                    self.dirname, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=tree
+                )
             except OSError as exc:  # swapped for a link between the check and the open
-                raise ConfigError(f"{self.context_dir} changed into a link or a file while "
-                                  "being opened; the scratch writer never follows links") from exc
+                raise ConfigError(
+                    f"{self.context_dir} changed into a link or a file while "
+                    "being opened; the scratch writer never follows links"
+                ) from exc
         finally:
             os.close(tree)
         try:
@@ -497,19 +555,23 @@ class ScratchWriter:
         """
         with self._opened_context_dir() as folder:
             _remove_stale_temps(folder)
-            for text in model.human_inputs[self._appended_inputs:]:
+            for text in model.human_inputs[self._appended_inputs :]:
                 self._append(folder, HUMAN_INPUT_FILE, "Human input", text)
                 self._appended_inputs += 1
-            for text in model.dead_ends[self._appended_dead_ends:]:
+            for text in model.dead_ends[self._appended_dead_ends :]:
                 self._append(folder, DEAD_ENDS_FILE, "Dead ends", text)
                 self._appended_dead_ends += 1
             changes = "".join(f"- {c.previous} → {c.new}\n" for c in model.state_changes)
             self._write(folder, STATE_CHANGES_FILE, f"# State changes\n\n{changes}")
             artifacts = "".join(f"- `{p}`\n" for p in model.file_modifications)
-            self._write(folder, ARTIFACTS_FILE,
-                        f"# Artifacts (files written or edited)\n\n{artifacts}")
-            self._write(folder, SCRATCH_FILE,
-                        model.render(max_lines=self.max_lines, detail_dir=self.dirname))
+            self._write(
+                folder, ARTIFACTS_FILE, f"# Artifacts (files written or edited)\n\n{artifacts}"
+            )
+            self._write(
+                folder,
+                SCRATCH_FILE,
+                model.render(max_lines=self.max_lines, detail_dir=self.dirname),
+            )
         return self.scratch_path
 
     def _write(self, folder: int, filename: str, text: str) -> None:

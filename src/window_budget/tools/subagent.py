@@ -65,17 +65,26 @@ class ClampNotice:
 
     def as_details(self) -> dict[str, object]:
         """Return the note's metadata, as stored in ``CustomMessage.details``."""
-        return {"type": CLAMP_NOTICE_TYPE, "sub_agent": self.sub_agent,
-                "child_max": self.child_max, "parent_max": self.parent_max,
-                "clamped": self.clamped}
+        return {
+            "type": CLAMP_NOTICE_TYPE,
+            "sub_agent": self.sub_agent,
+            "child_max": self.child_max,
+            "parent_max": self.parent_max,
+            "clamped": self.clamped,
+        }
 
 
 def clamp_notice_message(notice: ClampNotice) -> CustomMessage:
     """Build the note recorded on both transcripts for ``notice``."""
-    verdict = (f"clamped to {notice.child_max:,} tokens" if notice.clamped
-               else f"given the parent's {notice.child_max:,} tokens")
-    text = (f"[context window] sub-agent {notice.sub_agent!r} {verdict} "
-            f"(parent max {notice.parent_max:,}, child max {notice.child_max:,})")
+    verdict = (
+        f"clamped to {notice.child_max:,} tokens"
+        if notice.clamped
+        else f"given the parent's {notice.child_max:,} tokens"
+    )
+    text = (
+        f"[context window] sub-agent {notice.sub_agent!r} {verdict} "
+        f"(parent max {notice.parent_max:,}, child max {notice.child_max:,})"
+    )
     return CustomMessage(CLAMP_NOTICE_TYPE, text, display=True, details=notice.as_details())
 
 
@@ -105,9 +114,14 @@ class SubagentSpawn:
         return self.notice.clamped
 
 
-def clamp_subagent(parent: Model | int, clamp: int | None = None, *, sub_agent: str,
-                   parent_messages: Sequence[AgentMessage] = (),
-                   child_messages: Sequence[AgentMessage] = ()) -> SubagentSpawn:
+def clamp_subagent(
+    parent: Model | int,
+    clamp: int | None = None,
+    *,
+    sub_agent: str,
+    parent_messages: Sequence[AgentMessage] = (),
+    child_messages: Sequence[AgentMessage] = (),
+) -> SubagentSpawn:
     """Clamp a sub-agent's window to its parent's and record the note on both transcripts.
 
     Args:
@@ -128,9 +142,15 @@ def clamp_subagent(parent: Model | int, clamp: int | None = None, *, sub_agent: 
     model = None
     if isinstance(parent, Model):
         output_cap = parent.max_output_tokens
-        model = replace(parent, context_window=child_max,
-                        max_output_tokens=None if output_cap is None else min(output_cap,
-                                                                               child_max))
-    return SubagentSpawn(notice=notice, note=note, model=model,
-                         parent_messages=[*parent_messages, note],
-                         child_messages=[*child_messages, note])
+        model = replace(
+            parent,
+            context_window=child_max,
+            max_output_tokens=None if output_cap is None else min(output_cap, child_max),
+        )
+    return SubagentSpawn(
+        notice=notice,
+        note=note,
+        model=model,
+        parent_messages=[*parent_messages, note],
+        child_messages=[*child_messages, note],
+    )

@@ -66,9 +66,15 @@ class Timeline:
     """The condensed context after the last message."""
 
 
-def simulate(messages: Sequence[AgentMessage], model: Model,
-             policy: BudgetPolicy = DEFAULT_POLICY, *, counter: TokenCounter | None = None,
-             pinned_tokens: int = 0, complete_sync: SyncCompleteFn | None = None) -> Timeline:
+def simulate(
+    messages: Sequence[AgentMessage],
+    model: Model,
+    policy: BudgetPolicy = DEFAULT_POLICY,
+    *,
+    counter: TokenCounter | None = None,
+    pinned_tokens: int = 0,
+    complete_sync: SyncCompleteFn | None = None,
+) -> Timeline:
     """Replay ``messages`` through a condenser, one message at a time.
 
     The gate is checked after every message. Provider usage figures are ignored: they
@@ -82,10 +88,16 @@ def simulate(messages: Sequence[AgentMessage], model: Model,
 
     """
     # A usage figure describes the original run's context, not the replay's.
-    plain = [replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
-             for m in messages]
-    condenser = create_condenser(model=Model(model.id, model.context_window),
-                                 policy=policy, counter=counter, complete_sync=complete_sync)
+    plain = [
+        replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
+        for m in messages
+    ]
+    condenser = create_condenser(
+        model=Model(model.id, model.context_window),
+        policy=policy,
+        counter=counter,
+        complete_sync=complete_sync,
+    )
     limit = budget_limit(model, policy)
     costs = cached_estimates(plain, counter)
     cumulative = [t + pinned_tokens for t in accumulate(costs)]
@@ -106,19 +118,32 @@ def simulate(messages: Sequence[AgentMessage], model: Model,
         result = condenser.run_sync(context, pinned_tokens=pinned_tokens)
         if result.messages is not context:
             cut = result.plan.cut
-            firings.append(Firing(i, result.tokens_before, result.tokens_after,
-                                  origin[cut] if cut < len(origin) else i + 1, cut))
+            firings.append(
+                Firing(
+                    i,
+                    result.tokens_before,
+                    result.tokens_after,
+                    origin[cut] if cut < len(origin) else i + 1,
+                    cut,
+                )
+            )
             if result.summary is not None:  # masking or shortening keeps every position
                 origin = [-1, *origin[cut:]]
             context = list(result.messages)
         size = result.tokens_after
         sizes.append(size)
-    return Timeline(tuple(cumulative), tuple(sizes), model.context_window,
-                    limit, tuple(firings), pinned_tokens, tuple(context))
+    return Timeline(
+        tuple(cumulative),
+        tuple(sizes),
+        model.context_window,
+        limit,
+        tuple(firings),
+        pinned_tokens,
+        tuple(context),
+    )
 
 
-def plot_timeline(timeline: Timeline, path: str | Path | None = None, *,
-                  title: str = "") -> Any:
+def plot_timeline(timeline: Timeline, path: str | Path | None = None, *, title: str = "") -> Any:
     """Draw a :class:`Timeline` with matplotlib; save a PNG when ``path`` is given.
 
     Returns the matplotlib ``Figure``. No pyplot and no GUI backend are involved (the
@@ -132,30 +157,60 @@ def plot_timeline(timeline: Timeline, path: str | Path | None = None, *,
         from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter
     except ImportError as exc:
-        raise ImportError(
-            'plotting needs matplotlib; pip install "window-budget[plot]"') from exc
+        raise ImportError('plotting needs matplotlib; pip install "window-budget[plot]"') from exc
 
     n = len(timeline.context)
     xs = list(range(1, n + 1))
     fig = Figure(figsize=(10, 5.2), dpi=110)
     ax = fig.subplots()
-    ax.plot(xs, timeline.cumulative, color="#9a9a9a", linestyle="--", linewidth=1.4,
-            label="transcript, never condensed")
-    ax.plot(xs, timeline.context, color="#1f6fb4", linewidth=2.0,
-            label="context with window-budget")
-    ax.axhline(timeline.window, color="#c0392b", linewidth=1.6,
-               label=f"context window ({timeline.window:,})")
-    ax.axhline(timeline.limit, color="#e67e22", linestyle="-.", linewidth=1.4,
-               label=f"trigger limit ({timeline.limit:,.0f})")
+    ax.plot(
+        xs,
+        timeline.cumulative,
+        color="#9a9a9a",
+        linestyle="--",
+        linewidth=1.4,
+        label="transcript, never condensed",
+    )
+    ax.plot(
+        xs, timeline.context, color="#1f6fb4", linewidth=2.0, label="context with window-budget"
+    )
+    ax.axhline(
+        timeline.window,
+        color="#c0392b",
+        linewidth=1.6,
+        label=f"context window ({timeline.window:,})",
+    )
+    ax.axhline(
+        timeline.limit,
+        color="#e67e22",
+        linestyle="-.",
+        linewidth=1.4,
+        label=f"trigger limit ({timeline.limit:,.0f})",
+    )
     for k, f in enumerate(timeline.firings):
-        ax.axvline(f.cut + 0.5, color="#27ae60", linestyle=":", linewidth=1.1,
-                   label="cut (first message kept verbatim)" if k == 0 else None)
-        ax.annotate("", xy=(f.step + 1, f.tokens_after), xytext=(f.step + 1, f.tokens_before),
-                    arrowprops={"arrowstyle": "->", "color": "#1f6fb4", "lw": 1.0})
+        ax.axvline(
+            f.cut + 0.5,
+            color="#27ae60",
+            linestyle=":",
+            linewidth=1.1,
+            label="cut (first message kept verbatim)" if k == 0 else None,
+        )
+        ax.annotate(
+            "",
+            xy=(f.step + 1, f.tokens_after),
+            xytext=(f.step + 1, f.tokens_before),
+            arrowprops={"arrowstyle": "->", "color": "#1f6fb4", "lw": 1.0},
+        )
     if timeline.firings:
-        ax.scatter([f.step + 1 for f in timeline.firings],
-                   [f.tokens_before for f in timeline.firings], marker="v", s=46,
-                   color="#c0392b", zorder=5, label="gate fires")
+        ax.scatter(
+            [f.step + 1 for f in timeline.firings],
+            [f.tokens_before for f in timeline.firings],
+            marker="v",
+            s=46,
+            color="#c0392b",
+            zorder=5,
+            label="gate fires",
+        )
     top = max([timeline.window, *timeline.cumulative[-1:], *timeline.context])
     ax.set_ylim(0, top * 1.08)
     ax.set_xlim(0.5, max(n, 1) + 0.5)
@@ -163,8 +218,7 @@ def plot_timeline(timeline: Timeline, path: str | Path | None = None, *,
     ax.set_ylabel("tokens (estimated)")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     heading = title or "context size as the conversation grows"
-    ax.set_title(f"{heading}\n{len(timeline.firings)} condensations over {n} messages",
-                 fontsize=11)
+    ax.set_title(f"{heading}\n{len(timeline.firings)} condensations over {n} messages", fontsize=11)
     ax.grid(alpha=0.25)
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     fig.tight_layout()

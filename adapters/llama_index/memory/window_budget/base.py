@@ -67,8 +67,14 @@ from window_budget.pipeline import (
 from window_budget.pipeline.summarize import ledger_of
 from window_budget.stores import ConditionalRewrite, Fold, LockedRewrite, check_written
 
-__all__ = ["ARCHIVE_SUFFIX", "CounterSpec", "DigestRole", "InitialTokenCountError",
-           "WindowBudgetMemory", "default_policy"]
+__all__ = [
+    "ARCHIVE_SUFFIX",
+    "CounterSpec",
+    "DigestRole",
+    "InitialTokenCountError",
+    "WindowBudgetMemory",
+    "default_policy",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +94,16 @@ _ACK_TEXT = "Understood."
 _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
 _SERIAL_VERSION = 1
 # Per-process state rebuilt after pickling or copying; never part of the state itself.
-_RUNTIME_ATTRS = ("_lock", "_compact_lock", "_aloop", "_alock", "_sync_condenser",
-                  "_async_condenser", "_rewriter", "_store_rewrite")
+_RUNTIME_ATTRS = (
+    "_lock",
+    "_compact_lock",
+    "_aloop",
+    "_alock",
+    "_sync_condenser",
+    "_async_condenser",
+    "_rewriter",
+    "_store_rewrite",
+)
 
 
 class _Codec(LlamaIndexCodec):
@@ -140,10 +154,12 @@ def _policy_for_token_limit(token_limit: int, context_window: int) -> BudgetPoli
     if token_limit > context_window:
         raise ValueError(
             f"token_limit {token_limit:,} is larger than the {context_window:,}-token window; "
-            "lower token_limit or pass a larger context_window")
+            "lower token_limit or pass a larger context_window"
+        )
     scaled = BudgetPolicy.for_window(token_limit, output_reserved=True)
-    return dataclasses.replace(scaled, trigger_ratio=1.0,
-                               reserve_tokens=context_window - token_limit)
+    return dataclasses.replace(
+        scaled, trigger_ratio=1.0, reserve_tokens=context_window - token_limit
+    )
 
 
 def _ack() -> ChatMessage:
@@ -161,16 +177,19 @@ def _unmasked(messages: list[ChatMessage]) -> list[ChatMessage]:
 
     The original was archived when its output was masked; it is not listed there again.
     """
+
     def call_id(m: ChatMessage) -> object:
         return m.additional_kwargs.get("tool_call_id") if m.role in _TOOL_ROLES else None
 
-    masked = {call_id(m) for m in messages if call_id(m) and m.content
-              and m.content.startswith(MASK_MARKER)}
+    masked = {
+        call_id(m)
+        for m in messages
+        if call_id(m) and m.content and m.content.startswith(MASK_MARKER)
+    }
     originals: dict[object, ChatMessage] = {}
     for m in messages:
         cid = call_id(m)
-        if cid in masked and cid not in originals and not (m.content or "").startswith(
-                MASK_MARKER):
+        if cid in masked and cid not in originals and not (m.content or "").startswith(MASK_MARKER):
             originals[cid] = m
     out: list[ChatMessage] = []
     for m in messages:
@@ -196,7 +215,8 @@ def _check_policy(policy: BudgetPolicy, context_window: int) -> None:
         raise ConfigError(
             f"WindowBudgetMemory supports strategy='summarize' only, got {policy.strategy!r}; "
             "for trimming without a model use window_budget.tools.categories.trim_by_category on "
-            "the messages")
+            "the messages"
+        )
     check_window(context_window, policy)  # the same refusal as the LangChain adapter's
 
 
@@ -205,8 +225,9 @@ def _same_message(a: ChatMessage, b: ChatMessage) -> bool:
     return a is b or a == b or a.model_dump(mode="json") == b.model_dump(mode="json")
 
 
-def _set_verified(store: BaseChatStore, key: str, messages: list[ChatMessage], *,
-                  exact: bool = True) -> None:
+def _set_verified(
+    store: BaseChatStore, key: str, messages: list[ChatMessage], *, exact: bool = True
+) -> None:
     """Replace ``key``'s messages, and make sure the store did replace them.
 
     A store whose ``set_messages`` appends instead (LlamaIndex's SQLite integration,
@@ -225,12 +246,14 @@ def _set_verified(store: BaseChatStore, key: str, messages: list[ChatMessage], *
     for m in messages:
         store.add_message(key, m)
     if exact:
-        check_written(store.get_messages(key), messages, store_name(store),
-                      same=_same_message, exact=True)
+        check_written(
+            store.get_messages(key), messages, store_name(store), same=_same_message, exact=True
+        )
 
 
-def _same_list(read_back: Sequence[ChatMessage], written: Sequence[ChatMessage], *,
-               exact: bool) -> bool:
+def _same_list(
+    read_back: Sequence[ChatMessage], written: Sequence[ChatMessage], *, exact: bool
+) -> bool:
     if len(read_back) != len(written) and (exact or len(read_back) < len(written)):
         return False
     return all(_same_message(a, b) for a, b in zip(read_back, written, strict=False))
@@ -255,7 +278,7 @@ class _Pass:
 
     @property
     def body(self) -> list[ChatMessage]:
-        return self.snapshot[self.pinned:]
+        return self.snapshot[self.pinned :]
 
 
 class InitialTokenCountError(BudgetError, ValueError):
@@ -317,8 +340,9 @@ class WindowBudgetMemory(BaseMemory):
     _ack_tokens: int = PrivateAttr(default=0)
     _last_result: CondenseResult | None = PrivateAttr(default=None)
     _last_compaction: Compaction | None = PrivateAttr(default=None)
-    _rewriter: tuple[tuple[int, int, str, str], ConditionalRewrite] | None = \
-        PrivateAttr(default=None)
+    _rewriter: tuple[tuple[int, int, str, str], ConditionalRewrite] | None = PrivateAttr(
+        default=None
+    )
     _store_rewrite: ConditionalRewrite | None = PrivateAttr(default=None)
 
     @classmethod
@@ -403,15 +427,18 @@ class WindowBudgetMemory(BaseMemory):
 
         """
         if digest_role not in _DIGEST_ROLES:
-            raise ValueError(f"digest_role must be one of {list(_DIGEST_ROLES)}, "
-                             f"got {digest_role!r}")
+            raise ValueError(
+                f"digest_role must be one of {list(_DIGEST_ROLES)}, got {digest_role!r}"
+            )
         if policy is not None and token_limit is not None:
-            raise ValueError("pass either policy= or token_limit=, not both (token_limit "
-                             "builds the policy)")
+            raise ValueError(
+                "pass either policy= or token_limit=, not both (token_limit builds the policy)"
+            )
         if counter is not None and tokenizer_fn is not None:
             raise ValueError("pass either counter= or tokenizer_fn=, not both")
-        if token_limit is not None and (isinstance(token_limit, bool) or not isinstance(
-                token_limit, int) or token_limit < 1):
+        if token_limit is not None and (
+            isinstance(token_limit, bool) or not isinstance(token_limit, int) or token_limit < 1
+        ):
             raise ValueError(f"token_limit must be a positive int, got {token_limit!r}")
         output_reserved = False
         if context_window is None:
@@ -429,8 +456,11 @@ class WindowBudgetMemory(BaseMemory):
                     )
             elif model is not None or llm is not None:
                 # No window reported: the table, by the given id or the LLM's model name.
-                name = model if model is not None or llm is None else getattr(
-                    llm.metadata, "model_name", None)
+                name = (
+                    model
+                    if model is not None or llm is None
+                    else getattr(llm.metadata, "model_name", None)
+                )
                 context_window = model_for(name).context_window
             elif token_limit is not None:
                 context_window, output_reserved = token_limit, True
@@ -446,20 +476,25 @@ class WindowBudgetMemory(BaseMemory):
         spec: CounterSpec | None = counter
         if tokenizer_fn is not None:
             spec = CallableCounter(_TokenizerLength(tokenizer_fn), name="tokenizer_fn")
-        memory = cls(chat_store=chat_store or SimpleChatStore(), chat_store_key=chat_store_key,
-                     archive_key=archive_key or chat_store_key + ARCHIVE_SUFFIX,
-                     archive_store=archive_store, context_window=context_window,
-                     digest_role=digest_role)
+        memory = cls(
+            chat_store=chat_store or SimpleChatStore(),
+            chat_store_key=chat_store_key,
+            archive_key=archive_key or chat_store_key + ARCHIVE_SUFFIX,
+            archive_store=archive_store,
+            context_window=context_window,
+            digest_role=digest_role,
+        )
         memory._store_rewrite = store_rewrite
-        memory._configure(llm, policy or default_policy(context_window,
-                                                        output_reserved=output_reserved),
-                          spec)
+        memory._configure(
+            llm, policy or default_policy(context_window, output_reserved=output_reserved), spec
+        )
         if chat_history is not None:
             memory.set(list(chat_history))
         return memory
 
-    def _configure(self, llm: LLM | None, policy: BudgetPolicy,
-                   counter: CounterSpec | None) -> None:
+    def _configure(
+        self, llm: LLM | None, policy: BudgetPolicy, counter: CounterSpec | None
+    ) -> None:
         if not self.archive_key:
             self.archive_key = self.chat_store_key + ARCHIVE_SUFFIX
         self._llm = llm
@@ -473,16 +508,25 @@ class WindowBudgetMemory(BaseMemory):
         # The summarizer is bounded by the LLM's own window, which may be far larger than
         # the share of it this memory guards: larger chunks mean fewer summary calls.
         llm_window = int(getattr(meta, "context_window", 0) or 0) - max(
-            0, int(getattr(meta, "num_output", 0) or 0))
+            0, int(getattr(meta, "num_output", 0) or 0)
+        )
         summarizer = Model(model_id, max(self.context_window, llm_window))
         complete, complete_sync = completers_from_llm(llm) if llm is not None else (None, None)
         # Two condensers: each keeps an incremental token ledger that is not thread-safe,
         # and a streaming writer thread may compact while the event loop does too.
         for attr in ("_sync_condenser", "_async_condenser"):
-            setattr(self, attr, create_condenser(model=model, policy=policy,
-                                                 counter=self._counter, complete=complete,
-                                                 complete_sync=complete_sync,
-                                                 summarizer_model=summarizer))
+            setattr(
+                self,
+                attr,
+                create_condenser(
+                    model=model,
+                    policy=policy,
+                    counter=self._counter,
+                    complete=complete,
+                    complete_sync=complete_sync,
+                    summarizer_model=summarizer,
+                ),
+            )
 
     def model_post_init(self, context: Any, /) -> None:
         """Give a directly constructed memory a working configuration."""
@@ -531,11 +575,11 @@ class WindowBudgetMemory(BaseMemory):
         history are counted alike and together stay within :attr:`token_limit`. An empty
         text costs nothing (no prefix message is sent).
         """
+
         def tokenize(text: str) -> Sequence[int]:
             if not text:
                 return range(0)
-            return range(self.count_tokens([ChatMessage(role=MessageRole.SYSTEM,
-                                                         content=text)]))
+            return range(self.count_tokens([ChatMessage(role=MessageRole.SYSTEM, content=text)]))
 
         return tokenize
 
@@ -590,11 +634,14 @@ class WindowBudgetMemory(BaseMemory):
             return
         with self._lock:
             current = self._read()
-            if len(current) >= len(messages) and current[-len(messages):] == list(messages):
+            if len(current) >= len(messages) and current[-len(messages) :] == list(messages):
                 # Conditional, as a compaction: another worker's append meanwhile is kept.
-                self._rewrite().rewrite(Fold(
-                    expected=tuple(current),
-                    replacement=tuple(current[:len(current) - len(messages)])))
+                self._rewrite().rewrite(
+                    Fold(
+                        expected=tuple(current),
+                        replacement=tuple(current[: len(current) - len(messages)]),
+                    )
+                )
 
     def _rewrite(self) -> ConditionalRewrite:
         """The conditional rewrite for this memory's stores (see ``window_budget.stores``)."""
@@ -605,8 +652,13 @@ class WindowBudgetMemory(BaseMemory):
         cached = self._rewriter
         if cached is not None and cached[0] == where:
             return cached[1]
-        rewrite = rewrite_for(self.chat_store, archive, self.chat_store_key, self.archive_key,
-                              fallback=self._locked_rewrite)
+        rewrite = rewrite_for(
+            self.chat_store,
+            archive,
+            self.chat_store_key,
+            self.archive_key,
+            fallback=self._locked_rewrite,
+        )
         self._rewriter = (where, rewrite)
         return rewrite
 
@@ -620,8 +672,9 @@ class WindowBudgetMemory(BaseMemory):
             for m in messages:
                 self._archive.add_message(self.archive_key, m)
 
-        return LockedRewrite(self._read, write, archive, store=store_name(store),
-                             lock=self._lock, same=_same_message)
+        return LockedRewrite(
+            self._read, write, archive, store=store_name(store), lock=self._lock, same=_same_message
+        )
 
     @property
     def store_guarantee(self) -> str:
@@ -651,12 +704,16 @@ class WindowBudgetMemory(BaseMemory):
 
     # -------------------------------------------------------------- compaction
 
-    def _pinned_tokens(self, snapshot: list[ChatMessage], cores: list[AgentMessage], n: int,
-                       extra: int) -> int:
+    def _pinned_tokens(
+        self, snapshot: list[ChatMessage], cores: list[AgentMessage], n: int, extra: int
+    ) -> int:
         # A history that does not open with a user message gets the resumed marker in
         # front of it (see _view): its cost is reserved up front.
-        lead = self._resumed_tokens \
-            if len(snapshot) > n and snapshot[n].role != MessageRole.USER else 0
+        lead = (
+            self._resumed_tokens
+            if len(snapshot) > n and snapshot[n].role != MessageRole.USER
+            else 0
+        )
         return estimate_tokens(cores[:n], self._counter) + lead + extra
 
     def _begin(self, snapshot: list[ChatMessage]) -> tuple[int, list[AgentMessage]]:
@@ -674,8 +731,9 @@ class WindowBudgetMemory(BaseMemory):
         assert self._sync_condenser is not None
         for pinned_extra in dict.fromkeys((extra, 0)):
             pinned = self._pinned_tokens(snapshot, cores, n, pinned_extra)
-            if self._plan_squeezed(self._sync_condenser, snapshot, cores, n, pinned_extra,
-                                   force, pinned):
+            if self._plan_squeezed(
+                self._sync_condenser, snapshot, cores, n, pinned_extra, force, pinned
+            ):
                 continue  # no summary call for a view that will not show it
             try:
                 result = self._sync_condenser.run_sync(body, force=force, pinned_tokens=pinned)
@@ -691,21 +749,28 @@ class WindowBudgetMemory(BaseMemory):
         assert self._async_condenser is not None
         for pinned_extra in dict.fromkeys((extra, 0)):
             pinned = self._pinned_tokens(snapshot, cores, n, pinned_extra)
-            if self._plan_squeezed(self._async_condenser, snapshot, cores, n, pinned_extra,
-                                   force, pinned):
+            if self._plan_squeezed(
+                self._async_condenser, snapshot, cores, n, pinned_extra, force, pinned
+            ):
                 continue  # no summary call for a view that will not show it
             try:
-                result = await self._async_condenser.run(body, force=force,
-                                                         pinned_tokens=pinned)
+                result = await self._async_condenser.run(body, force=force, pinned_tokens=pinned)
             except BudgetError as exc:
                 logger.debug("window-budget: %s", exc)
                 continue
             return _Pass(snapshot, cores, n, result, extra, pinned_extra == extra)
         return _Pass(snapshot, cores, n, None, extra, False)
 
-    def _plan_squeezed(self, condenser: WindowCondenser, snapshot: list[ChatMessage],
-                       cores: list[AgentMessage], n: int, extra: int, force: bool,
-                       pinned_tokens: int) -> bool:
+    def _plan_squeezed(
+        self,
+        condenser: WindowCondenser,
+        snapshot: list[ChatMessage],
+        cores: list[AgentMessage],
+        n: int,
+        extra: int,
+        force: bool,
+        pinned_tokens: int,
+    ) -> bool:
         """True when the plan beside a prefix of ``extra`` tokens has no space for a digest.
 
         Decided before any summary call (the condenser's sans-I/O ``decide``): the cut
@@ -722,8 +787,7 @@ class WindowBudgetMemory(BaseMemory):
         if decision.result is not None or decision.plan.cut == 0:
             return False
         body = snapshot[n:]
-        last_user = max((i for i, m in enumerate(body) if m.role == MessageRole.USER),
-                        default=None)
+        last_user = max((i for i, m in enumerate(body) if m.role == MessageRole.USER), default=None)
         if last_user is None or decision.plan.cut <= last_user:
             return False
         start = self._suffix_start(_Pass(snapshot, cores, n, None, extra))
@@ -740,8 +804,10 @@ class WindowBudgetMemory(BaseMemory):
             covered += digest_covered(m) if is_digest_message(m) else 1
         source = result.summary.message
         return make_digest_chat_message(
-            result.summary.text, covered,
-            source=source if isinstance(source, DigestMessage) else None)
+            result.summary.text,
+            covered,
+            source=source if isinstance(source, DigestMessage) else None,
+        )
 
     def _should_commit(self, p: _Pass) -> bool:
         result = p.result
@@ -762,9 +828,11 @@ class WindowBudgetMemory(BaseMemory):
         assert p.result is not None
         cut = p.result.plan.cut
         body = p.body
-        fold = Fold(expected=tuple(p.snapshot),
-                    replacement=(*p.snapshot[:p.pinned], digest, *body[cut:]),
-                    archived=tuple(m for m in body[:cut] if not is_digest_message(m)))
+        fold = Fold(
+            expected=tuple(p.snapshot),
+            replacement=(*p.snapshot[: p.pinned], digest, *body[cut:]),
+            archived=tuple(m for m in body[:cut] if not is_digest_message(m)),
+        )
         with self._lock:
             return self._rewrite().rewrite(fold)
 
@@ -779,9 +847,11 @@ class WindowBudgetMemory(BaseMemory):
         new_body = list(body)
         for i in result.masked:
             new_body[i] = from_core_shortened(body[i], result.messages[i])
-        fold = Fold(expected=tuple(snapshot),
-                    replacement=(*snapshot[:p.pinned], *new_body),
-                    archived=tuple(body[i] for i in result.masked))
+        fold = Fold(
+            expected=tuple(snapshot),
+            replacement=(*snapshot[: p.pinned], *new_body),
+            archived=tuple(body[i] for i in result.masked),
+        )
         with self._lock:
             return self._rewrite().rewrite(fold)
 
@@ -797,29 +867,34 @@ class WindowBudgetMemory(BaseMemory):
             return self._suffix_view(p)
         return view[0]
 
-    def _digest_view(self, p: _Pass, digest: ChatMessage | None,
-                     ) -> tuple[list[ChatMessage], int, bool] | None:
+    def _digest_view(
+        self,
+        p: _Pass,
+        digest: ChatMessage | None,
+    ) -> tuple[list[ChatMessage], int, bool] | None:
         """``(view, verbatim kept, newest turn whole)``, or None when it does not fit."""
         result = p.result
         if result is None or not p.prefix_fits:
             return None
-        pinned = [_copy(m) for m in p.snapshot[:p.pinned]]
-        kept = p.body[result.plan.cut:]
+        pinned = [_copy(m) for m in p.snapshot[: p.pinned]]
+        kept = p.body[result.plan.cut :]
         # ``shortened`` indexes result.messages: with a digest its first entry is the
         # digest; without one (no legal cut) the messages line up with the body.
         if result.summary is not None:
             short = {i - 1: result.messages[i] for i in result.shortened}
         else:  # masked outputs too: copies carrying the placeholder, at the same places
             short = {i: result.messages[i] for i in (*result.shortened, *result.masked)}
-        tail = [from_core_shortened(m, short[i]) if i in short else _copy(m)
-                for i, m in enumerate(kept)]
+        tail = [
+            from_core_shortened(m, short[i]) if i in short else _copy(m) for i, m in enumerate(kept)
+        ]
         # Counted from the originals' cached cores (a copy converts to an equal core), the
         # shortened entries from their own copies: the view's count, without converting it.
         counter = self._counter
-        kept_cores = p.cores[p.pinned + result.plan.cut:]
-        tokens = estimate_tokens(p.cores[:p.pinned], counter) + sum(
+        kept_cores = p.cores[p.pinned + result.plan.cut :]
+        tokens = estimate_tokens(p.cores[: p.pinned], counter) + sum(
             estimate_message_tokens(to_core(tail[i]) if i in short else core, counter)
-            for i, core in enumerate(kept_cores))
+            for i, core in enumerate(kept_cores)
+        )
         if digest is None and tail and 0 not in short and is_digest_message(tail[0]):
             # The stored digest (no new one this time) is handed over in the same form.
             digest = tail.pop(0)
@@ -837,8 +912,7 @@ class WindowBudgetMemory(BaseMemory):
             tokens -= self._ack_tokens
         if tokens + p.extra > self.token_limit:
             return None
-        last_user = max((i for i, m in enumerate(kept) if m.role == MessageRole.USER),
-                        default=None)
+        last_user = max((i for i, m in enumerate(kept) if m.role == MessageRole.USER), default=None)
         whole = last_user is not None and all(i < last_user for i in short)
         return pinned + head + tail, len(kept) - len(short), whole
 
@@ -875,8 +949,8 @@ class WindowBudgetMemory(BaseMemory):
         back past a digest; one that does not open with a user message is counted with
         the ``[conversation resumed …]`` marker that goes first.
         """
-        body, cores = p.body, p.cores[p.pinned:]
-        room = self.token_limit - p.extra - estimate_tokens(p.cores[:p.pinned], self._counter)
+        body, cores = p.body, p.cores[p.pinned :]
+        room = self.token_limit - p.extra - estimate_tokens(p.cores[: p.pinned], self._counter)
         best: int | None = None
         total = 0
         for i in range(len(body) - 1, -1, -1):
@@ -905,7 +979,7 @@ class WindowBudgetMemory(BaseMemory):
                 messages and the prefix.
 
         """
-        pinned = [_copy(m) for m in p.snapshot[:p.pinned]]
+        pinned = [_copy(m) for m in p.snapshot[: p.pinned]]
         body = p.body
         start = self._suffix_start(p)
         if start is not None:
@@ -914,8 +988,11 @@ class WindowBudgetMemory(BaseMemory):
             return [*pinned, *lead, *tail]
         return self._smallest_view(p)
 
-    def _show_digest(self, digest: ChatMessage | None, tail_opens_with_user: bool,
-                     ) -> list[ChatMessage]:
+    def _show_digest(
+        self,
+        digest: ChatMessage | None,
+        tail_opens_with_user: bool,
+    ) -> list[ChatMessage]:
         """The messages that stand for ``digest`` in a view, in :attr:`digest_role`'s form.
 
         Each form keeps the first non-system message a user message and, when the tail
@@ -939,9 +1016,9 @@ class WindowBudgetMemory(BaseMemory):
         resumed …]`` marker goes first. Raises ``BudgetError`` when even this view exceeds
         the limit: a view is never handed over larger than the limit.
         """
-        pinned = [_copy(m) for m in p.snapshot[:p.pinned]]
+        pinned = [_copy(m) for m in p.snapshot[: p.pinned]]
         body = p.body
-        pinned_tokens = estimate_tokens(p.cores[:p.pinned], self._counter)
+        pinned_tokens = estimate_tokens(p.cores[: p.pinned], self._counter)
         view = pinned
         if body:
             start = len(body) - 1
@@ -949,17 +1026,24 @@ class WindowBudgetMemory(BaseMemory):
                 start -= 1  # a tool result needs the call that asked for it
             turn = body[start:]
             lead = [_resumed()] if turn[0].role != MessageRole.USER else []
-            room = self.token_limit - p.extra - pinned_tokens - (
-                self._resumed_tokens if lead else 0)
-            cores = p.cores[p.pinned + start:]
+            room = (
+                self.token_limit - p.extra - pinned_tokens - (self._resumed_tokens if lead else 0)
+            )
+            cores = p.cores[p.pinned + start :]
             try:
                 fitted, shortened = fit_messages(list(cores), max(room, 0), self._counter)
             except BudgetError:
                 fitted, shortened = [], ()
             if fitted:
                 cut = set(shortened)
-                view = [*pinned, *lead, *(from_core_shortened(m, fitted[i]) if i in cut
-                                          else _copy(m) for i, m in enumerate(turn))]
+                view = [
+                    *pinned,
+                    *lead,
+                    *(
+                        from_core_shortened(m, fitted[i]) if i in cut else _copy(m)
+                        for i, m in enumerate(turn)
+                    ),
+                ]
             else:
                 view = [*pinned, *lead, *turn]
         total = self.count_tokens(view) + p.extra
@@ -970,8 +1054,10 @@ class WindowBudgetMemory(BaseMemory):
                 f"the smallest view (the system messages, {pinned_tokens:,} tokens, and the "
                 f"newest turn cut down) needs {total:,} tokens with a prefix of {p.extra:,}, "
                 f"over the limit of {self.token_limit:,} — shorten the system prompt or "
-                "prefix messages, or raise the window", needed=total,
-                available=self.token_limit)
+                "prefix messages, or raise the window",
+                needed=total,
+                available=self.token_limit,
+            )
         return view
 
     def _record(self, p: _Pass, digest: ChatMessage | None, committed: bool) -> None:
@@ -980,34 +1066,50 @@ class WindowBudgetMemory(BaseMemory):
         result = p.result
         if digest is None and result is not None and result.masked:
             self._last_compaction = Compaction(
-                covered=0, folded=0, kept=len(p.body), digest_tokens=0, fallback=False,
-                fallback_reason=None, audit=None, ledger_facts=None, committed=committed,
-                masked=len(result.masked), tokens_freed=result.tokens_freed)
+                covered=0,
+                folded=0,
+                kept=len(p.body),
+                digest_tokens=0,
+                fallback=False,
+                fallback_reason=None,
+                audit=None,
+                ledger_facts=None,
+                committed=committed,
+                masked=len(result.masked),
+                tokens_freed=result.tokens_freed,
+            )
             return
         if digest is None or result is None or result.summary is None:
             return
         core = to_core(digest)
         ledger = ledger_of(core)
         compaction = Compaction(
-            covered=digest_covered(digest), folded=result.plan.cut,
+            covered=digest_covered(digest),
+            folded=result.plan.cut,
             kept=len(p.body) - result.plan.cut,
             digest_tokens=estimate_message_tokens(core, self._counter),
-            fallback=result.summary.fallback, fallback_reason=result.summary.fallback_reason,
-            audit=result.audit, ledger_facts=None if ledger is None else len(ledger.facts),
-            committed=committed)
+            fallback=result.summary.fallback,
+            fallback_reason=result.summary.fallback_reason,
+            audit=result.audit,
+            ledger_facts=None if ledger is None else len(ledger.facts),
+            committed=committed,
+        )
         self._last_compaction = compaction
-        dispatcher.event(CompactionEvent(chat_store_key=self.chat_store_key,
-                                         compaction=compaction.as_dict()))
+        dispatcher.event(
+            CompactionEvent(chat_store_key=self.chat_store_key, compaction=compaction.as_dict())
+        )
 
     @dispatcher.span
-    def _compact_sync(self, extra: int, *, force: bool = False,
-                      want_view: bool = True) -> list[ChatMessage]:
+    def _compact_sync(
+        self, extra: int, *, force: bool = False, want_view: bool = True
+    ) -> list[ChatMessage]:
         with self._compact_lock:
             p = self._run_sync(self._read(), extra, force)
             digest = self._digest_for(p)
             if self._squeezed_by_prefix(p, digest):
-                p = dataclasses.replace(self._run_sync(p.snapshot, 0, force), extra=extra,
-                                        prefix_fits=False)
+                p = dataclasses.replace(
+                    self._run_sync(p.snapshot, 0, force), extra=extra, prefix_fits=False
+                )
                 digest = self._digest_for(p)
             committed = False
             for _ in range(3):
@@ -1031,14 +1133,16 @@ class WindowBudgetMemory(BaseMemory):
         return lock
 
     @dispatcher.span
-    async def _compact_async(self, extra: int, *, force: bool = False,
-                             want_view: bool = True) -> list[ChatMessage]:
+    async def _compact_async(
+        self, extra: int, *, force: bool = False, want_view: bool = True
+    ) -> list[ChatMessage]:
         async with self._async_lock():
             p = await self._run_async(await self._aread(), extra, force)
             digest = self._digest_for(p)
             if self._squeezed_by_prefix(p, digest):
-                p = dataclasses.replace(await self._run_async(p.snapshot, 0, force),
-                                        extra=extra, prefix_fits=False)
+                p = dataclasses.replace(
+                    await self._run_async(p.snapshot, 0, force), extra=extra, prefix_fits=False
+                )
                 digest = self._digest_for(p)
             committed = False
             for _ in range(3):
@@ -1057,8 +1161,9 @@ class WindowBudgetMemory(BaseMemory):
     # ----------------------------------------------------------- the memory API
 
     @dispatcher.span
-    def get(self, input: str | None = None, initial_token_count: int = 0,
-            **kwargs: Any) -> list[ChatMessage]:
+    def get(
+        self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
+    ) -> list[ChatMessage]:
         """The condensed history: pinned system messages, the digest, the verbatim tail.
 
         ``initial_token_count`` (tokens the caller puts before the history, e.g. a
@@ -1081,8 +1186,9 @@ class WindowBudgetMemory(BaseMemory):
         return self._compact_sync(extra)
 
     @dispatcher.span
-    async def aget(self, input: str | None = None, initial_token_count: int = 0,
-                   **kwargs: Any) -> list[ChatMessage]:
+    async def aget(
+        self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
+    ) -> list[ChatMessage]:
         """Async :meth:`get`; summaries go through ``await llm.achat``."""
         extra = self._initial_tokens(initial_token_count)
         return await self._compact_async(extra)
@@ -1094,7 +1200,9 @@ class WindowBudgetMemory(BaseMemory):
             raise InitialTokenCountError(
                 f"initial_token_count {extra:,} exceeds the token limit {self.token_limit:,} "
                 "(as in ChatMemoryBuffer); shorten the prefix messages or raise the window",
-                needed=extra, available=self.token_limit)
+                needed=extra,
+                available=self.token_limit,
+            )
         self._extra_pinned = extra
         return extra
 
@@ -1108,12 +1216,14 @@ class WindowBudgetMemory(BaseMemory):
         """
         with self._lock:
             live = self._read()
-            archived = list(self._archive.get_messages(self.archive_key)) \
-                if include_archived else []
+            archived = (
+                list(self._archive.get_messages(self.archive_key)) if include_archived else []
+            )
         return self._all(live, archived, include_archived)
 
-    def _all(self, live: list[ChatMessage], archived: list[ChatMessage],
-             include_archived: bool) -> list[ChatMessage]:
+    def _all(
+        self, live: list[ChatMessage], archived: list[ChatMessage], include_archived: bool
+    ) -> list[ChatMessage]:
         if not include_archived:
             return [_copy(m) for m in live]
         n = split_pinned(live)
@@ -1130,8 +1240,9 @@ class WindowBudgetMemory(BaseMemory):
     async def aget_all(self, include_archived: bool = False) -> list[ChatMessage]:
         """Async :meth:`get_all`."""
         live = await self._aread()
-        archived = list(await self._archive.aget_messages(self.archive_key)) \
-            if include_archived else []
+        archived = (
+            list(await self._archive.aget_messages(self.archive_key)) if include_archived else []
+        )
         return self._all(live, archived, include_archived)
 
     def put(self, message: ChatMessage) -> None:
@@ -1200,14 +1311,17 @@ class WindowBudgetMemory(BaseMemory):
     # ---------------------------------------------------------- serialization
 
     def _state(self) -> dict[str, Any]:
-        private = {k: v for k, v in (self.__pydantic_private__ or {}).items()
-                   if k not in _RUNTIME_ATTRS}
+        private = {
+            k: v for k, v in (self.__pydantic_private__ or {}).items() if k not in _RUNTIME_ATTRS
+        }
         if _serializable_counter(self._counter_name):
             private["_counter"] = None  # rebuilt from the name (a lambda does not pickle)
-        return {"__dict__": dict(self.__dict__),
-                "__pydantic_fields_set__": set(self.__pydantic_fields_set__),
-                "__pydantic_extra__": self.__pydantic_extra__,
-                "__pydantic_private__": private}
+        return {
+            "__dict__": dict(self.__dict__),
+            "__pydantic_fields_set__": set(self.__pydantic_fields_set__),
+            "__pydantic_extra__": self.__pydantic_extra__,
+            "__pydantic_private__": private,
+        }
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable state: store, keys, window, policy, counter and LLM, without locks.
@@ -1223,9 +1337,12 @@ class WindowBudgetMemory(BaseMemory):
             try:
                 pickle.dumps(private["_counter"])
             except Exception:
-                logger.warning("window-budget: removing the unpicklable counter %r; the "
-                               "unpickled memory counts with the heuristic until given one "
-                               "(counter=... in from_dict)", self._counter_name)
+                logger.warning(
+                    "window-budget: removing the unpicklable counter %r; the "
+                    "unpickled memory counts with the heuristic until given one "
+                    "(counter=... in from_dict)",
+                    self._counter_name,
+                )
                 private["_counter"] = None
                 private["_counter_name"] = "heuristic"
         llm = state["__pydantic_private__"].get("_llm")
@@ -1233,8 +1350,10 @@ class WindowBudgetMemory(BaseMemory):
             try:
                 pickle.dumps(llm)
             except Exception:
-                logger.warning("window-budget: the LLM does not pickle; the unpickled memory "
-                               "uses the network-free digest until given one")
+                logger.warning(
+                    "window-budget: the LLM does not pickle; the unpickled memory "
+                    "uses the network-free digest until given one"
+                )
                 state["__pydantic_private__"]["_llm"] = None
         return state
 
@@ -1242,18 +1361,33 @@ class WindowBudgetMemory(BaseMemory):
         """Restore :meth:`__getstate__` output and rebuild locks, caches and condensers."""
         private = dict(state.get("__pydantic_private__") or {})
         object.__setattr__(self, "__dict__", dict(state["__dict__"]))
-        object.__setattr__(self, "__pydantic_fields_set__",
-                           set(state.get("__pydantic_fields_set__") or ()))
+        object.__setattr__(
+            self, "__pydantic_fields_set__", set(state.get("__pydantic_fields_set__") or ())
+        )
         object.__setattr__(self, "__pydantic_extra__", state.get("__pydantic_extra__"))
-        object.__setattr__(self, "__pydantic_private__", {
-            **private, "_lock": threading.RLock(), "_compact_lock": threading.Lock(),
-            "_aloop": None, "_alock": None, "_sync_condenser": None,
-            "_async_condenser": None, "_rewriter": None, "_store_rewrite": None})
+        object.__setattr__(
+            self,
+            "__pydantic_private__",
+            {
+                **private,
+                "_lock": threading.RLock(),
+                "_compact_lock": threading.Lock(),
+                "_aloop": None,
+                "_alock": None,
+                "_sync_condenser": None,
+                "_async_condenser": None,
+                "_rewriter": None,
+                "_store_rewrite": None,
+            },
+        )
         name = private.get("_counter_name", "heuristic")
         counter = name if _serializable_counter(name) else private.get("_counter")
         last = private.get("_last_result")
-        self._configure(private.get("_llm"), private.get("_policy") or
-                        default_policy(self.context_window), counter)
+        self._configure(
+            private.get("_llm"),
+            private.get("_policy") or default_policy(self.context_window),
+            counter,
+        )
         self._last_result = last
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> WindowBudgetMemory:
@@ -1265,7 +1399,6 @@ class WindowBudgetMemory(BaseMemory):
         new = type(self).__new__(type(self))
         new.__setstate__(state)
         return new
-
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """Messages, archive, digest state and configuration as plain JSON data.
@@ -1318,25 +1451,35 @@ class WindowBudgetMemory(BaseMemory):
             raise ValueError("not a WindowBudgetMemory: expected the dict to_dict() returns")
         window = data.get("context_window")
         if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
-            raise ValueError(f"WindowBudgetMemory data: context_window must be a positive "
-                             f"int, got {window!r}")
+            raise ValueError(
+                f"WindowBudgetMemory data: context_window must be a positive int, got {window!r}"
+            )
         role = data.get("digest_role", "user")  # earlier versions handed the digest as user
         if role not in _DIGEST_ROLES:
-            raise ValueError(f"WindowBudgetMemory data: digest_role must be one of "
-                             f"{list(_DIGEST_ROLES)}, got {role!r}")
+            raise ValueError(
+                f"WindowBudgetMemory data: digest_role must be one of "
+                f"{list(_DIGEST_ROLES)}, got {role!r}"
+            )
         llm = kwargs.get("llm")
         store = kwargs.get("chat_store") or SimpleChatStore()
         counter: Any = kwargs.get("counter") or data.get("counter") or "heuristic"
         if isinstance(counter, str) and not _serializable_counter(counter):
-            logger.warning("window-budget: counter %r is not serializable; pass counter=... "
-                           "to from_dict; using the heuristic", counter)
+            logger.warning(
+                "window-budget: counter %r is not serializable; pass counter=... "
+                "to from_dict; using the heuristic",
+                counter,
+            )
             counter = "heuristic"
         policy = BudgetPolicy(**data["policy"]) if data.get("policy") else None
         key = data.get("chat_store_key", DEFAULT_CHAT_STORE_KEY)
-        memory = cls(chat_store=store, chat_store_key=key,
-                     archive_key=data.get("archive_key") or key + ARCHIVE_SUFFIX,
-                     archive_store=kwargs.get("archive_store"),
-                     context_window=window, digest_role=role)
+        memory = cls(
+            chat_store=store,
+            chat_store_key=key,
+            archive_key=data.get("archive_key") or key + ARCHIVE_SUFFIX,
+            archive_store=kwargs.get("archive_store"),
+            context_window=window,
+            digest_role=role,
+        )
         memory._configure(llm, policy or default_policy(memory.context_window), counter)
         live = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
         archived = [ChatMessage.model_validate(m) for m in data.get("archive", [])]

@@ -43,14 +43,16 @@ def completers_from_llm(llm: LLM) -> tuple[CompleteFn, SyncCompleteFn]:
     over-long digest itself.
     """
 
-    async def complete(model: Model, context: Context,
-                       options: CompleteOptions | None = None) -> AssistantMessage:
+    async def complete(
+        model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         with summary_call():  # the LLM's events carry the summary tag
             response = await llm.achat(context_to_chat_messages(context))
         return _reply(response, model)
 
-    def complete_sync(model: Model, context: Context,
-                      options: CompleteOptions | None = None) -> AssistantMessage:
+    def complete_sync(
+        model: Model, context: Context, options: CompleteOptions | None = None
+    ) -> AssistantMessage:
         with summary_call():
             response = llm.chat(context_to_chat_messages(context))
         return _reply(response, model)

@@ -79,8 +79,9 @@ _ASSISTANT_ROLES = frozenset({MessageRole.ASSISTANT, MessageRole.CHATBOT, Messag
 _TOOL_ROLES = frozenset({MessageRole.TOOL, MessageRole.FUNCTION})
 # Keys whose content is converted explicitly; anything else in additional_kwargs is
 # provider metadata that still travels with the message and is counted as such.
-_HANDLED_KWARGS = frozenset({"tool_calls", "tool_call_id", "name", "tool_name",
-                             RECORD_KEY, DIGEST_KEY, DIGEST_COVERED_KEY})
+_HANDLED_KWARGS = frozenset(
+    {"tool_calls", "tool_call_id", "name", "tool_name", RECORD_KEY, DIGEST_KEY, DIGEST_COVERED_KEY}
+)
 
 
 def _dump(value: Any) -> str:
@@ -270,16 +271,20 @@ def split_pinned(messages: Sequence[ChatMessage]) -> int:
     return bridge.pinned_count(LlamaIndexCodec(), messages)
 
 
-def make_digest_chat_message(text: str, covered: int, *,
-                             source: DigestMessage | None = None) -> ChatMessage:
+def make_digest_chat_message(
+    text: str, covered: int, *, source: DigestMessage | None = None
+) -> ChatMessage:
     """The digest as LlamaIndex stores it: one user message carrying the bridge's record.
 
     ``source`` is the core's digest: every field it has beyond ``covered`` (the turns kept
     with it, a fact ledger, ...) travels in the record too.
     """
     digest = replace(DigestMessage(text) if source is None else source, covered_count=covered)
-    return ChatMessage(role=MessageRole.USER, content=text,
-                       additional_kwargs={RECORD_KEY: bridge.digest_record(digest)})
+    return ChatMessage(
+        role=MessageRole.USER,
+        content=text,
+        additional_kwargs={RECORD_KEY: bridge.digest_record(digest)},
+    )
 
 
 def message_key(message: ChatMessage) -> Hashable | None:
@@ -317,8 +322,11 @@ class LlamaIndexCodec:
 def _from_core_block(block: Block, original: Any) -> Any | None:
     """A LlamaIndex block for one shortened core block (``original``: where it came from)."""
     if isinstance(block, ThinkingBlock):
-        info = dict(getattr(original, "additional_information", None) or {}) \
-            if isinstance(original, LIThinkingBlock) else {}
+        info = (
+            dict(getattr(original, "additional_information", None) or {})
+            if isinstance(original, LIThinkingBlock)
+            else {}
+        )
         info.pop("signature", None)  # the text changed: the old signature no longer holds
         return LIThinkingBlock(content=block.thinking, additional_information=info)
     if isinstance(block, TextBlock):

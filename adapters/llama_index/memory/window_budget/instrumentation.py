@@ -65,14 +65,25 @@ class Compaction:
         """JSON-ready form (the audit as its fields)."""
         audit = self.audit
         return {
-            "covered": self.covered, "folded": self.folded, "kept": self.kept,
-            "digest_tokens": self.digest_tokens, "fallback": self.fallback,
-            "fallback_reason": self.fallback_reason, "ledger_facts": self.ledger_facts,
-            "committed": self.committed, "masked": self.masked,
+            "covered": self.covered,
+            "folded": self.folded,
+            "kept": self.kept,
+            "digest_tokens": self.digest_tokens,
+            "fallback": self.fallback,
+            "fallback_reason": self.fallback_reason,
+            "ledger_facts": self.ledger_facts,
+            "committed": self.committed,
+            "masked": self.masked,
             "tokens_freed": self.tokens_freed,
-            "audit": None if audit is None else {
-                "in_ledger": audit.in_ledger, "checked": audit.checked, "found": audit.found,
-                "appended": audit.appended, "left_out": audit.left_out},
+            "audit": None
+            if audit is None
+            else {
+                "in_ledger": audit.in_ledger,
+                "checked": audit.checked,
+                "found": audit.found,
+                "appended": audit.appended,
+                "left_out": audit.left_out,
+            },
         }
 
 

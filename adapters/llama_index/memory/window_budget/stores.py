@@ -46,8 +46,10 @@ def _module_of(store: BaseChatStore) -> str:
 class RedisRewrite:
     """A compaction on ``RedisChatStore``: ``WATCH`` the live key, check, ``MULTI``/``EXEC``."""
 
-    guarantee = ("several processes: exact (a transaction under WATCH; an append in "
-                 "between aborts it and the compaction is run again)")
+    guarantee = (
+        "several processes: exact (a transaction under WATCH; an append in "
+        "between aborts it and the compaction is run again)"
+    )
 
     def __init__(self, store: BaseChatStore, key: str, archive_key: str) -> None:
         self._client: Any = store._redis_client  # type: ignore[attr-defined]
@@ -62,15 +64,15 @@ class RedisRewrite:
         with self._client.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(self._key)
-                current = [ChatMessage.model_validate_json(item)
-                           for item in pipe.lrange(self._key, 0, -1)]
+                current = [
+                    ChatMessage.model_validate_json(item) for item in pipe.lrange(self._key, 0, -1)
+                ]
                 new = fold.apply(current)
                 if new is None:
                     return False
                 pipe.multi()
                 if fold.archived:
-                    pipe.rpush(self._archive_key,
-                               *[m.model_dump_json() for m in fold.archived])
+                    pipe.rpush(self._archive_key, *[m.model_dump_json() for m in fold.archived])
                 pipe.delete(self._key)
                 if new:
                     pipe.rpush(self._key, *[m.model_dump_json() for m in new])
@@ -85,8 +87,10 @@ class RedisRewrite:
 class PostgresRewrite:
     """A compaction on ``PostgresChatStore``: one transaction holding the row's lock."""
 
-    guarantee = ("several processes: exact (one transaction; the conversation's row is "
-                 "locked with SELECT ... FOR UPDATE, appends wait for it)")
+    guarantee = (
+        "several processes: exact (one transaction; the conversation's row is "
+        "locked with SELECT ... FOR UPDATE, appends wait for it)"
+    )
 
     def __init__(self, store: BaseChatStore, key: str, archive_key: str) -> None:
         self._session: Any = store._session  # type: ignore[attr-defined]
@@ -103,31 +107,42 @@ class PostgresRewrite:
         with self._session() as session, session.begin():
             row = session.execute(
                 text(f"SELECT value FROM {self._table} WHERE key = :key FOR UPDATE"),
-                {"key": self._key}).first()
+                {"key": self._key},
+            ).first()
             current = [_message(v) for v in (row[0] or [])] if row is not None else []
             new = fold.apply(current)
             if new is None:
                 return False
             if fold.archived:
                 # The store's own append statement: the archive row may not exist yet.
-                session.execute(text(
+                session.execute(
+                    text(
+                        f"INSERT INTO {self._table} (key, value) VALUES (:key, :value) "
+                        f"ON CONFLICT (key) DO UPDATE SET "
+                        f"value = array_cat({self._short}.value, :value)"
+                    ),
+                    {
+                        "key": self._archive_key,
+                        "value": [m.model_dump_json() for m in fold.archived],
+                    },
+                )
+            session.execute(
+                text(
                     f"INSERT INTO {self._table} (key, value) VALUES (:key, :value) "
-                    f"ON CONFLICT (key) DO UPDATE SET "
-                    f"value = array_cat({self._short}.value, :value)"),
-                    {"key": self._archive_key,
-                     "value": [m.model_dump_json() for m in fold.archived]})
-            session.execute(text(
-                f"INSERT INTO {self._table} (key, value) VALUES (:key, :value) "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"),
-                {"key": self._key, "value": [m.model_dump_json() for m in new]})
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+                ),
+                {"key": self._key, "value": [m.model_dump_json() for m in new]},
+            )
         return True
 
 
 class SQLiteRewrite:
     """A compaction on ``SQLiteChatStore``: one ``BEGIN IMMEDIATE`` transaction."""
 
-    guarantee = ("several processes: exact on one database file (BEGIN IMMEDIATE takes "
-                 "SQLite's write lock; appends wait for it)")
+    guarantee = (
+        "several processes: exact on one database file (BEGIN IMMEDIATE takes "
+        "SQLite's write lock; appends wait for it)"
+    )
 
     def __init__(self, store: BaseChatStore, key: str, archive_key: str) -> None:
         self._engine: Any = store._session.kw["bind"]  # type: ignore[attr-defined]
@@ -153,17 +168,22 @@ class SQLiteRewrite:
         table = f'"{self._table}"'
         db.execute("BEGIN IMMEDIATE")
         try:
-            rows = db.execute(f"SELECT value FROM {table} WHERE key = ? ORDER BY id",
-                              (self._key,)).fetchall()
+            rows = db.execute(
+                f"SELECT value FROM {table} WHERE key = ? ORDER BY id", (self._key,)
+            ).fetchall()
             new = fold.apply([_message(json.loads(r[0])) for r in rows])
             if new is None:
                 db.execute("ROLLBACK")
                 return False
-            db.executemany(f"INSERT INTO {table} (key, value) VALUES (?, ?)",
-                           [(self._archive_key, _dump(m)) for m in fold.archived])
+            db.executemany(
+                f"INSERT INTO {table} (key, value) VALUES (?, ?)",
+                [(self._archive_key, _dump(m)) for m in fold.archived],
+            )
             db.execute(f"DELETE FROM {table} WHERE key = ?", (self._key,))
-            db.executemany(f"INSERT INTO {table} (key, value) VALUES (?, ?)",
-                           [(self._key, _dump(m)) for m in new])
+            db.executemany(
+                f"INSERT INTO {table} (key, value) VALUES (?, ?)",
+                [(self._key, _dump(m)) for m in new],
+            )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -192,15 +212,23 @@ def _same_redis(a: BaseChatStore, b: BaseChatStore) -> bool:
 def _same_database(a: BaseChatStore, b: BaseChatStore) -> bool:
     def where(store: BaseChatStore) -> tuple[Any, ...]:
         engine = store._session.kw["bind"]  # type: ignore[attr-defined]
-        return (str(engine.url), store._table_class.__tablename__,  # type: ignore[attr-defined]
-                getattr(store, "schema_name", None))
+        return (
+            str(engine.url),
+            store._table_class.__tablename__,  # type: ignore[attr-defined]
+            getattr(store, "schema_name", None),
+        )
 
     return where(a) == where(b)
 
 
-def rewrite_for(store: BaseChatStore, archive: BaseChatStore, key: str, archive_key: str, *,
-                fallback: Callable[[], LockedRewrite[ChatMessage]],
-                ) -> ConditionalRewrite:
+def rewrite_for(
+    store: BaseChatStore,
+    archive: BaseChatStore,
+    key: str,
+    archive_key: str,
+    *,
+    fallback: Callable[[], LockedRewrite[ChatMessage]],
+) -> ConditionalRewrite:
     """The strongest conditional rewrite ``store`` and ``archive`` offer together.
 
     Args:
@@ -214,15 +242,18 @@ def rewrite_for(store: BaseChatStore, archive: BaseChatStore, key: str, archive_
     module = _module_of(store)
     if type(archive) is type(store):
         # A Redis Cluster client has no WATCH across nodes: it gets the fallback.
-        if module.startswith("llama_index.storage.chat_store.redis") \
-                and type(getattr(store, "_redis_client", None)).__name__ != "RedisCluster" \
-                and _same_redis(store, archive):
+        if (
+            module.startswith("llama_index.storage.chat_store.redis")
+            and type(getattr(store, "_redis_client", None)).__name__ != "RedisCluster"
+            and _same_redis(store, archive)
+        ):
             return RedisRewrite(store, key, archive_key)
-        if module.startswith("llama_index.storage.chat_store.postgres") \
-                and _same_database(store, archive):
+        if module.startswith("llama_index.storage.chat_store.postgres") and _same_database(
+            store, archive
+        ):
             return PostgresRewrite(store, key, archive_key)
-        if module.startswith("llama_index.storage.chat_store.sqlite") \
-                and _same_database(store, archive):
+        if module.startswith("llama_index.storage.chat_store.sqlite") and _same_database(
+            store, archive
+        ):
             return SQLiteRewrite(store, key, archive_key)
     return fallback()
-

@@ -30,11 +30,12 @@ def clamp_text_tokens(text: str, max_tokens: int, counter: TokenCounter | None =
     head = keep * 2 // 3
     tail = keep - head
     removed = len(text) - head - tail
-    return text[:head] + _MARKER.format(n=removed) + (text[len(text) - tail:] if tail else "")
+    return text[:head] + _MARKER.format(n=removed) + (text[len(text) - tail :] if tail else "")
 
 
-def bounded_tool(tool: BaseTool, max_tokens: int = 2000, *,
-                 counter: TokenCounter | None = None) -> FunctionTool:
+def bounded_tool(
+    tool: BaseTool, max_tokens: int = 2000, *, counter: TokenCounter | None = None
+) -> FunctionTool:
     """A copy of ``tool`` whose output is clamped to about ``max_tokens`` tokens.
 
     Same name, description and argument schema, so the agent and the LLM see the same
@@ -57,6 +58,12 @@ def bounded_tool(tool: BaseTool, max_tokens: int = 2000, *,
         return clamp_text_tokens(str(out.content), max_tokens, counter)
 
     return FunctionTool.from_defaults(
-        fn=call, async_fn=acall,
-        tool_metadata=ToolMetadata(description=meta.description, name=meta.name,
-                                   fn_schema=meta.fn_schema, return_direct=meta.return_direct))
+        fn=call,
+        async_fn=acall,
+        tool_metadata=ToolMetadata(
+            description=meta.description,
+            name=meta.name,
+            fn_schema=meta.fn_schema,
+            return_direct=meta.return_direct,
+        ),
+    )

@@ -26,8 +26,14 @@ from window_budget.pipeline.summarize._facts import (
 )
 from window_budget.pipeline.summarize._prompt import cut_to_tokens
 
-__all__ = ["PINNED_HEADING", "DigestAudit", "audit_digest", "check_digest", "is_floor_fact",
-           "mentions"]
+__all__ = [
+    "PINNED_HEADING",
+    "DigestAudit",
+    "audit_digest",
+    "check_digest",
+    "is_floor_fact",
+    "mentions",
+]
 
 PINNED_HEADING: Final = "# Pinned facts"
 """The heading the audit appends the omitted facts under."""
@@ -53,8 +59,10 @@ class DigestAudit:
 
     def __str__(self) -> str:
         left = f", {self.left_out} left out for room" if self.left_out else ""
-        return (f"{self.in_ledger} facts in the ledger; {self.found} of {self.checked} key facts "
-                f"found in the model's digest, {self.appended} pinned{left}")
+        return (
+            f"{self.in_ledger} facts in the ledger; {self.found} of {self.checked} key facts "
+            f"found in the model's digest, {self.appended} pinned{left}"
+        )
 
 
 def _norm(text: str) -> str:
@@ -71,7 +79,7 @@ def mentions(text: str, fact: Fact, root: str | None = None) -> bool:
     """
     hay = _norm(text)
     if fact.kind == "file":
-        rel = fact.text[len(root) + 1:] if root and fact.text.startswith(root + "/") else None
+        rel = fact.text[len(root) + 1 :] if root and fact.text.startswith(root + "/") else None
         return _norm(fact.text) in hay or (rel is not None and _norm(rel) in hay)
     if fact.kind in ("command", "identifier"):
         return _norm(fact.text) in hay
@@ -87,8 +95,9 @@ def mentions(text: str, fact: Fact, root: str | None = None) -> bool:
 
 def _key_facts(ledger: FactLedger) -> list[Fact]:
     asks = sorted(ledger.of_kind("ask"), key=lambda f: f.last)[-_LATEST_ASKS:]
-    out = [f for f in ledger.facts if f.kind != "ask"
-           and pin_priority(f) >= _AUDITED_MIN_PRIORITY] + asks
+    out = [
+        f for f in ledger.facts if f.kind != "ask" and pin_priority(f) >= _AUDITED_MIN_PRIORITY
+    ] + asks
     return sorted(out, key=lambda f: (-pin_priority(f), -f.last, f.key))
 
 
@@ -98,13 +107,16 @@ def is_floor_fact(fact: Fact) -> bool:
     The objective, the user's constraints, the files created / edited / deleted, and the
     errors still open.
     """
-    return fact.kind in ("objective", "constraint") \
-        or (fact.kind == "file" and fact.status != "read") \
+    return (
+        fact.kind in ("objective", "constraint")
+        or (fact.kind == "file" and fact.status != "read")
         or (fact.kind == "error" and fact.status != "resolved")
+    )
 
 
-def _fit_lines(facts: list[Fact], root: str | None, room: int,
-               counter: TokenCounter | None) -> tuple[list[str], list[Fact]]:
+def _fit_lines(
+    facts: list[Fact], root: str | None, room: int, counter: TokenCounter | None
+) -> tuple[list[str], list[Fact]]:
     """The least compressed lines of ``facts`` within ``room`` tokens, and the facts they hold.
 
     Compressed level by level as the network-free digest is; when even the tightest level
@@ -123,8 +135,9 @@ def _fit_lines(facts: list[Fact], root: str | None, room: int,
         kept.remove(min(evictable, key=lambda f: (pin_priority(f), f.last, f.key)))
 
 
-def audit_digest(text: str, ledger: FactLedger, *, max_tokens: int,
-                 counter: TokenCounter | None = None) -> tuple[str, DigestAudit]:
+def audit_digest(
+    text: str, ledger: FactLedger, *, max_tokens: int, counter: TokenCounter | None = None
+) -> tuple[str, DigestAudit]:
     """Append the key facts ``text`` omits under ``# Pinned facts``, within ``max_tokens``.
 
     The floor facts (:func:`is_floor_fact`) are pinned first and may take the budget the
@@ -146,15 +159,16 @@ def audit_digest(text: str, ledger: FactLedger, *, max_tokens: int,
     heading_cost = count_text(f"\n\n{PINNED_HEADING}\n", counter)
     floor = [f for f in missing if is_floor_fact(f)]
     model_keeps = min(own, max_tokens // 4)
-    floor_lines, floor_kept = _fit_lines(floor, root, max_tokens - model_keeps - heading_cost - 8,
-                                         counter)
-    used = heading_cost + (count_text("\n".join(floor_lines) + "\n", counter)
-                           if floor_lines else 0)
+    floor_lines, floor_kept = _fit_lines(
+        floor, root, max_tokens - model_keeps - heading_cost - 8, counter
+    )
+    used = heading_cost + (count_text("\n".join(floor_lines) + "\n", counter) if floor_lines else 0)
     # Other pins take what the model left free, at least a third and at most half of the
     # budget (floor pins included): a digest that grows to its cap every time makes the
     # next compaction come sooner.
-    room = min(max(max_tokens - own - 8, max_tokens // 3), max_tokens // 2,
-               max_tokens - model_keeps - 8)
+    room = min(
+        max(max_tokens - own - 8, max_tokens // 3), max_tokens // 2, max_tokens - model_keeps - 8
+    )
     pins = list(floor_lines)
     appended = len(floor_kept)
     for fact in missing:
@@ -174,8 +188,7 @@ def audit_digest(text: str, ledger: FactLedger, *, max_tokens: int,
     body = cut_to_tokens(text, max(body_room, 1), counter)
     out = f"{body}\n\n{block}" if body else block
     out = cut_to_tokens(out, max_tokens, counter)
-    return out, DigestAudit(len(ledger.facts), len(key), found, appended,
-                            len(missing) - appended)
+    return out, DigestAudit(len(ledger.facts), len(key), found, appended, len(missing) - appended)
 
 
 def check_digest(text: str, ledger: FactLedger) -> DigestAudit:

@@ -83,16 +83,24 @@ _PROMPT_OVERHEAD_TOKENS = 900  # brief + framing + template, rounded up
 _JUNK_REPLY_CHARS = 1_000_000
 
 
-def make_digest_message(body: str, scope: CondenseScope = "session", *, covered_count: int = 0,
-                        fallback: bool = False,
-                        facts: FactLedger | None = None) -> DigestMessage:
+def make_digest_message(
+    body: str,
+    scope: CondenseScope = "session",
+    *,
+    covered_count: int = 0,
+    fallback: bool = False,
+    facts: FactLedger | None = None,
+) -> DigestMessage:
     """The digest as the transcript carries it: a user message starting with the header.
 
     ``facts`` is the ledger it carries to the next compaction (serialized on the message).
     """
-    return DigestMessage(f"{DIGEST_HEADERS[scope]}\n\n{body.strip()}",
-                         covered_count=covered_count, fallback=fallback,
-                         facts=None if facts is None else ledger_to_json(facts))
+    return DigestMessage(
+        f"{DIGEST_HEADERS[scope]}\n\n{body.strip()}",
+        covered_count=covered_count,
+        fallback=fallback,
+        facts=None if facts is None else ledger_to_json(facts),
+    )
 
 
 _ERROR_CHARS = 500
@@ -115,10 +123,13 @@ def _log_fallback(kind: str, detail: str) -> None:
         first = kind not in _WARNED
         if first and len(_WARNED) < _MAX_WARNED:
             _WARNED.add(kind)
-    logger.log(logging.WARNING if first else logging.DEBUG,
-               "window-budget: the summarizer failed (%s); the network-free digest was used "
-               "instead (BudgetPolicy(on_summarizer_error=\"raise\") raises instead)%s",
-               detail, "" if first else " [repeat]")
+    logger.log(
+        logging.WARNING if first else logging.DEBUG,
+        "window-budget: the summarizer failed (%s); the network-free digest was used "
+        'instead (BudgetPolicy(on_summarizer_error="raise") raises instead)%s',
+        detail,
+        "" if first else " [repeat]",
+    )
 
 
 def _describe(exc: BaseException) -> str:
@@ -162,12 +173,15 @@ def _reply_text(reply: object, max_tokens: int) -> tuple[str | None, str]:
             close = getattr(reply, "close", None)
             if callable(close):
                 close()  # never awaited: closing it spares a "never awaited" warning
-            return None, ("the sync completer returned an awaitable; pass an async function "
-                          "as complete= instead")
+            return None, (
+                "the sync completer returned an awaitable; pass an async function "
+                "as complete= instead"
+            )
         return None, f"reply is a {type(reply).__name__}, not an AssistantMessage or str"
     if len(text) > max(_JUNK_REPLY_CHARS, max_tokens * 64):
-        return None, (f"reply of {len(text):,} characters is far beyond the {max_tokens:,} "
-                      "tokens asked for")
+        return None, (
+            f"reply of {len(text):,} characters is far beyond the {max_tokens:,} tokens asked for"
+        )
     if not text.strip():
         return None, "empty reply"
     return text, ""
@@ -202,8 +216,11 @@ def _fit_calls(entries: list[str], allowed: int) -> list[str]:
         kept.append(entry)
         size += len(entry) + 1
     omitted = len(clamped) - 1 - len(kept)
-    return [clamped[0], f"» note: [… {omitted} older entries omitted to bound the summary …]",
-            *reversed(kept)]
+    return [
+        clamped[0],
+        f"» note: [… {omitted} older entries omitted to bound the summary …]",
+        *reversed(kept),
+    ]
 
 
 def _chunks(entries: list[str], budget_chars: int) -> list[str]:
@@ -222,8 +239,10 @@ def _chunks(entries: list[str], budget_chars: int) -> list[str]:
     return chunks
 
 
-def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
-                  ) -> Generator[_Request, Any, Summary]:
+def _summary_flow(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps,
+) -> Generator[_Request, Any, Summary]:
     """All the logic of summarize; yields requests, receives replies or exceptions."""
     scope = deps.scope
     policy = deps.policy
@@ -243,26 +262,34 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
         carried_ledger = ledger_of(head)
         if carried_ledger is not None:
             counted_masks = carried_ledger.masked_kept
-            prior_ledger = carried_ledger if prior_ledger is None else merge_ledgers(
-                prior_ledger, carried_ledger)
+            prior_ledger = (
+                carried_ledger
+                if prior_ledger is None
+                else merge_ledgers(prior_ledger, carried_ledger)
+            )
     # Originals of outputs masked since the carried digest went to the archive when they were
     # masked, ahead of what is folded now: the pointers start after them.
     handed_back = max(0, deps.masked_total - counted_masks)
     if handed_back:
         base = prior_ledger or FactLedger()
         prior_ledger = replace(base, archived=base.archived + handed_back)
-    ledger = local_ledger(body_messages, prior_facts=prior_ledger,
-                          prior_digest=deps.prior_digest)
+    ledger = local_ledger(body_messages, prior_facts=prior_ledger, prior_digest=deps.prior_digest)
     ledger = replace(ledger, masked_kept=deps.masked_kept)
     covered = len(messages)
 
     def fallback(reason: str) -> Summary:
-        body = render_local_digest(ledger, len(body_messages), reason=reason,
-                                   max_tokens=body_tokens, counter=deps.counter,
-                                   messages=body_messages)
+        body = render_local_digest(
+            ledger,
+            len(body_messages),
+            reason=reason,
+            max_tokens=body_tokens,
+            counter=deps.counter,
+            messages=body_messages,
+        )
         body = cut_to_tokens(body, body_tokens, deps.counter)
-        message = make_digest_message(body, scope, covered_count=covered, fallback=True,
-                                      facts=ledger)
+        message = make_digest_message(
+            body, scope, covered_count=covered, fallback=True, facts=ledger
+        )
         return Summary(message, covered, True, reason, scope)
 
     if deps.signal is not None:
@@ -277,8 +304,9 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
     digest = prior
     if prior and prior.strip() and prior_ledger is not None:
         # The model gets the carried ledger too: what the last digest's text lost is pinned.
-        digest, _ = audit_digest(prior.strip(), prior_ledger, max_tokens=max_tokens,
-                                 counter=deps.counter)
+        digest, _ = audit_digest(
+            prior.strip(), prior_ledger, max_tokens=max_tokens, counter=deps.counter
+        )
     if digest and count_text(digest, deps.counter) > max_tokens:
         # Written under a larger budget: it would crowd out the scrollback. Its facts are
         # already in the ledger, which the fallback and the audit draw on.
@@ -293,8 +321,9 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
         # Greedy packing leaves gaps at chunk ends: tighten until the calls fit the cap.
         allowed = int(allowed * 0.9)
         chunks = _chunks(_fit_calls(entries, allowed), budget_chars) or [""]
-    options = CompleteOptions(max_tokens=max_tokens, reasoning="high", signal=deps.signal,
-                              tags=SUMMARY_TAGS)
+    options = CompleteOptions(
+        max_tokens=max_tokens, reasoning="high", signal=deps.signal, tags=SUMMARY_TAGS
+    )
     for chunk in chunks:
         prompt = build_summary_prompt(chunk, scope=scope, prior_digest=digest)
         context = Context(CONDENSER_BRIEF, (UserMessage(prompt),))
@@ -313,17 +342,26 @@ def _summary_flow(messages: Sequence[AgentMessage], deps: SummarizeDeps,
         text, why = _reply_text(reply, max_tokens)
         if text is None:
             if policy.on_summarizer_error == "raise":
-                raise SummarizerError(f"the summarizer's reply was unusable ({why}); the "
-                                      "transcript was left unchanged")
-            _log_fallback("unusable reply: " + re.sub(r"[\d,]+", "N", why),
-                          f"unusable reply: {why}")
+                raise SummarizerError(
+                    f"the summarizer's reply was unusable ({why}); the "
+                    "transcript was left unchanged"
+                )
+            _log_fallback(
+                "unusable reply: " + re.sub(r"[\d,]+", "N", why), f"unusable reply: {why}"
+            )
             return fallback(why)
         digest = text.strip()
     assert digest is not None
     body = cut_to_tokens(digest, body_tokens, deps.counter)
     body, audit = audit_digest(body, ledger, max_tokens=body_tokens, counter=deps.counter)
-    return Summary(make_digest_message(body, scope, covered_count=covered, facts=ledger),
-                   covered, False, None, scope, audit)
+    return Summary(
+        make_digest_message(body, scope, covered_count=covered, facts=ledger),
+        covered,
+        False,
+        None,
+        scope,
+        audit,
+    )
 
 
 def _nothing() -> None:
@@ -366,8 +404,7 @@ async def _await_with_signal(awaitable: Awaitable[Any], deps: SummarizeDeps) -> 
             waiter.cancel()  # the call too, when we stopped waiting for it (or were cancelled)
 
 
-def _start_in_thread(call: Callable[[], Any],
-                     on_done: Callable[[dict[str, Any]], None]) -> None:
+def _start_in_thread(call: Callable[[], Any], on_done: Callable[[dict[str, Any]], None]) -> None:
     """Run a sync completer call in a daemon thread, then hand ``on_done`` its outcome.
 
     Its own daemon thread, not an executor's: a call stuck in a provider must not keep the
@@ -410,15 +447,18 @@ async def _call_sync_completer_async(call: Callable[[], Any], deps: SummarizeDep
 async def _call_async(request: _Request, deps: SummarizeDeps) -> Any:
     if deps.complete is not None:
         return await _await_with_signal(
-            deps.complete(request.model, request.context, request.options), deps)
+            deps.complete(request.model, request.context, request.options), deps
+        )
     assert deps.complete_sync is not None
     sync = deps.complete_sync
     return await _call_sync_completer_async(
-        lambda: sync(request.model, request.context, request.options), deps)
+        lambda: sync(request.model, request.context, request.options), deps
+    )
 
 
-def _call_sync_completer(call: Callable[[], Any], deps: SummarizeDeps, *,
-                         in_thread: bool = False) -> Any:
+def _call_sync_completer(
+    call: Callable[[], Any], deps: SummarizeDeps, *, in_thread: bool = False
+) -> Any:
     """Call a sync completer; with a timeout or a token, stop waiting when either fires."""
     signal = deps.signal
     timeout = deps.policy.summary_timeout
@@ -451,13 +491,16 @@ def _call_sync(request: _Request, deps: SummarizeDeps) -> Any:
     if deps.complete_sync is not None:
         sync = deps.complete_sync
         return _call_sync_completer(
-            lambda: sync(request.model, request.context, request.options), deps)
+            lambda: sync(request.model, request.context, request.options), deps
+        )
     assert deps.complete is not None
     complete = deps.complete
 
     async def coro_factory() -> Any:
         return await _await_with_signal(
-            complete(request.model, request.context, request.options), deps)
+            complete(request.model, request.context, request.options), deps
+        )
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -487,8 +530,10 @@ def _drive_sync(flow: Generator[_Request, Any, Summary], deps: SummarizeDeps) ->
         return result
 
 
-async def summarize(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
-                    ) -> Summary:
+async def summarize(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps | None = None,
+) -> Summary:
     """Fold ``messages`` into one digest (async).
 
     Args:
@@ -526,20 +571,26 @@ async def summarize(messages: Sequence[AgentMessage], deps: SummarizeDeps | None
         return result
 
 
-def summarize_sync(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
-                   ) -> Summary:
+def summarize_sync(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps | None = None,
+) -> Summary:
     """The sync twin of :func:`summarize` (uses ``deps.complete_sync`` when given)."""
     deps = deps or SummarizeDeps()
     return _drive_sync(_summary_flow(messages, deps), deps)
 
 
-async def condense_scope(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
-                         ) -> Summary:
+async def condense_scope(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps | None = None,
+) -> Summary:
     """Archive an abandoned branch: :func:`summarize` with ``scope="branch"``."""
     return await summarize(messages, replace(deps or SummarizeDeps(), scope="branch"))
 
 
-def condense_scope_sync(messages: Sequence[AgentMessage], deps: SummarizeDeps | None = None,
-                        ) -> Summary:
+def condense_scope_sync(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps | None = None,
+) -> Summary:
     """The sync twin of :func:`condense_scope`."""
     return summarize_sync(messages, replace(deps or SummarizeDeps(), scope="branch"))

@@ -30,41 +30,72 @@ from window_budget.pipeline.summarize._facts import (
 )
 from window_budget.pipeline.summarize._prompt import clamp_text
 
-__all__ = ["build_local_digest", "classify_tool_call", "key_error_line", "local_ledger",
-           "render_local_digest"]
+__all__ = [
+    "build_local_digest",
+    "classify_tool_call",
+    "key_error_line",
+    "local_ledger",
+    "render_local_digest",
+]
 
-PATH_KEYS: Final = ("file_path", "path", "filePath", "filename", "file", "target_file",
-                    "notebook_path", "target", "destination")
+PATH_KEYS: Final = (
+    "file_path",
+    "path",
+    "filePath",
+    "filename",
+    "file",
+    "target_file",
+    "notebook_path",
+    "target",
+    "destination",
+)
 """Tool-call argument names that hold a file path."""
 COMMAND_KEYS: Final = ("command", "cmd", "script")
 """Tool-call argument names that hold a shell command."""
 
-_WRITE_RE = re.compile(r"write|edit|create|patch|replace|insert|update|delete|remove|rename"
-                       r"|move|apply|save|append|str_replace", re.IGNORECASE)
-_READ_RE = re.compile(r"read|view|cat|open|glob|grep|search|list|\bls\b|find|fetch|show|head"
-                      r"|tail|inspect", re.IGNORECASE)
-_SHELL_RE = re.compile(r"bash|shell|terminal|exec|run|^sh$|^cmd$|powershell|console",
-                       re.IGNORECASE)
-_FILE_SUBCOMMANDS: Final = {"view": "read", "create": "write", "str_replace": "write",
-                            "insert": "write", "undo_edit": "write", "write": "write"}
+_WRITE_RE = re.compile(
+    r"write|edit|create|patch|replace|insert|update|delete|remove|rename"
+    r"|move|apply|save|append|str_replace",
+    re.IGNORECASE,
+)
+_READ_RE = re.compile(
+    r"read|view|cat|open|glob|grep|search|list|\bls\b|find|fetch|show|head"
+    r"|tail|inspect",
+    re.IGNORECASE,
+)
+_SHELL_RE = re.compile(r"bash|shell|terminal|exec|run|^sh$|^cmd$|powershell|console", re.IGNORECASE)
+_FILE_SUBCOMMANDS: Final = {
+    "view": "read",
+    "create": "write",
+    "str_replace": "write",
+    "insert": "write",
+    "undo_edit": "write",
+    "write": "write",
+}
 
 _CONSTRAINT_RE = re.compile(
     r"\b(must|never|don'?t|do not|doesn'?t|shouldn'?t|should not|can'?t|cannot|only|always"
     r"|avoid|without|keep|make sure|ensure|no more than|at most|at least|forbidden|not allowed)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _RATIONALE_RE = re.compile(
     r"\b(because|since|so that|instead of|rather than|decided|chose|prefer|trade-?off"
-    r"|the reason|which means|not the)\b", re.IGNORECASE)
+    r"|the reason|which means|not the)\b",
+    re.IGNORECASE,
+)
 _PLAN_RE = re.compile(
     r"\b(next|then|plan|i'?ll|i will|let me|going to|step|first|after that|todo|afterwards"
-    r"|finally)\b", re.IGNORECASE)
+    r"|finally)\b",
+    re.IGNORECASE,
+)
 _STEP_RE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+)$")
 _SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _ERROR_LINE_RE = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception|Failure|Fault)\b|\bFAILED\b|\bFATAL\b|\bfatal:|\berror(?:\[\w+\])?:"
     r"|\bERROR\b|\bpanic(?:ked)?\b|\bSegmentation fault\b|\bcommand not found\b"
     r"|\bNo such file or directory\b|\bPermission denied\b"
-    r"|^(?:[A-Za-z_]\w*\.)*[A-Z][A-Za-z0-9]+: \S")  # a Python exception line, whatever its name
+    r"|^(?:[A-Za-z_]\w*\.)*[A-Z][A-Za-z0-9]+: \S"
+)  # a Python exception line, whatever its name
 _ERROR_TALLY_RE = re.compile(r"\b\d+ (?:failed|errors?)\b")
 _TALLY_SUFFIX_RE = re.compile(r" \([^()]*\b\d+ (?:failed|errors?)\b[^()]*\)$")
 
@@ -85,17 +116,39 @@ _P_RESOLVED = 45
 _P_READ = 30
 _P_PRIOR_PENALTY = 6  # carried-in items yield to fresh ones of the same kind
 
-_SECTIONS: Final = ("note", "objective", "asks", "guardrails", "shipped", "active", "stuck",
-                    "rationale", "plan", "carryover")
+_SECTIONS: Final = (
+    "note",
+    "objective",
+    "asks",
+    "guardrails",
+    "shipped",
+    "active",
+    "stuck",
+    "rationale",
+    "plan",
+    "carryover",
+)
 _HEADING_TO_SECTION: Final = {
-    "objective": "objective", "latest asks": "asks", "guardrails": "guardrails",
-    "shipped": "shipped", "active": "active", "stuck": "stuck", "rationale": "rationale",
-    "plan": "plan", "carryover": "carryover",
+    "objective": "objective",
+    "latest asks": "asks",
+    "guardrails": "guardrails",
+    "shipped": "shipped",
+    "active": "active",
+    "stuck": "stuck",
+    "rationale": "rationale",
+    "plan": "plan",
+    "carryover": "carryover",
 }
 _SECTION_PRIORITY: Final = {
-    "objective": _P_OBJECTIVE, "asks": _P_LATEST_ASK, "guardrails": _P_GUARDRAIL,
-    "shipped": _P_EDITED, "active": _P_ACTIVE, "stuck": _P_STUCK, "rationale": _P_RATIONALE,
-    "plan": _P_PLAN, "carryover": _P_IDENT,
+    "objective": _P_OBJECTIVE,
+    "asks": _P_LATEST_ASK,
+    "guardrails": _P_GUARDRAIL,
+    "shipped": _P_EDITED,
+    "active": _P_ACTIVE,
+    "stuck": _P_STUCK,
+    "rationale": _P_RATIONALE,
+    "plan": _P_PLAN,
+    "carryover": _P_IDENT,
 }
 _EMPTY_MARKERS: Final = {"none", "none recorded", "none.", "n/a", "-"}
 _SHORT_ITEM_CHARS = 110
@@ -175,10 +228,15 @@ def key_error_line(text: str, *, limit: int = 240) -> str:
     return clamp_text(out, limit)
 
 
-def build_local_digest(messages: Sequence[AgentMessage], *, prior_digest: str | None = None,
-                       reason: str = "no model bound", max_tokens: int = 2000,
-                       counter: TokenCounter | None = None,
-                       prior_facts: FactLedger | None = None) -> str:
+def build_local_digest(
+    messages: Sequence[AgentMessage],
+    *,
+    prior_digest: str | None = None,
+    reason: str = "no model bound",
+    max_tokens: int = 2000,
+    counter: TokenCounter | None = None,
+    prior_facts: FactLedger | None = None,
+) -> str:
     r"""Fill the digest template from ``messages`` without a model; returns the body text.
 
     The body is the rendered fact ledger (:mod:`window_budget.pipeline.summarize._facts`). The
@@ -195,12 +253,22 @@ def build_local_digest(messages: Sequence[AgentMessage], *, prior_digest: str | 
     True
     """
     ledger = local_ledger(messages, prior_digest=prior_digest, prior_facts=prior_facts)
-    return render_local_digest(ledger, len(messages), reason=reason, max_tokens=max_tokens,
-                               counter=counter, messages=messages)
+    return render_local_digest(
+        ledger,
+        len(messages),
+        reason=reason,
+        max_tokens=max_tokens,
+        counter=counter,
+        messages=messages,
+    )
 
 
-def local_ledger(messages: Sequence[AgentMessage], *, prior_digest: str | None = None,
-                 prior_facts: FactLedger | None = None) -> FactLedger:
+def local_ledger(
+    messages: Sequence[AgentMessage],
+    *,
+    prior_digest: str | None = None,
+    prior_facts: FactLedger | None = None,
+) -> FactLedger:
     """The ledger of ``messages`` merged into the carried one (ledger, else digest text)."""
     prior = prior_facts
     if prior_digest and prior_digest.strip():
@@ -209,14 +277,27 @@ def local_ledger(messages: Sequence[AgentMessage], *, prior_digest: str | None =
     return extract_facts(messages, prior=prior)
 
 
-def render_local_digest(ledger: FactLedger, condensed: int, *, reason: str,
-                        max_tokens: int, counter: TokenCounter | None,
-                        messages: Sequence[AgentMessage] = ()) -> str:
+def render_local_digest(
+    ledger: FactLedger,
+    condensed: int,
+    *,
+    reason: str,
+    max_tokens: int,
+    counter: TokenCounter | None,
+    messages: Sequence[AgentMessage] = (),
+) -> str:
     """The network-free digest body for ``ledger``: a note line, then the six headings."""
-    calls = [b for m in messages if isinstance(m, AssistantMessage)
-             and not isinstance(m.content, str) for b in m.content if isinstance(b, ToolCallBlock)]
+    calls = [
+        b
+        for m in messages
+        if isinstance(m, AssistantMessage) and not isinstance(m.content, str)
+        for b in m.content
+        if isinstance(b, ToolCallBlock)
+    ]
     failed_n = sum(1 for m in messages if isinstance(m, ToolResultMessage) and m.is_error)
     failed = f", {failed_n} failed" if failed_n else ""
-    note = (f"_Network-free digest ({clamp_text(one_line(reason), 100)}): "
-            f"{condensed} messages condensed, {len(calls)} tool calls{failed}._")
+    note = (
+        f"_Network-free digest ({clamp_text(one_line(reason), 100)}): "
+        f"{condensed} messages condensed, {len(calls)} tool calls{failed}._"
+    )
     return render_ledger(ledger, max_tokens=max_tokens, counter=counter, note=note)

@@ -160,8 +160,13 @@ def clamp_text(text: str, limit: int) -> str:
     return f"{text[:head]}[… {elided} chars elided …]{text[-tail:]}"
 
 
-def cut_to_tokens(text: str, max_tokens: int, counter: TokenCounter | None = None, *,
-                  marker: str = "\n[… digest shortened to fit its budget …]") -> str:
+def cut_to_tokens(
+    text: str,
+    max_tokens: int,
+    counter: TokenCounter | None = None,
+    *,
+    marker: str = "\n[… digest shortened to fit its budget …]",
+) -> str:
     """``text`` itself when it fits ``max_tokens``, else its head with ``marker``, fitting."""
     if count_text(text, counter) <= max_tokens:
         return text
@@ -238,8 +243,13 @@ def flatten_message(message: AgentMessage, *, tool_output_chars: int = 2000) -> 
         text = clamp_text(_content_lines(message.content, images=images), tool_output_chars)
         return [_entry(f"{prefix} {message.tool_name}".rstrip(), text)]
     if isinstance(message, BashExecutionMessage):
-        status = "cancelled" if message.cancelled else f"exit {message.exit_code}" \
-            if message.exit_code is not None else "exit ?"
+        status = (
+            "cancelled"
+            if message.cancelled
+            else f"exit {message.exit_code}"
+            if message.exit_code is not None
+            else "exit ?"
+        )
         output = clamp_text(message.output, tool_output_chars)
         return [_entry(f"shell$ {message.command.strip()}", f"({status})\n{output}")]
     if isinstance(message, CustomMessage):
@@ -264,8 +274,9 @@ def flatten_transcript(messages: Sequence[AgentMessage], *, tool_output_chars: i
     return "\n".join(lines)
 
 
-def build_summary_prompt(scrollback: str, *, scope: CondenseScope = "session",
-                         prior_digest: str | None = None) -> str:
+def build_summary_prompt(
+    scrollback: str, *, scope: CondenseScope = "session", prior_digest: str | None = None
+) -> str:
     """Assemble the summary call's user turn: framing, carried digest, scrollback, template.
 
     ``scrollback`` is the output of :func:`flatten_transcript`.
