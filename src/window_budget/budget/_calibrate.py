@@ -29,7 +29,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget._cache import cached_estimates
 from window_budget.budget._models import lookup_model
 from window_budget.contract import TokenCounter
 from window_budget.digest import is_digest
@@ -141,6 +141,9 @@ def _samples(
     stale_until = -1  # figures on turns kept with a digest measured the old transcript
     fresh = True  # no compaction yet: the prompt holds the whole transcript before it
     found = key or ""
+    # Through the process-wide cache: inspect estimates the same messages for its ledger
+    # and its category report, and each pass would otherwise cost as much as all of them.
+    estimates = cached_estimates(messages, counter)
     for i, message in enumerate(messages):
         if is_digest(message):
             # The transcript before it is not what later prompts hold; growth across it is
@@ -165,7 +168,7 @@ def _samples(
                     origin = (prompt, estimated)
             else:
                 origin = None  # another model's figure: growth across it is not ours
-        estimated += estimate_message_tokens(message, counter)
+        estimated += estimates[i]
     return _Samples(growth, first), found
 
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from window_budget.budget._cache import cached_estimates
 from window_budget.budget._calibrate import Calibration
-from window_budget.budget._estimate import estimate_message_tokens, message_parts
+from window_budget.budget._estimate import message_parts
 from window_budget.contract import BudgetPolicy, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage
@@ -176,8 +177,8 @@ def analyze(
     per_category[MessageCategory.SYSTEM] = pinned_tokens
     per_role: dict[str, int] = {"pinned": pinned_tokens} if pinned_tokens else {}
     images = 0
-    for message in messages:
-        tokens = estimate_message_tokens(message, counter)
+    # The cache, not a fresh estimate: a report usually follows a gate over the same messages.
+    for message, tokens in zip(messages, cached_estimates(messages, counter), strict=True):
         per_category[classify(message)] += tokens
         role = str(getattr(message, "role", "unknown"))
         per_role[role] = per_role.get(role, 0) + tokens
