@@ -48,7 +48,6 @@ from window_budget.bridge import register_counter, register_counter_kind, resolv
 from window_budget.budget import estimate_tokens, lookup_model, model_for
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import ConfigError
-from window_budget.messages import DigestMessage
 from window_budget.pipeline import WindowCondenser, check_window, create_condenser
 from window_budget.pipeline.summarize import DigestAudit
 
@@ -407,7 +406,6 @@ class LangChainCondenser:
                 prev_compactions = int(record.get("compactions", 0))
                 fresh -= 1
             where = archive(dropped) if archive is not None else None
-            source = summary.message if isinstance(summary.message, DigestMessage) else None
             return build_digest(
                 summary.text,
                 covered=prev_covered + fresh,
@@ -415,7 +413,7 @@ class LangChainCondenser:
                 compactions=prev_compactions + 1,
                 fallback=summary.fallback,
                 archive=where,
-                source=source,
+                source=summary.message,
                 audit=summary.audit,
             )
 

@@ -55,6 +55,7 @@ __all__ = [
     "Slot",
     "convert",
     "digest_from_record",
+    "digest_of",
     "digest_record",
     "head_chain",
     "make_completers",
@@ -238,6 +239,19 @@ def digest_record(digest: DigestMessage, **extra: Any) -> dict[str, Any]:
             record[_RECORD_NAMES.get(f.name, f.name)] = value
     record.update(extra)
     return record
+
+
+def digest_of(text: str, source: object = None, **fields: Any) -> DigestMessage:
+    """The core digest a native digest message stands for, with ``fields`` set.
+
+    ``source`` is the core's own digest (``Summary.message``): when it is a
+    :class:`DigestMessage` every field it has (a fact ledger, say) is kept; anything else
+    gives a plain digest of ``text``. ``fields`` are the adapter's counts, e.g.
+    ``covered_count``. The record the native message carries is
+    ``digest_record(digest_of(...), **extra)``.
+    """
+    digest = source if isinstance(source, DigestMessage) else DigestMessage(text)
+    return dataclasses.replace(digest, **fields) if fields else digest
 
 
 def read_digest_record(kwargs: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from window_budget import (
     AssistantMessage,
     BudgetPolicy,
+    DigestMessage,
     Model,
     TextBlock,
     ToolCallBlock,
@@ -26,7 +27,16 @@ from window_budget import (
     UserMessage,
     create_condenser,
 )
-from window_budget.bridge import Mapped, convert, make_completers, map_result, result_slots
+from window_budget.bridge import (
+    Mapped,
+    convert,
+    digest_from_record,
+    digest_of,
+    digest_record,
+    make_completers,
+    map_result,
+    result_slots,
+)
 from window_budget.budget import ContentCache
 from window_budget.cancel import CancelledByToken, CancelToken
 from window_budget.contract import CompleteOptions, CondenseResult, Context
@@ -256,3 +266,23 @@ def test_completers_drive_a_real_summary() -> None:
     assert not result.summary.fallback  # the framework's reply was read
     assert calls.prompts  # through the framework's call, with the core's brief first
     assert all(p[0].startswith("You are a transcript recorder") for p in calls.prompts)
+
+
+# ---------------------------------------------------------------------- digest
+
+
+def test_the_native_digest_keeps_every_field_of_the_cores_digest() -> None:
+    notes = session(60, "x" * 1900)
+    _, result = run(notes, mask_keep_outputs=None)
+    assert result.summary is not None
+    source = result.summary.message
+    assert isinstance(source, DigestMessage)
+    assert source.facts  # the network-free digest carries its fact ledger
+    digest = digest_of(result.summary.text, source, covered_count=99)
+    assert digest == replace(source, covered_count=99)  # the ledger and the rest travel
+    rebuilt = digest_from_record(digest.content, digest_record(digest))
+    assert rebuilt.covered_count == 99
+    assert rebuilt.facts == source.facts
+    plain = digest_of("text", AssistantMessage("not a digest"), covered_count=3)
+    assert plain == DigestMessage("text", covered_count=3)
+    assert digest_of("text") == DigestMessage("text")

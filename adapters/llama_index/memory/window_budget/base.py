@@ -55,7 +55,7 @@ from window_budget.budget import (
 )
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import BudgetError, ConfigError, SummarizerError
-from window_budget.messages import AgentMessage, DigestMessage
+from window_budget.messages import AgentMessage
 from window_budget.pipeline import (
     MASK_MARKER,
     WindowCondenser,
@@ -802,12 +802,7 @@ class WindowBudgetMemory(BaseMemory):
         covered = 0
         for m in body[:cut]:
             covered += digest_covered(m) if is_digest_message(m) else 1
-        source = result.summary.message
-        return make_digest_chat_message(
-            result.summary.text,
-            covered,
-            source=source if isinstance(source, DigestMessage) else None,
-        )
+        return make_digest_chat_message(result.summary.text, covered, source=result.summary.message)
 
     def _should_commit(self, p: _Pass) -> bool:
         result = p.result
