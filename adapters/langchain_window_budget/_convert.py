@@ -22,7 +22,7 @@ import dataclasses
 import json
 import uuid
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -729,17 +729,18 @@ def build_digest(
     compactions: int,
     fallback: bool,
     archive: Mapping[str, Any] | None = None,
-    source: DigestMessage | None = None,
+    source: object = None,
     audit: DigestAudit | None = None,
 ) -> HumanMessage:
     """The digest as LangChain carries it: a ``HumanMessage`` with the bridge's record.
 
-    ``source`` is the core's digest: every field it has beyond the counts given here
-    (a fact ledger, say) travels in the record too. ``audit`` (the check of a
+    ``source`` is the core's digest (``Summary.message``): every field it has beyond the
+    counts given here (a fact ledger, say) travels in the record too. ``audit`` (the check of a
     model-written digest against the fact ledger) is recorded under ``"audit"``.
     """
-    digest = DigestMessage(text) if source is None else source
-    digest = replace(digest, covered_count=covered, kept_count=kept, fallback=fallback)
+    digest = bridge.digest_of(
+        text, source, covered_count=covered, kept_count=kept, fallback=fallback
+    )
     extra: dict[str, Any] = {"compactions": compactions}
     if archive is not None:
         extra["archive"] = dict(archive)

@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_window_budget._convert import _usage, usage_is_stale
 from langchain_window_budget.counting import messages_counter
+from window_budget import bridge
 from window_budget.contract import (
     CompleteFn,
     CompleteOptions,
@@ -72,17 +73,33 @@ def _max_tokens_kwargs(
     return {}
 
 
-def _prompt(context: Context) -> list[BaseMessage]:
-    text = "\n\n".join(message_text(m) for m in context.messages)
-    return [SystemMessage(content=context.system_prompt), HumanMessage(content=text)]
+class _ChatModelCalls:
+    """A LangChain chat model's summary calls, for :func:`window_budget.bridge.make_completers`."""
 
+    def __init__(self, chat_model: BaseChatModel) -> None:
+        self.chat_model = chat_model
 
-def _reply(reply: BaseMessage, model: Model) -> AssistantMessage:
-    text: Any = reply.text
-    if not isinstance(text, str):  # langchain-core < 1.0 exposed .text() as a method
-        text = text()
-    usage = _usage(reply) if isinstance(reply, AIMessage) and not usage_is_stale(reply) else None
-    return AssistantMessage((TextBlock(str(text)),), usage=usage, model=model.id)
+    def prompt(self, context: Context) -> list[BaseMessage]:
+        text = "\n\n".join(message_text(m) for m in context.messages)
+        return [SystemMessage(content=context.system_prompt), HumanMessage(content=text)]
+
+    def call(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> BaseMessage:
+        cap = _max_tokens_kwargs(self.chat_model, options)
+        return self.chat_model.invoke(prompt, config=summary_config(), **cap)
+
+    async def acall(
+        self, prompt: list[BaseMessage], options: CompleteOptions | None
+    ) -> BaseMessage:
+        cap = _max_tokens_kwargs(self.chat_model, options)
+        return await self.chat_model.ainvoke(prompt, config=summary_config(), **cap)
+
+    def reply(self, reply: BaseMessage, model: Model) -> AssistantMessage:
+        text: Any = reply.text
+        if not isinstance(text, str):  # langchain-core < 1.0 exposed .text() as a method
+            text = text()
+        trusted = isinstance(reply, AIMessage) and not usage_is_stale(reply)
+        usage = _usage(reply) if isinstance(reply, AIMessage) and trusted else None
+        return AssistantMessage((TextBlock(str(text)),), usage=usage, model=model.id)
 
 
 def make_completers(chat_model: BaseChatModel) -> tuple[CompleteFn, SyncCompleteFn]:
@@ -93,28 +110,7 @@ def make_completers(chat_model: BaseChatModel) -> tuple[CompleteFn, SyncComplete
     (``max_tokens``, ``max_output_tokens``, ...) and dropped for a model that declares none.
     The reply's text is read with ``.text``, whatever the shape of its content.
     """
-
-    async def complete(
-        model: Model, context: Context, options: CompleteOptions | None = None
-    ) -> AssistantMessage:
-        if options is not None and options.signal is not None:
-            options.signal.raise_if_cancelled()
-        reply = await chat_model.ainvoke(
-            _prompt(context), config=summary_config(), **_max_tokens_kwargs(chat_model, options)
-        )
-        return _reply(reply, model)
-
-    def complete_sync(
-        model: Model, context: Context, options: CompleteOptions | None = None
-    ) -> AssistantMessage:
-        if options is not None and options.signal is not None:
-            options.signal.raise_if_cancelled()
-        reply = chat_model.invoke(
-            _prompt(context), config=summary_config(), **_max_tokens_kwargs(chat_model, options)
-        )
-        return _reply(reply, model)
-
-    return complete, complete_sync
+    return bridge.make_completers(_ChatModelCalls(chat_model))
 
 
 def model_token_counter(chat_model: BaseChatModel) -> TokenCounter:

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -48,7 +48,6 @@ from window_budget.bridge import register_counter, register_counter_kind, resolv
 from window_budget.budget import estimate_tokens, lookup_model, model_for
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import ConfigError
-from window_budget.messages import AssistantMessage, DigestMessage
 from window_budget.pipeline import WindowCondenser, check_window, create_condenser
 from window_budget.pipeline.summarize import DigestAudit
 
@@ -393,46 +392,13 @@ class LangChainCondenser:
     ) -> LangChainResult:
         if result.messages is conv.core:
             return LangChainResult(messages if unchanged is None else unchanged, [], None, result)
-        replaced: list[BaseMessage] = []
-        lc_of = {id(c): conv.origin[i] for i, c in enumerate(conv.core)}
-        dropped = [messages[lc_of[id(c)]] for c in result.plan.dropped]
-        summary = result.summary
-        shortened = set(result.shortened)
-        offset = 1 if summary is not None else 0
-        tail: list[BaseMessage] = []
-        dropped_ids = {id(c) for c in result.plan.dropped}
-        masked = set(result.masked)
-        # The kept messages' sources, in output order. A trim keeps a subsequence of the
-        # input and may rewrite some of it (usage cleared, text shortened, images removed);
-        # masking keeps every position, a placeholder where an output was.
-        sources = (
-            list(result.plan.kept)
-            if summary is not None or result.plan.cut
-            else list(conv.core)
-            if masked
-            else [c for c in conv.core if id(c) not in dropped_ids]
-        )
-        outs = result.messages[offset:]
-        if len(sources) != len(outs):  # pragma: no cover - a core contract violation
-            raise RuntimeError("window-budget: the condensed tail does not match its plan")
-        for i, (src, out) in enumerate(zip(sources, outs, strict=True), start=offset):
-            original = messages[lc_of[id(src)]]
-            if i in masked:
-                # A copy with the placeholder (same id, tool_call_id, name): the original
-                # is in ``dropped`` and goes to the archive like a folded message.
-                tail.append(shortened_copy(original, out))
-            elif i in shortened or not _same_text(src, out):
-                tail.append(shortened_copy(original, out))
-                replaced.append(original)
-            else:
-                tail.append(original)
-        if summary is None:
-            # No digest records how many kept replies predate this run: mark their usage
-            # figures (they measured the longer list) so no later gate anchors on them.
-            for j, m in enumerate(tail):
-                tail[j] = mark_usage_stale(m)
-        digest = None
-        if summary is not None:
+        # The core ran on ``conv.core``; ``conv.origin`` says where each came from.
+        natives = [messages[i] for i in conv.origin]
+
+        def make_digest(mapped: bridge.Mapped[BaseMessage]) -> BaseMessage:
+            summary = result.summary
+            assert summary is not None
+            dropped = mapped.dropped
             prev_covered = prev_compactions = 0
             fresh = len(dropped)
             if dropped and (record := digest_record(dropped[0])) is not None:
@@ -440,22 +406,30 @@ class LangChainCondenser:
                 prev_compactions = int(record.get("compactions", 0))
                 fresh -= 1
             where = archive(dropped) if archive is not None else None
-            source = summary.message if isinstance(summary.message, DigestMessage) else None
-            digest = build_digest(
+            return build_digest(
                 summary.text,
                 covered=prev_covered + fresh,
-                kept=len(tail),
+                kept=len(mapped.tail),
                 compactions=prev_compactions + 1,
                 fallback=summary.fallback,
                 archive=where,
-                source=source,
+                source=summary.message,
                 audit=summary.audit,
             )
-        elif archive is not None and dropped:
-            archive(dropped)
-        pinned = list(messages[: conv.pinned])
-        out_list: list[BaseMessage] = [*pinned, *([digest] if digest else []), *tail]
-        return LangChainResult(out_list, dropped, digest, result, replaced)
+
+        mapped = bridge.map_result(
+            natives, conv.core, result, copy=shortened_copy, make_digest=make_digest
+        )
+        out = mapped.messages
+        if mapped.digest is None:
+            # No digest records how many kept replies predate this run: mark their usage
+            # figures (they measured the longer list) so no later gate anchors on them.
+            out = [mark_usage_stale(m) for m in out]
+            if archive is not None and mapped.dropped:
+                archive(mapped.dropped)
+        digest = cast(HumanMessage | None, mapped.digest)
+        out_list: list[BaseMessage] = [*messages[: conv.pinned], *out]
+        return LangChainResult(out_list, mapped.dropped, digest, result, mapped.replaced)
 
     # -- remembered digests ----------------------------------------------------
 
@@ -698,15 +672,6 @@ def _legal_cut(body: Sequence[BaseMessage], cut: int) -> bool:
     return not any(
         isinstance(m, ToolMessage) and str(m.tool_call_id) in open_calls for m in body[cut:]
     )
-
-
-def _same_text(a: object, b: object) -> bool:
-    """True when ``b`` is ``a`` or differs from it only in its usage figure."""
-    if a is b:
-        return True
-    if isinstance(a, AssistantMessage) and isinstance(b, AssistantMessage):
-        return replace(a, usage=None) == replace(b, usage=None)
-    return a == b
 
 
 _MESSAGE_TYPES: set[type] = set()

@@ -55,7 +55,7 @@ from window_budget.budget import (
 )
 from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
 from window_budget.errors import BudgetError, ConfigError, SummarizerError
-from window_budget.messages import AgentMessage, DigestMessage
+from window_budget.messages import AgentMessage
 from window_budget.pipeline import (
     MASK_MARKER,
     WindowCondenser,
@@ -802,12 +802,7 @@ class WindowBudgetMemory(BaseMemory):
         covered = 0
         for m in body[:cut]:
             covered += digest_covered(m) if is_digest_message(m) else 1
-        source = result.summary.message
-        return make_digest_chat_message(
-            result.summary.text,
-            covered,
-            source=source if isinstance(source, DigestMessage) else None,
-        )
+        return make_digest_chat_message(result.summary.text, covered, source=result.summary.message)
 
     def _should_commit(self, p: _Pass) -> bool:
         result = p.result
@@ -844,13 +839,15 @@ class WindowBudgetMemory(BaseMemory):
         """
         result, snapshot, body = p.result, p.snapshot, p.body
         assert result is not None
+        slots, dropped = bridge.result_slots(p.cores[p.pinned :], result)
         new_body = list(body)
-        for i in result.masked:
-            new_body[i] = from_core_shortened(body[i], result.messages[i])
+        for s in slots:
+            if s.kind == "masked":  # shortened entries are the view's; the store keeps all
+                new_body[s.source] = from_core_shortened(body[s.source], s.core)
         fold = Fold(
             expected=tuple(snapshot),
             replacement=(*snapshot[: p.pinned], *new_body),
-            archived=tuple(body[i] for i in result.masked),
+            archived=tuple(body[i] for i in dropped),
         )
         with self._lock:
             return self._rewrite().rewrite(fold)
@@ -877,20 +874,19 @@ class WindowBudgetMemory(BaseMemory):
         if result is None or not p.prefix_fits:
             return None
         pinned = [_copy(m) for m in p.snapshot[: p.pinned]]
-        kept = p.body[result.plan.cut :]
-        # ``shortened`` indexes result.messages: with a digest its first entry is the
-        # digest; without one (no legal cut) the messages line up with the body.
-        if result.summary is not None:
-            short = {i - 1: result.messages[i] for i in result.shortened}
-        else:  # masked outputs too: copies carrying the placeholder, at the same places
-            short = {i: result.messages[i] for i in (*result.shortened, *result.masked)}
+        # The bridge's walk over the result: which stored message each tail entry stands
+        # for, and which are shortened or masked (copies carrying the core's text).
+        slots, _ = bridge.result_slots(p.cores[p.pinned :], result)
+        body, cores = p.body, p.cores[p.pinned :]
+        kept = [body[s.source] for s in slots]
+        short = {i: s.core for i, s in enumerate(slots) if s.kind != "kept"}
         tail = [
             from_core_shortened(m, short[i]) if i in short else _copy(m) for i, m in enumerate(kept)
         ]
         # Counted from the originals' cached cores (a copy converts to an equal core), the
         # shortened entries from their own copies: the view's count, without converting it.
         counter = self._counter
-        kept_cores = p.cores[p.pinned + result.plan.cut :]
+        kept_cores = [cores[s.source] for s in slots]
         tokens = estimate_tokens(p.cores[: p.pinned], counter) + sum(
             estimate_message_tokens(to_core(tail[i]) if i in short else core, counter)
             for i, core in enumerate(kept_cores)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
 from llama_index.core.llms.llm import LLM
 
 from llama_index.memory.window_budget.instrumentation import summary_call
+from window_budget import bridge
 from window_budget.contract import (
     CompleteFn,
     CompleteOptions,
@@ -29,9 +28,27 @@ def context_to_chat_messages(context: Context) -> list[ChatMessage]:
     return out
 
 
-def _reply(response: ChatResponse, model: Model) -> AssistantMessage:
-    text = response.message.content or ""
-    return AssistantMessage((TextBlock(text),), model=model.id)
+class _LLMCalls:
+    """A LlamaIndex LLM's summary calls, for :func:`window_budget.bridge.make_completers`."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+
+    def prompt(self, context: Context) -> list[ChatMessage]:
+        return context_to_chat_messages(context)
+
+    def call(self, prompt: list[ChatMessage], options: CompleteOptions | None) -> ChatResponse:
+        with summary_call():  # the LLM's events carry the summary tag
+            return self.llm.chat(prompt)
+
+    async def acall(
+        self, prompt: list[ChatMessage], options: CompleteOptions | None
+    ) -> ChatResponse:
+        with summary_call():
+            return await self.llm.achat(prompt)
+
+    def reply(self, reply: ChatResponse, model: Model) -> AssistantMessage:
+        return AssistantMessage((TextBlock(reply.message.content or ""),), model=model.id)
 
 
 def completers_from_llm(llm: LLM) -> tuple[CompleteFn, SyncCompleteFn]:
@@ -42,21 +59,4 @@ def completers_from_llm(llm: LLM) -> tuple[CompleteFn, SyncCompleteFn]:
     LlamaIndex LLMs take it at construction, not per call; the core shortens an
     over-long digest itself.
     """
-
-    async def complete(
-        model: Model, context: Context, options: CompleteOptions | None = None
-    ) -> AssistantMessage:
-        with summary_call():  # the LLM's events carry the summary tag
-            response = await llm.achat(context_to_chat_messages(context))
-        return _reply(response, model)
-
-    def complete_sync(
-        model: Model, context: Context, options: CompleteOptions | None = None
-    ) -> AssistantMessage:
-        with summary_call():
-            response = llm.chat(context_to_chat_messages(context))
-        return _reply(response, model)
-
-    complete_any: Any = complete
-    sync_any: Any = complete_sync
-    return complete_any, sync_any
+    return bridge.make_completers(_LLMCalls(llm))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -39,7 +38,6 @@ from window_budget.messages import (
     AssistantMessage,
     Block,
     CustomMessage,
-    DigestMessage,
     ImageBlock,
     TextBlock,
     ThinkingBlock,
@@ -271,15 +269,13 @@ def split_pinned(messages: Sequence[ChatMessage]) -> int:
     return bridge.pinned_count(LlamaIndexCodec(), messages)
 
 
-def make_digest_chat_message(
-    text: str, covered: int, *, source: DigestMessage | None = None
-) -> ChatMessage:
+def make_digest_chat_message(text: str, covered: int, *, source: object = None) -> ChatMessage:
     """The digest as LlamaIndex stores it: one user message carrying the bridge's record.
 
-    ``source`` is the core's digest: every field it has beyond ``covered`` (the turns kept
-    with it, a fact ledger, ...) travels in the record too.
+    ``source`` is the core's digest (``Summary.message``): every field it has beyond
+    ``covered`` (the turns kept with it, a fact ledger, ...) travels in the record too.
     """
-    digest = replace(DigestMessage(text) if source is None else source, covered_count=covered)
+    digest = bridge.digest_of(text, source, covered_count=covered)
     return ChatMessage(
         role=MessageRole.USER,
         content=text,
