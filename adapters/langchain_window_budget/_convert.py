@@ -38,7 +38,7 @@ from langchain_core.messages import (
 )
 
 from window_budget import bridge
-from window_budget.budget import cached_estimates
+from window_budget.budget import cached_estimates, usage_from_langchain
 from window_budget.digest import SESSION_HEADER
 from window_budget.messages import (
     AgentMessage,
@@ -257,17 +257,7 @@ def _content(content: str | list[Any]) -> str | tuple[Block, ...]:
 
 
 def _usage(message: AIMessage) -> Usage | None:
-    meta = message.usage_metadata
-    if not meta:
-        return None
-    details = meta.get("input_token_details") or {}
-    read = int(details.get("cache_read") or 0)
-    creation = int(details.get("cache_creation") or 0)
-    total_in = int(meta.get("input_tokens") or 0)
-    # LangChain's input_tokens already includes cached tokens; the core's does not.
-    return Usage(
-        max(total_in - read - creation, 0), int(meta.get("output_tokens") or 0), read, creation
-    )
+    return usage_from_langchain(message.usage_metadata) if message.usage_metadata else None
 
 
 def usage_is_stale(message: object) -> bool:

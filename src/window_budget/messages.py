@@ -216,11 +216,16 @@ def _set(obj: object, name: str, value: object) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token figures a provider reported for one assistant turn."""
+    """Token figures a provider reported for one request: the library's one usage type.
+
+    The transcript readers, the meter and the adapters all produce it, through one parser
+    per provider (``window_budget.budget.usage_from_anthropic``, ``usage_from_openai``,
+    ``usage_from_langchain``).
+    """
 
     input_tokens: int
     """Uncached prompt tokens."""
-    output_tokens: int
+    output_tokens: int = 0
     """Tokens the model generated."""
     cache_read_tokens: int = 0
     """Prompt tokens served from the provider's cache."""
@@ -237,6 +242,11 @@ class Usage:
     def prompt_tokens(self) -> int:
         """The whole prompt the request carried: input plus cache read and creation."""
         return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    @property
+    def used_tokens(self) -> int:
+        """The meter's name for :attr:`prompt_tokens`: what the request put into the window."""
+        return self.prompt_tokens
 
     @property
     def context_tokens(self) -> int:
