@@ -103,6 +103,7 @@ PINNED: dict[str, list[str]] = {
         "condense",
         "condense_sync",
         "create_condenser",
+        "cut_text",
         "estimate_context",
         "fit_messages",
         "is_masked",
