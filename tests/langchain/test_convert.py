@@ -283,3 +283,15 @@ def test_signed_thinking_and_unchanged_blocks_are_left_intact() -> None:
     assert short.tool_call_id == "c1"
     assert isinstance(short.content, str)
     assert len(short.content) < 8000
+
+
+def test_is_digest_is_the_one_predicate_and_the_old_name_an_alias() -> None:
+    import langchain_window_budget as lwb
+
+    assert lwb.is_window_budget_digest is lwb.is_digest
+    digest = build_digest(
+        f"{SESSION_HEADER}\n\nbody", covered=4, kept=1, compactions=1, fallback=False
+    )
+    assert lwb.is_digest(digest)
+    assert not lwb.is_digest(HumanMessage(f"{SESSION_HEADER}\n\ntyped by a user"))
+    assert lwb.is_digest(AIMessage("token"), {"tags": ["window-budget"]})
