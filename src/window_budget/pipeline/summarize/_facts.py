@@ -1093,6 +1093,18 @@ def _identifier_lines(
         add("carryover", "names: " + ", ".join(_name(f.text, level) for f in ordered), *ordered)
 
 
+def _folded_errors(
+    facts: Sequence[Fact], commands: Sequence[Fact], level: int
+) -> dict[str, list[Fact]]:
+    """Tightest level: errors a later passing run of the same command fixed, by command."""
+    passing = {f.text: f for f in commands if f.status == "ok"} if level >= 4 else {}
+    folded: dict[str, list[Fact]] = {}
+    for f in facts:
+        if f.kind == "error" and f.status == "resolved" and f.detail in passing:
+            folded.setdefault(f.detail, []).append(f)
+    return folded
+
+
 def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
     """The digest's bullet lines; ``level`` 1 collapses and groups, 2 also shortens prose."""
     short = level >= 2
@@ -1105,12 +1117,7 @@ def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
 
     _prose_lines(facts, root, level, prose, add)
     commands = [f for f in facts if f.kind == "command"]
-    # Tightest: an error a later run of the same command fixed is told with that command.
-    passing = {f.text: f for f in commands if f.status == "ok"} if level >= 4 else {}
-    folded: dict[str, list[Fact]] = {}
-    for f in facts:
-        if f.kind == "error" and f.status == "resolved" and f.detail in passing:
-            folded.setdefault(f.detail, []).append(f)
+    folded = _folded_errors(facts, commands, level)
     fixed = [
         f
         for f in facts
