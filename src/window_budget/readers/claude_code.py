@@ -159,6 +159,18 @@ class _Chain:
         reply.stop_reason = message.get("stop_reason") or reply.stop_reason
 
 
+def _system_line(obj: Mapping[str, Any], chain: _Chain, system: list[str]) -> bool:
+    """Take a ``system`` line's compaction boundary or system prompt; False for a UI notice."""
+    if obj.get("subtype") == "compact_boundary":
+        info = obj.get("compactMetadata") or {}
+        chain.boundary = (as_int(info.get("preTokens")), find_digest_record(info))
+        return True
+    if obj.get("subtype") == _SYSTEM_PROMPT:
+        system.append(text_of(obj.get("content")))
+        return True
+    return False
+
+
 def read_claude_code(
     stream: IO[str], *, path: str = "", skip_bad: bool = False, whole_file: bool = False
 ) -> Transcript:
@@ -193,12 +205,7 @@ def read_claude_code(
                 meta[key] = obj[key]
         ts = parse_timestamp(obj.get("timestamp"))
         if kind == "system":
-            if obj.get("subtype") == "compact_boundary":
-                info = obj.get("compactMetadata") or {}
-                chain.boundary = (as_int(info.get("preTokens")), find_digest_record(info))
-            elif obj.get("subtype") == _SYSTEM_PROMPT:
-                system.append(text_of(obj.get("content")))
-            elif chain is main:
+            if not _system_line(obj, chain, system) and chain is main:
                 state["ignored"] += 1  # notices shown in the UI, never sent to the model
             return
         message = obj["message"]
