@@ -367,7 +367,7 @@ def found(fact: Planted, text: str) -> bool:
 
 def cut_paths(text: str) -> int:
     """Paths cut in the middle: an elision marker inside a path-like token."""
-    return len(re.findall(r"[\w./-]+\[… \d+ chars elided …\][\w./-]*", text))
+    return len(re.findall(r"[\w./-]+\[… [\d,]+ chars removed by window-budget …\][\w./-]*", text))
 
 
 def retention(facts: Sequence[Planted], text: str) -> dict[str, float]:

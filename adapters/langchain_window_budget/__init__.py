@@ -24,6 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 from langchain_window_budget._convert import (
     DIGEST_KEY,
     digest_record,
+    is_digest,
     is_window_budget_digest,
 )
 from langchain_window_budget.completer import make_completers, model_token_counter
@@ -50,6 +51,7 @@ __all__ = [
     "acondense_messages",
     "condense_messages",
     "digest_record",
+    "is_digest",
     "is_window_budget_digest",
     "make_completers",
     "model_token_counter",

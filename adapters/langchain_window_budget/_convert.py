@@ -38,7 +38,7 @@ from langchain_core.messages import (
 )
 
 from window_budget import bridge
-from window_budget.budget import cached_estimates
+from window_budget.budget import cached_estimates, usage_from_langchain
 from window_budget.digest import SESSION_HEADER
 from window_budget.messages import (
     AgentMessage,
@@ -65,6 +65,7 @@ __all__ = [
     "build_digest",
     "chat_model_id",
     "digest_record",
+    "is_digest",
     "is_window_budget_digest",
     "mark_usage_stale",
     "message_fields",
@@ -141,7 +142,7 @@ def register_node_name(name: str) -> None:
     _NODE_NAMES.add(name)
 
 
-def is_window_budget_digest(
+def is_digest(
     message: object,
     metadata: Mapping[str, Any] | None = None,
 ) -> bool:
@@ -152,7 +153,11 @@ def is_window_budget_digest(
     agent.stream(..., stream_mode="messages")``) it also recognises what the middleware's
     own node streams beside the digest (the ``RemoveMessage`` of a state rewrite) and any
     token of a summary call (tagged ``window-budget``), so a UI skips all of it with one
-    test: ``if is_window_budget_digest(chunk, metadata): continue``.
+    test: ``if is_digest(chunk, metadata): continue``.
+
+    The same question as the core's :func:`window_budget.is_digest`, asked of LangChain
+    messages and stream items; ``is_window_budget_digest`` is its former name, kept as an
+    alias.
     """
     if digest_record(message) is not None:
         return True
@@ -163,6 +168,10 @@ def is_window_budget_digest(
         return True
     tags = metadata.get("tags")
     return isinstance(tags, list | tuple) and "window-budget" in tags
+
+
+is_window_budget_digest = is_digest
+"""Former name of :func:`is_digest`, kept so existing imports keep working."""
 
 
 # ------------------------------------------------------------------ content
@@ -257,17 +266,7 @@ def _content(content: str | list[Any]) -> str | tuple[Block, ...]:
 
 
 def _usage(message: AIMessage) -> Usage | None:
-    meta = message.usage_metadata
-    if not meta:
-        return None
-    details = meta.get("input_token_details") or {}
-    read = int(details.get("cache_read") or 0)
-    creation = int(details.get("cache_creation") or 0)
-    total_in = int(meta.get("input_tokens") or 0)
-    # LangChain's input_tokens already includes cached tokens; the core's does not.
-    return Usage(
-        max(total_in - read - creation, 0), int(meta.get("output_tokens") or 0), read, creation
-    )
+    return usage_from_langchain(message.usage_metadata) if message.usage_metadata else None
 
 
 def usage_is_stale(message: object) -> bool:

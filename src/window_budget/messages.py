@@ -216,11 +216,16 @@ def _set(obj: object, name: str, value: object) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token figures a provider reported for one assistant turn."""
+    """Token figures a provider reported for one request: the library's one usage type.
+
+    The transcript readers, the meter and the adapters all produce it, through one parser
+    per provider (``window_budget.budget.usage_from_anthropic``, ``usage_from_openai``,
+    ``usage_from_langchain``).
+    """
 
     input_tokens: int
     """Uncached prompt tokens."""
-    output_tokens: int
+    output_tokens: int = 0
     """Tokens the model generated."""
     cache_read_tokens: int = 0
     """Prompt tokens served from the provider's cache."""
@@ -237,6 +242,11 @@ class Usage:
     def prompt_tokens(self) -> int:
         """The whole prompt the request carried: input plus cache read and creation."""
         return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    @property
+    def used_tokens(self) -> int:
+        """The meter's name for :attr:`prompt_tokens`: what the request put into the window."""
+        return self.prompt_tokens
 
     @property
     def context_tokens(self) -> int:
@@ -603,36 +613,49 @@ def _content_from_json(raw: object, where: str) -> Content:
     raise MessageError(f"{where}: content must be a string or a list of blocks")
 
 
+def _digest_fields(message: DigestMessage) -> dict[str, Any]:
+    """What a digest adds to a user message, as JSON."""
+    out: dict[str, Any] = {
+        "covered": message.covered_count,
+        "kept": message.kept_count,
+        "fallback": message.fallback,
+    }
+    if message.facts is not None:
+        out["facts"] = message.facts
+    return out
+
+
+def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
+    """An assistant message as JSON; usage, model and stop reason only when known."""
+    out: dict[str, Any] = {"role": "assistant", "content": _content_to_json(message.content)}
+    if message.usage is not None:
+        u = message.usage
+        out["usage"] = {
+            "input": u.input_tokens,
+            "output": u.output_tokens,
+            "cacheRead": u.cache_read_tokens,
+            "cacheWrite": u.cache_creation_tokens,
+        }
+    if message.model is not None:
+        out["model"] = message.model
+    if message.stop_reason is not None:
+        out["stopReason"] = message.stop_reason
+    return out
+
+
 def message_to_dict(message: AgentMessage) -> dict[str, Any]:
     """A JSON-ready dict for a message; unknown messages keep their serialized form.
 
     >>> message_to_dict(UserMessage("hi"))
     {'role': 'user', 'content': 'hi'}
     """
+    out: dict[str, Any]
     if isinstance(message, UserMessage):
-        out: dict[str, Any] = {"role": "user", "content": _content_to_json(message.content)}
+        out = {"role": "user", "content": _content_to_json(message.content)}
         if isinstance(message, DigestMessage):
-            out["digest"] = {
-                "covered": message.covered_count,
-                "kept": message.kept_count,
-                "fallback": message.fallback,
-            }
-            if message.facts is not None:
-                out["digest"]["facts"] = message.facts
+            out["digest"] = _digest_fields(message)
     elif isinstance(message, AssistantMessage):
-        out = {"role": "assistant", "content": _content_to_json(message.content)}
-        if message.usage is not None:
-            u = message.usage
-            out["usage"] = {
-                "input": u.input_tokens,
-                "output": u.output_tokens,
-                "cacheRead": u.cache_read_tokens,
-                "cacheWrite": u.cache_creation_tokens,
-            }
-        if message.model is not None:
-            out["model"] = message.model
-        if message.stop_reason is not None:
-            out["stopReason"] = message.stop_reason
+        out = _assistant_to_dict(message)
     elif isinstance(message, ToolResultMessage):
         out = {
             "role": "toolResult",

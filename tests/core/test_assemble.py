@@ -55,7 +55,10 @@ def test_worker_example_under_2500_characters() -> None:
     parts = result.text.split("\n\n")
     assert [p[0] for p in parts[:6]] == list("abcdef")
     assert [len(p) for p in parts[:6]] == [100, 200, 400, 600, 500, 400]
-    assert result.text.endswith(TRUNCATION_MARKER)
+    # The cut section ends with the library's marker, counting the 300 - kept chars cut.
+    kept = len(parts[6].split("\n")[0])
+    assert 0 < kept < 300
+    assert parts[6] == "g" * kept + TRUNCATION_MARKER.replace("{n}", str(300 - kept))
 
 
 def test_worker_example_tighter_budget_drops_the_tail() -> None:

@@ -55,6 +55,7 @@ def long_session(turns: int = 60, size: int = 1900) -> list:
 
 def test_default_policy_is_the_seeds() -> None:
     assert BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048) == DEFAULT_POLICY
+    assert BudgetPolicy() == DEFAULT_POLICY  # one set of defaults, the dataclass's own
 
 
 async def test_identity_no_op_without_a_model() -> None:

@@ -214,3 +214,15 @@ def test_placeholders_kept_with_a_digest_are_not_counted_twice() -> None:
     for fact in commands:
         assert fact.source is not None
         assert archive[fact.source].tool_calls[0].arguments["command"] == fact.text
+
+
+def test_keeping_more_outputs_than_there_are_keeps_them_all() -> None:
+    # A keep count above the number of results once wrapped around to a negative slice
+    # start and protected only the newest.
+    msgs = [ToolResultMessage(f"c{i}", "bash", str(i) * 5000) for i in range(2)]
+    for keep in (2, 3, 10):
+        out, replaced = mask_tool_outputs(msgs, end=2, keep_last=keep, min_chars=100)
+        assert replaced == []
+        assert out == msgs
+    _, replaced = mask_tool_outputs(msgs, end=2, keep_last=1, min_chars=100)
+    assert replaced == [0]

@@ -98,7 +98,7 @@ def test_tool_output_is_clamped_head_and_tail() -> None:
     text = flatten_transcript([ToolResultMessage("c", "bash", out)], tool_output_chars=500)
     assert "HEAD" in text
     assert "TAIL" in text
-    assert "chars elided" in text
+    assert "chars removed by window-budget" in text
     assert len(text) < 700
 
 
@@ -284,7 +284,7 @@ async def test_an_oversized_reply_is_cut_to_the_digest_budget() -> None:
     fake = ScriptedCompleter(["word " * 10_000])
     s = await summarize([UserMessage("x")], _deps(fake, max_tokens=200))
     assert len(s.text) / 3.6 < 260
-    assert "digest shortened" in s.text
+    assert "chars removed by window-budget" in s.text
 
 
 def test_scripted_completer_fails_loudly_when_exhausted() -> None:

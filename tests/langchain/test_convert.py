@@ -29,10 +29,13 @@ from window_budget import (
     TextBlock,
     ThinkingBlock,
     ToolResultMessage,
+    Usage,
     UserMessage,
 )
+from window_budget.budget import usage_from_langchain
 from window_budget.digest import SESSION_HEADER, is_digest
 from window_budget.pipeline import shorten_message
+from window_budget.tools.meter import parse_usage
 
 from .conftest import RecordingChatModel
 
@@ -93,6 +96,18 @@ def test_ai_text_reasoning_tool_calls_and_usage() -> None:
     # Without a known guarded model id the figure is trusted, whatever model wrote it.
     assert to_core(msg).model is None  # type: ignore[union-attr]
     assert to_core(msg, trust_usage=False).usage is None  # type: ignore[union-attr]
+
+
+def test_usage_metadata_is_read_by_the_cores_langchain_parser() -> None:
+    meta = {
+        "input_tokens": 1000,
+        "output_tokens": 50,
+        "total_tokens": 1050,
+        "input_token_details": {"cache_read": 600, "cache_creation": 100},
+    }
+    core = to_core(AIMessage("hi", usage_metadata=meta))  # type: ignore[arg-type]
+    assert core.usage == usage_from_langchain(meta) == Usage(300, 50, 600, 100)  # type: ignore[union-attr]
+    assert parse_usage(AIMessage("hi", usage_metadata=meta)) == core.usage  # type: ignore[arg-type, union-attr]
 
 
 def test_tool_function_chat_system_and_unknown() -> None:
@@ -268,3 +283,15 @@ def test_signed_thinking_and_unchanged_blocks_are_left_intact() -> None:
     assert short.tool_call_id == "c1"
     assert isinstance(short.content, str)
     assert len(short.content) < 8000
+
+
+def test_is_digest_is_the_one_predicate_and_the_old_name_an_alias() -> None:
+    import langchain_window_budget as lwb
+
+    assert lwb.is_window_budget_digest is lwb.is_digest
+    digest = build_digest(
+        f"{SESSION_HEADER}\n\nbody", covered=4, kept=1, compactions=1, fallback=False
+    )
+    assert lwb.is_digest(digest)
+    assert not lwb.is_digest(HumanMessage(f"{SESSION_HEADER}\n\ntyped by a user"))
+    assert lwb.is_digest(AIMessage("token"), {"tags": ["window-budget"]})

@@ -132,3 +132,16 @@ async def test_unbounded_tool_output_overflows_the_scratchpad() -> None:
     agent = FunctionAgent(tools=[FunctionTool.from_defaults(huge_lookup)], llm=llm, streaming=False)
     with pytest.raises(Exception, match="exceeds the 4096 window"):
         await agent.run(user_msg="question", memory=memory)
+
+
+def test_a_clamped_tool_output_fits_and_carries_the_cores_marker() -> None:
+    from llama_index.memory.window_budget import clamp_text_tokens
+    from window_budget.budget import count_text
+
+    text = "HEAD " + "dense/path/segment " * 3_000 + " TAIL"
+    out = clamp_text_tokens(text, 500)
+    assert count_text(out) <= 500
+    assert out.startswith("HEAD")
+    assert out.endswith("TAIL")
+    assert "chars removed by window-budget" in out
+    assert clamp_text_tokens("small", 500) == "small"

@@ -179,3 +179,17 @@ def test_signed_thinking_is_never_shortened() -> None:
     view = from_core_shortened(original, shorten_message(to_core(original), 1000))
     assert view.blocks[0] == signed
     assert "removed by window-budget" in view.blocks[1].text
+
+
+def test_is_digest_is_the_one_predicate_and_the_old_name_an_alias() -> None:
+    from llama_index.core.base.llms.types import ChatMessage as Chat
+
+    import llama_index.memory.window_budget as lwb
+    from window_budget.bridge import LEGACY_FLAG_KEY, RECORD_KEY, digest_record
+    from window_budget.messages import DigestMessage
+
+    assert lwb.is_digest_message is lwb.is_digest
+    record = digest_record(DigestMessage("[session digest]\n\nbody", covered_count=3))
+    assert lwb.is_digest(Chat(role="user", content="x", additional_kwargs={RECORD_KEY: record}))
+    assert lwb.is_digest(Chat(role="user", content="x", additional_kwargs={LEGACY_FLAG_KEY: True}))
+    assert not lwb.is_digest(Chat(role="user", content="[session digest]\n\ntyped by a user"))

@@ -51,6 +51,11 @@ if TYPE_CHECKING:
     from window_budget.budget._models import context_window_for as context_window_for
     from window_budget.budget._models import lookup_model as lookup_model
     from window_budget.budget._models import model_for as model_for
+    from window_budget.budget._usage import MAX_USAGE_TOKENS as MAX_USAGE_TOKENS
+    from window_budget.budget._usage import read_count as read_count
+    from window_budget.budget._usage import usage_from_anthropic as usage_from_anthropic
+    from window_budget.budget._usage import usage_from_langchain as usage_from_langchain
+    from window_budget.budget._usage import usage_from_openai as usage_from_openai
 
 _EXPORTS: dict[str, str] = {
     "BLOCK_FRAMING_TOKENS": "window_budget.budget._estimate",
@@ -91,6 +96,11 @@ _EXPORTS: dict[str, str] = {
     "prefix_tokens": "window_budget.budget._estimate",
     "resolve_counter": "window_budget.budget._counters",
     "text_tokens": "window_budget.budget._estimate",
+    "MAX_USAGE_TOKENS": "window_budget.budget._usage",
+    "read_count": "window_budget.budget._usage",
+    "usage_from_anthropic": "window_budget.budget._usage",
+    "usage_from_langchain": "window_budget.budget._usage",
+    "usage_from_openai": "window_budget.budget._usage",
 }
 
 __all__ = [
@@ -102,6 +112,7 @@ __all__ = [
     "IMAGE_TOKENS",
     "KNOWN_MODELS",
     "MAX_RATIO",
+    "MAX_USAGE_TOKENS",
     "MESSAGE_FRAMING_TOKENS",
     "MIN_RATIO",
     "MIN_SAMPLES",
@@ -130,8 +141,12 @@ __all__ = [
     "model_for",
     "model_key",
     "prefix_tokens",
+    "read_count",
     "resolve_counter",
     "text_tokens",
+    "usage_from_anthropic",
+    "usage_from_langchain",
+    "usage_from_openai",
 ]
 
 

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from window_budget.pipeline._condenser import condense as condense
     from window_budget.pipeline._condenser import condense_sync as condense_sync
     from window_budget.pipeline._condenser import create_condenser as create_condenser
-    from window_budget.pipeline._fit import SHORTENED_MARKER as SHORTENED_MARKER
+    from window_budget.pipeline._cut import SHORTENED_MARKER as SHORTENED_MARKER
+    from window_budget.pipeline._cut import cut_text as cut_text
     from window_budget.pipeline._fit import fit_messages as fit_messages
     from window_budget.pipeline._fit import shorten_message as shorten_message
     from window_budget.pipeline._fit import water_level as water_level
@@ -50,7 +51,8 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_POLICY": "window_budget.pipeline._condenser",
     "MASK_MARKER": "window_budget.pipeline._mask",
     "MIN_DIGEST_TOKENS": "window_budget.pipeline._condenser",
-    "SHORTENED_MARKER": "window_budget.pipeline._fit",
+    "SHORTENED_MARKER": "window_budget.pipeline._cut",
+    "cut_text": "window_budget.pipeline._cut",
     "SKIPPED_STOP_REASONS": "window_budget.pipeline._gate",
     "WindowCondenser": "window_budget.pipeline._condenser",
     "anchor_index": "window_budget.pipeline._gate",
@@ -94,6 +96,7 @@ __all__ = [
     "condense",
     "condense_sync",
     "create_condenser",
+    "cut_text",
     "estimate_context",
     "fit_messages",
     "is_masked",

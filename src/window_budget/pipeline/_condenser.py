@@ -11,7 +11,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from window_budget.budget._counters import resolve_counter
 from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
@@ -49,8 +49,10 @@ __all__ = [
     "shorten_message",
 ]
 
-DEFAULT_POLICY = BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048)
-"""The defaults: fire at 75 % of the window less 2,048 reserved; keep ~6,000 tokens verbatim."""
+DEFAULT_POLICY = BudgetPolicy()
+"""The same value as ``BudgetPolicy()`` (fire at 75 % of the window less 2,048 reserved, keep
+~6,000 tokens verbatim), named for the CLI's option defaults and the demo; pass
+``BudgetPolicy(...)`` to change any of it."""
 
 MIN_DIGEST_TOKENS = 64
 """The smallest room a digest is ever given."""
@@ -468,6 +470,3 @@ def create_condenser(deps: CondenserDeps | None = None, /, **overrides: Any) -> 
     if overrides:
         base = replace(base, **overrides)
     return WindowCondenser(base)
-
-
-Trigger = Literal["auto", "force"]

@@ -28,21 +28,9 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from window_budget.pipeline._cut import SHORTENED_MARKER, cut_text
 
 __all__ = ["SHORTENED_MARKER", "fit_messages", "shorten_message", "water_level"]
-
-SHORTENED_MARKER = "[… {n} chars removed by window-budget to fit the context window …]"
-"""The visible marker left where text was cut."""
-
-
-def _shorten_text(text: str, keep: int) -> str:
-    if len(text) <= keep:
-        return text
-    keep = max(keep, 0)
-    head = keep * 2 // 3
-    tail = keep - head
-    removed = len(text) - head - tail
-    return text[:head] + SHORTENED_MARKER.format(n=removed) + (text[-tail:] if tail else "")
 
 
 def _shorten_content(content: Content, keep_chars: int) -> Content:
@@ -53,7 +41,7 @@ def _shorten_content(content: Content, keep_chars: int) -> Content:
     left intact: a provider rejects a changed signature. Images become a placeholder.
     """
     if isinstance(content, str):
-        return _shorten_text(content, keep_chars)
+        return cut_text(content, keep_chars)
     lengths = [
         len(b.text) if isinstance(b, TextBlock) else len(b.thinking)
         for b in content
@@ -65,11 +53,9 @@ def _shorten_content(content: Content, keep_chars: int) -> Content:
     out: list[Any] = []
     for b in content:
         if isinstance(b, TextBlock):
-            out.append(b if len(b.text) <= cap else TextBlock(_shorten_text(b.text, cap)))
+            out.append(b if len(b.text) <= cap else TextBlock(cut_text(b.text, cap)))
         elif isinstance(b, ThinkingBlock) and not b.signature:
-            out.append(
-                b if len(b.thinking) <= cap else ThinkingBlock(_shorten_text(b.thinking, cap))
-            )
+            out.append(b if len(b.thinking) <= cap else ThinkingBlock(cut_text(b.thinking, cap)))
         elif isinstance(b, ImageBlock):
             out.append(
                 TextBlock(
@@ -85,9 +71,9 @@ def _shorten_once(message: AgentMessage, keep_chars: int) -> AgentMessage:
     if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
         return replace(message, content=_shorten_content(message.content, keep_chars))
     if isinstance(message, BashExecutionMessage):
-        return replace(message, output=_shorten_text(message.output, keep_chars))
+        return replace(message, output=cut_text(message.output, keep_chars))
     if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        return replace(message, summary=_shorten_text(message.summary, keep_chars))
+        return replace(message, summary=cut_text(message.summary, keep_chars))
     return message
 
 

@@ -87,7 +87,8 @@ def mask_tool_outputs(
 
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolResultMessage)]
-    protected = set(results[len(results) - keep_last :]) if keep_last > 0 else set()
+    # max(..., 0): keeping more than there are must not wrap around to a negative start.
+    protected = set(results[max(len(results) - keep_last, 0) :]) if keep_last > 0 else set()
     calls: dict[str, ToolCallBlock] = {}
     out = list(messages)
     replaced: list[int] = []

@@ -148,6 +148,24 @@ def _has_anthropic_blocks(msgs: list[Any]) -> bool:
     return False
 
 
+def _detect_object(doc: Mapping[str, Any]) -> str | None:
+    """The format of a JSON object document (a list of messages is told by its records)."""
+    if doc.get("format") == NATIVE_TAG:
+        return "json"
+    if isinstance(doc.get("traj"), list):
+        return "openai"
+    msgs = doc.get("messages")
+    if not isinstance(msgs, list):
+        return None
+    if "system" in doc and not isinstance(doc["system"], list | str):
+        return None
+    if isinstance(doc.get("system"), list) and all(isinstance(s, str) for s in doc["system"]):
+        return "json"
+    if "system" in doc or _has_anthropic_blocks(msgs):
+        return "anthropic"
+    return _detect_document(msgs) or "openai"
+
+
 def _detect_document(doc: Any) -> str | None:
     if is_tau_bench(doc):
         return "tau-bench"
@@ -156,20 +174,7 @@ def _detect_document(doc: Any) -> str | None:
     if is_swe_agent(doc):
         return "swe-agent"
     if isinstance(doc, Mapping):
-        if doc.get("format") == NATIVE_TAG:
-            return "json"
-        if isinstance(doc.get("traj"), list):
-            return "openai"
-        msgs = doc.get("messages")
-        if not isinstance(msgs, list):
-            return None
-        if "system" in doc and not isinstance(doc["system"], list | str):
-            return None
-        if isinstance(doc.get("system"), list) and all(isinstance(s, str) for s in doc["system"]):
-            return "json"
-        if "system" in doc or _has_anthropic_blocks(msgs):
-            return "anthropic"
-        return _detect_document(msgs) or "openai"
+        return _detect_object(doc)
     if not isinstance(doc, list) or not doc:
         return None if not isinstance(doc, list) else "openai"
     first = doc[0]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from window_budget.bridge import RECORD_KEY, digest_from_record, digest_record
+from window_budget.budget._usage import read_count
 from window_budget.errors import MessageError, ReadError
 from window_budget.messages import (
     AgentMessage,
@@ -534,23 +535,18 @@ def as_int(value: Any) -> int:
     return max(int(value), 0)
 
 
-MAX_COUNT = 10**12
-"""Above this a token count is corrupt, not large: no context window comes near it."""
-
-
 def as_count(value: Any, name: str) -> int:
     """A provider's token count from a JSON number (None and non-numbers become 0).
 
+    The lenient reading of :func:`window_budget.budget.read_count`, which every usage
+    parser shares.
+
     Raises:
-        ValueError: a non-finite or absurdly large number (``1e400``, ``Infinity``,
+        UsageError: a non-finite or absurdly large number (``1e400``, ``Infinity``,
             ``NaN``); the message names the field, for the line's error.
 
     """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    if (isinstance(value, float) and not math.isfinite(value)) or abs(value) > MAX_COUNT:
-        raise ValueError(f"usage field {name!r} is not a token count ({value!r})")
-    return max(int(value), 0)
+    return read_count({name: value}, name)
 
 
 def check_counts(raw: Any, names: Iterable[str]) -> None:

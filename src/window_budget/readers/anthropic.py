@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from window_budget.budget._usage import usage_from_anthropic
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
@@ -21,7 +22,6 @@ from window_budget.messages import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
 from window_budget.readers._base import (
@@ -29,7 +29,6 @@ from window_budget.readers._base import (
     FieldTally,
     KeyFields,
     Transcript,
-    as_count,
     foreign_dump,
     guess_image_type,
     load_json,
@@ -128,23 +127,6 @@ def blocks_from_anthropic(
             # Documents, search results, ...: counted from their JSON rather than dropped.
             blocks.append(TextBlock(json.dumps(block, ensure_ascii=False)))
     return blocks, results
-
-
-def usage_from_anthropic(raw: Any) -> Usage | None:
-    """Core usage from an Anthropic ``usage`` object (None when absent)."""
-    if not isinstance(raw, Mapping):
-        return None
-    return Usage(
-        *(
-            as_count(raw.get(name), name)
-            for name in (
-                "input_tokens",
-                "output_tokens",
-                "cache_read_input_tokens",
-                "cache_creation_input_tokens",
-            )
-        )
-    )
 
 
 def simplify(blocks: list[Block]) -> str | tuple[Block, ...]:

@@ -119,6 +119,57 @@ class _Chain:
     def messages(self) -> list[AgentMessage]:
         return [m.build() if isinstance(m, _Reply) else m for m in self.out]
 
+    def add_summary(self, text: str, ts: float | None) -> None:
+        """A compaction's summary: the digest the model sees from here on."""
+        before, info = self.boundary or (0, None)
+        digest = digest_from_info(text, info, timestamp=ts) or CompactionSummaryMessage(
+            text, before, timestamp=ts, kept_count=0
+        )
+        self.boundary = None
+        self.compactions += 1
+        self.last_boundary = len(self.out)
+        self.out.append(digest)
+
+    def add_user(self, message: Mapping[str, Any], ts: float | None) -> None:
+        """A user line: its tool results first, then any text."""
+        blocks, results = blocks_from_anthropic(message["content"], self.names)
+        self.out.extend(results)
+        if blocks or not results:
+            self.out.append(UserMessage(simplify(blocks), timestamp=ts))
+
+    def add_reply(
+        self, message: Mapping[str, Any], obj: Mapping[str, Any], ts: float | None
+    ) -> None:
+        """An assistant line, merged into the reply its ``message.id`` names."""
+        blocks, _ = blocks_from_anthropic(message["content"], self.names)
+        # Parsed before anything is kept, so a bad line leaves no half-built reply behind.
+        usage = real_usage(usage_from_anthropic(message.get("usage")))
+        reply_id = str(message.get("id") or obj.get("uuid") or len(self.out))
+        reply = self.open_replies.get(reply_id)
+        if reply is None:
+            reply = _Reply(timestamp=ts)
+            self.open_replies[reply_id] = reply
+            self.out.append(reply)
+        reply.blocks.extend(blocks)
+        model = message.get("model")
+        if model and model != _SYNTHETIC_MODEL:
+            reply.model = str(model)
+            # Each split line repeats the response's usage; the last one is the final figure.
+            reply.usage = usage or reply.usage
+        reply.stop_reason = message.get("stop_reason") or reply.stop_reason
+
+
+def _system_line(obj: Mapping[str, Any], chain: _Chain, system: list[str]) -> bool:
+    """Take a ``system`` line's compaction boundary or system prompt; False for a UI notice."""
+    if obj.get("subtype") == "compact_boundary":
+        info = obj.get("compactMetadata") or {}
+        chain.boundary = (as_int(info.get("preTokens")), find_digest_record(info))
+        return True
+    if obj.get("subtype") == _SYSTEM_PROMPT:
+        system.append(text_of(obj.get("content")))
+        return True
+    return False
+
 
 def read_claude_code(
     stream: IO[str], *, path: str = "", skip_bad: bool = False, whole_file: bool = False
@@ -154,48 +205,16 @@ def read_claude_code(
                 meta[key] = obj[key]
         ts = parse_timestamp(obj.get("timestamp"))
         if kind == "system":
-            if obj.get("subtype") == "compact_boundary":
-                info = obj.get("compactMetadata") or {}
-                chain.boundary = (as_int(info.get("preTokens")), find_digest_record(info))
-            elif obj.get("subtype") == _SYSTEM_PROMPT:
-                system.append(text_of(obj.get("content")))
-            elif chain is main:
+            if not _system_line(obj, chain, system) and chain is main:
                 state["ignored"] += 1  # notices shown in the UI, never sent to the model
             return
         message = obj["message"]
-        if kind == "user":
-            if obj.get("isCompactSummary"):
-                before, info = chain.boundary or (0, None)
-                text = text_of(message["content"])
-                digest = digest_from_info(text, info, timestamp=ts) or CompactionSummaryMessage(
-                    text, before, timestamp=ts, kept_count=0
-                )
-                chain.boundary = None
-                chain.compactions += 1
-                chain.last_boundary = len(chain.out)
-                chain.out.append(digest)
-                return
-            blocks, results = blocks_from_anthropic(message["content"], chain.names)
-            chain.out.extend(results)
-            if blocks or not results:
-                chain.out.append(UserMessage(simplify(blocks), timestamp=ts))
-            return
-        blocks, _ = blocks_from_anthropic(message["content"], chain.names)
-        # Parsed before anything is kept, so a bad line leaves no half-built reply behind.
-        usage = real_usage(usage_from_anthropic(message.get("usage")))
-        reply_id = str(message.get("id") or obj.get("uuid") or len(chain.out))
-        reply = chain.open_replies.get(reply_id)
-        if reply is None:
-            reply = _Reply(timestamp=ts)
-            chain.open_replies[reply_id] = reply
-            chain.out.append(reply)
-        reply.blocks.extend(blocks)
-        model = message.get("model")
-        if model and model != _SYNTHETIC_MODEL:
-            reply.model = str(model)
-            # Each split line repeats the response's usage; the last one is the final figure.
-            reply.usage = usage or reply.usage
-        reply.stop_reason = message.get("stop_reason") or reply.stop_reason
+        if kind == "user" and obj.get("isCompactSummary"):
+            chain.add_summary(text_of(message["content"]), ts)
+        elif kind == "user":
+            chain.add_user(message, ts)
+        else:
+            chain.add_reply(message, obj, ts)
 
     for number, obj in iter_json_lines(stream, collector):
         collector.guard(number, partial(handle, obj))

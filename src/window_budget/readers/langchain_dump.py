@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from window_budget.budget._usage import usage_from_langchain
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
@@ -21,14 +22,12 @@ from window_budget.messages import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
 from window_budget.readers._base import (
     DIGEST_KEY,
     KeyFields,
     Transcript,
-    as_count,
     digest_from_info,
     digest_info,
     find_digest_record,
@@ -82,18 +81,6 @@ def _content(content: Any, names: dict[str, str]) -> list[Block]:
     return blocks
 
 
-def _usage(raw: Any) -> Usage | None:
-    if not isinstance(raw, Mapping):
-        return None
-    details = raw.get("input_token_details") or {}
-    cache_read = as_count(details.get("cache_read"), "cache_read")
-    cache_creation = as_count(details.get("cache_creation"), "cache_creation")
-    fresh = max(as_count(raw.get("input_tokens"), "input_tokens") - cache_read - cache_creation, 0)
-    return Usage(
-        fresh, as_count(raw.get("output_tokens"), "output_tokens"), cache_read, cache_creation
-    )
-
-
 def message_from_langchain(
     raw: Mapping[str, Any], names: dict[str, str], system: list[str]
 ) -> AgentMessage | None:
@@ -137,7 +124,7 @@ def message_from_langchain(
         model = meta.get("model_name") or meta.get("model")
         return AssistantMessage(
             simplify(blocks) if blocks else "",
-            usage=_usage(data.get("usage_metadata")),
+            usage=usage_from_langchain(data.get("usage_metadata")),
             model=str(model) if model else None,
             stop_reason=meta.get("finish_reason") or meta.get("stop_reason"),
         )

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from window_budget.budget._usage import usage_from_openai
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
@@ -21,14 +22,12 @@ from window_budget.messages import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
 from window_budget.readers._base import (
     DIGEST_KEY,
     KeyFields,
     Transcript,
-    as_count,
     digest_from_info,
     digest_info,
     find_digest_record,
@@ -87,27 +86,6 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_raw": raw}
-
-
-def usage_from_openai(raw: Any) -> Usage | None:
-    """Core usage from a Chat Completions ``usage`` object (None when absent)."""
-    if not isinstance(raw, Mapping):
-        return None
-    details = raw.get("prompt_tokens_details") or {}
-    cached = (
-        as_count(details.get("cached_tokens"), "cached_tokens")
-        if isinstance(details, Mapping)
-        else 0
-    )
-    prompt = as_count(
-        raw.get("prompt_tokens", raw.get("input_tokens")),
-        "prompt_tokens" if "prompt_tokens" in raw else "input_tokens",
-    )
-    output = as_count(
-        raw.get("completion_tokens", raw.get("output_tokens")),
-        "completion_tokens" if "completion_tokens" in raw else "output_tokens",
-    )
-    return Usage(max(prompt - cached, 0), output, cached)
 
 
 def message_from_openai(

@@ -82,6 +82,31 @@ class _Entry:
     compaction: Mapping[str, Any] | None = None
 
 
+def _context_message(raw: Any) -> AgentMessage | None:
+    """A ``message`` entry's message, or None for a ``!!`` shell run (shown, never sent)."""
+    if isinstance(raw, Mapping):
+        check_counts(raw.get("usage"), USAGE_FIELDS)
+    msg = message_from_dict(raw)
+    if (
+        isinstance(msg, AssistantMessage)
+        and msg.usage is not None
+        and real_usage(msg.usage) is None
+    ):
+        msg = replace(msg, usage=None)  # an aborted reply measured nothing
+    if isinstance(raw, Mapping) and raw.get("excludeFromContext") is True:
+        return None
+    return msg
+
+
+def _summary_of(kind: str, obj: Mapping[str, Any]) -> AgentMessage:
+    """The summary a ``compaction`` or ``branch_summary`` entry carries."""
+    if not isinstance(obj["summary"], str):
+        raise TypeError(f"{kind} 'summary' must be a string")
+    if kind == "compaction":
+        return CompactionSummaryMessage(obj["summary"], as_int(obj.get("tokensBefore")))
+    return BranchSummaryMessage(obj["summary"], from_id=tag(obj.get("fromId")))
+
+
 def read_pi(
     stream: IO[str], *, path: str = "", skip_bad: bool = False, whole_file: bool = False
 ) -> Transcript:
@@ -127,29 +152,13 @@ def read_pi(
                 meta["name"] = obj["name"]
             ignored += 1
         elif kind == "message":
-            raw = obj["message"]
-            if isinstance(raw, Mapping):
-                check_counts(raw.get("usage"), USAGE_FIELDS)
-            msg = message_from_dict(raw)
-            if (
-                isinstance(msg, AssistantMessage)
-                and msg.usage is not None
-                and real_usage(msg.usage) is None
-            ):
-                msg = replace(msg, usage=None)  # an aborted reply measured nothing
-            if isinstance(raw, Mapping) and raw.get("excludeFromContext") is True:
+            entry.msg = _context_message(obj["message"])
+            if entry.msg is None:
                 ignored += 1  # a `!!` shell run: shown, never sent
-            else:
-                entry.msg = msg
-        elif kind == "compaction":
-            if not isinstance(obj["summary"], str):
-                raise TypeError("compaction 'summary' must be a string")
-            entry.msg = CompactionSummaryMessage(obj["summary"], as_int(obj.get("tokensBefore")))
-            entry.compaction = obj
-        elif kind == "branch_summary":
-            if not isinstance(obj["summary"], str):
-                raise TypeError("branch_summary 'summary' must be a string")
-            entry.msg = BranchSummaryMessage(obj["summary"], from_id=tag(obj.get("fromId")))
+        elif kind in ("compaction", "branch_summary"):
+            entry.msg = _summary_of(kind, obj)
+            if kind == "compaction":
+                entry.compaction = obj
         elif kind == "custom_message":
             entry.msg = message_from_dict({**obj, "role": "custom"})
         else:

@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeAlias
 from window_budget.budget._counters import HeuristicCounter, resolve_counter
 from window_budget.contract import TokenCounter
 from window_budget.errors import ConfigError
+from window_budget.pipeline._cut import SHORTENED_MARKER, cut_text
 
 __all__ = [
     "EVENT_NAME",
@@ -47,8 +48,9 @@ logger = logging.getLogger("window_budget.tools.assemble")
 EVENT_NAME = "prompt_assembled"
 """Name of the event every assembly emits."""
 
-TRUNCATION_MARKER = "\n[… truncated to fit the prompt budget …]"
-"""Appended to the one section that was cut short, so the model (and a reader) can tell."""
+TRUNCATION_MARKER = "\n" + SHORTENED_MARKER
+"""Ends the one section that was cut short, so the model (and a reader) can tell: the
+library's one marker on its own line, ``{n}`` filled with the characters cut."""
 
 DEFAULT_MIN_TRUNCATED_TOKENS = 100
 """Below this much room a section is dropped rather than cut to a useless stub."""
@@ -127,12 +129,12 @@ def _to_section(index: int, raw: object) -> Section:
     return section
 
 
-def _longest_prefix(content: str, fits: Callable[[str], bool]) -> int:
-    """Largest ``k`` with ``fits(content[:k])``, by binary search (0 when nothing fits)."""
-    lo, hi = 0, len(content)
+def _longest_prefix(length: int, fits: Callable[[int], bool]) -> int:
+    """Largest ``k <= length`` with ``fits(k)``, by binary search (0 when nothing fits)."""
+    lo, hi = 0, length
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if fits(content[:mid]):
+        if fits(mid):
             lo = mid
         else:
             hi = mid - 1
@@ -159,7 +161,8 @@ def assemble_prompt(
             ``str -> int`` callable, ``"tiktoken"`` or ``"heuristic"``; the character
             heuristic (3.6 characters per token) when None.
         separator: Placed between sections.
-        marker: Appended to the section that is cut short.
+        marker: Ends the section that is cut short; ``{n}`` becomes the count of
+            characters cut.
         min_truncated_tokens: A section is cut only when at least this many tokens of
             its own text would remain; otherwise it is dropped.
         context: Extra fields for the event (``{"agent": "worker", "rule_id": ...}``).
@@ -211,12 +214,15 @@ def assemble_prompt(
 
         # Counting the whole candidate text (not summing pieces) keeps the guarantee
         # exact for tokenizers whose counts are not additive across a join.
-        def fits(head: str, before: str = text + joint) -> bool:
-            return tc.count(before + head + marker) <= budget
+        def cut(keep: int, content: str = section.content) -> str:
+            return cut_text(content, keep, keep_tail=False, marker=marker)
 
-        keep = _longest_prefix(section.content, fits)
+        def fits(keep: int, before: str = text + joint) -> bool:
+            return tc.count(before + cut(keep)) <= budget
+
+        keep = _longest_prefix(len(section.content), fits)
         if keep and tc.count(section.content[:keep]) >= max(min_truncated_tokens, 1):
-            text = text + joint + section.content[:keep] + marker
+            text = text + joint + cut(keep)
             included.append(section.label)
             truncated.append(section.label)
         else:

@@ -355,6 +355,29 @@ def _units(messages: Sequence[AgentMessage], cats: Sequence[MessageCategory]) ->
     return units
 
 
+def _category_passes(
+    units: Sequence[list[int]],
+    cats: Sequence[MessageCategory],
+    sizes: Sequence[int],
+    alive: Sequence[bool],
+    needs: Mapping[MessageCategory, int],
+    allowances: Mapping[MessageCategory, int],
+    drop: Callable[[list[int]], None],
+) -> None:
+    """Drop whole units, oldest first, category by category, until each is within its share."""
+    use = dict(needs)
+    for cat in TRIM_ORDER:
+        # The newest unit is what the model must answer: the category passes spare it.
+        for unit in units[:-1]:
+            if use[cat] <= allowances[cat]:
+                break
+            if not alive[unit[0]] or all(cats[j] is not cat for j in unit):
+                continue
+            for j in unit:
+                use[cats[j]] -= sizes[j]
+            drop(unit)
+
+
 def trim_by_category(
     messages: Sequence[AgentMessage],
     budget: int,
@@ -420,17 +443,7 @@ def trim_by_category(
             needs[c] += s
         allowances = allocate_budgets(budget, needs, shares)
         units = _units(messages, cats)
-        use = dict(needs)
-        for cat in TRIM_ORDER:
-            # The newest unit is what the model must answer: the category passes spare it.
-            for unit in units[:-1]:
-                if use[cat] <= allowances[cat]:
-                    break
-                if not alive[unit[0]] or all(cats[j] is not cat for j in unit):
-                    continue
-                for j in unit:
-                    use[cats[j]] -= sizes[j]
-                drop(unit)
+        _category_passes(units, cats, sizes, alive, needs, allowances, drop)
         # Rounding, or units spanning categories, can leave it a little over.
         live_units = [u for u in units if alive[u[0]]]
         live_units.reverse()  # pop() from the end takes the oldest

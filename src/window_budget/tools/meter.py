@@ -21,12 +21,17 @@ ignored silently.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
+from window_budget.budget._usage import (
+    MAX_USAGE_TOKENS,
+    read_count,
+    usage_from_anthropic,
+    usage_from_langchain,
+    usage_from_openai,
+)
 from window_budget.errors import ConfigError, UsageError
 from window_budget.messages import AssistantMessage, Usage
 
@@ -49,120 +54,30 @@ DEFAULT_WARN_RATIO: Final = 0.70
 DEFAULT_COMPACT_RATIO: Final = 0.78
 """Utilization at which ``should_compact`` (and ``should_warn``) latch."""
 
-MAX_USAGE_TOKENS: Final = 10**9
-"""The largest count one usage field may report. No model's window comes near a billion
-tokens, so a bigger figure is a garbled event (``1e300``), not a measurement."""
+_ANTHROPIC_KEYS: Final = ("cache_creation_input_tokens", "cache_read_input_tokens")
 
-_ANTHROPIC_KEYS: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+UsageReading = Usage
+"""The meter's former usage type, kept as an alias: readings are :class:`~window_budget.Usage`."""
 
 
 class MalformedUsageWarning(UserWarning):
     """A usage report was malformed and ignored; the meter kept its previous figures."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UsageReading:
-    """One usage report, normalised: the three parts of what filled the window."""
-
-    input_tokens: int
-    """Input tokens not served from or written to the prompt cache."""
-    cache_creation_tokens: int = 0
-    """Input tokens written to the prompt cache."""
-    cache_read_tokens: int = 0
-    """Input tokens read from the prompt cache."""
-    output_tokens: int = 0
-    """Tokens generated (not counted in ``used_tokens``: the next request adds them as input)."""
-
-    @property
-    def used_tokens(self) -> int:
-        """Input + cache creation + cache read: what the request put into the window."""
-        return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
-
-
-def _int(raw: Mapping[str, Any], key: str, where: str) -> int:
-    value = raw.get(key, 0)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(
-            f"{where}: {key} is {value!r}; usage counts must be non-negative "
-            "integers — pass the provider's numbers, not strings"
-        )
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise UsageError(f"{where}: {key} is {value!r}; usage counts must be finite numbers")
-        if not value.is_integer():
-            raise UsageError(f"{where}: {key} is {value!r}; usage counts must be whole numbers")
-        if value > MAX_USAGE_TOKENS:  # before int(): int(1e300) is a 300-digit number
-            raise UsageError(
-                f"{where}: {key} is {value!r}, more than the "
-                f"{MAX_USAGE_TOKENS:,} tokens any usage report can hold"
-            )
-        value = int(value)
-    return _checked(value, key, where)
-
-
-def _checked(value: int, key: str, where: str) -> int:
-    if value < 0:
-        raise UsageError(
-            f"{where}: {key} is {value}; usage counts cannot be negative — check the event source"
-        )
-    if value > MAX_USAGE_TOKENS:
-        # str() of a huge int is slow and, past 4,300 digits, refused by Python itself.
-        shown = f"{value:,}" if value < 10**30 else "a number of more than 30 digits"
-        raise UsageError(
-            f"{where}: {key} is {shown}, more than the {MAX_USAGE_TOKENS:,} "
-            "tokens any usage report can hold"
-        )
-    return value
-
-
-def _from_mapping(raw: Mapping[str, Any], where: str) -> UsageReading | None:
-    if any(k in raw for k in _ANTHROPIC_KEYS[1:]) or (
+def _from_mapping(raw: Mapping[str, Any], where: str) -> Usage | None:
+    # Which provider wrote it is told by its keys; each provider has one parser.
+    if any(k in raw for k in _ANTHROPIC_KEYS) or (
         "input_tokens" in raw and "input_token_details" not in raw and "total_tokens" not in raw
     ):
-        # Anthropic / Claude Code: the three parts are reported separately.
-        return UsageReading(
-            input_tokens=_int(raw, "input_tokens", where),
-            cache_creation_tokens=_int(raw, "cache_creation_input_tokens", where),
-            cache_read_tokens=_int(raw, "cache_read_input_tokens", where),
-            output_tokens=_int(raw, "output_tokens", where),
-        )
+        return usage_from_anthropic(raw, strict=True, where=where)
     if "input_tokens" in raw:
-        # LangChain usage_metadata: input_tokens already includes the cached parts.
-        details = raw.get("input_token_details") or {}
-        if not isinstance(details, Mapping):
-            raise UsageError(f"{where}: input_token_details is {details!r}, not a mapping")
-        total = _int(raw, "input_tokens", where)
-        read = _int(details, "cache_read", where)
-        created = _int(details, "cache_creation", where)
-        if read + created > total:
-            raise UsageError(
-                f"{where}: cache tokens ({read + created}) exceed input_tokens "
-                f"({total}); usage_metadata counts cached tokens inside input_tokens"
-            )
-        return UsageReading(
-            input_tokens=total - read - created,
-            cache_creation_tokens=created,
-            cache_read_tokens=read,
-            output_tokens=_int(raw, "output_tokens", where),
-        )
+        return usage_from_langchain(raw, strict=True, where=where)
     if "prompt_tokens" in raw:
-        # OpenAI: prompt_tokens includes the cached part reported in prompt_tokens_details.
-        details = raw.get("prompt_tokens_details") or {}
-        if not isinstance(details, Mapping):
-            raise UsageError(f"{where}: prompt_tokens_details is {details!r}, not a mapping")
-        total = _int(raw, "prompt_tokens", where)
-        cached = min(total, _int(details, "cached_tokens", where))
-        return UsageReading(
-            input_tokens=total - cached,
-            cache_read_tokens=cached,
-            output_tokens=_int(raw, "completion_tokens", where),
-        )
+        return usage_from_openai(raw, strict=True, where=where)
     return None
 
 
-def parse_usage(event: object) -> UsageReading | None:
+def parse_usage(event: object) -> Usage | None:
     """The usage an event reports, or None when it reports none.
 
     Accepts a Claude Code stream-json ``result`` event (usage at the top level or under
@@ -181,15 +96,10 @@ def parse_usage(event: object) -> UsageReading | None:
 
     """
     if isinstance(event, Usage):
-        # Usage checks its types and signs; the bound is the meter's own.
-        return UsageReading(
-            input_tokens=_checked(event.input_tokens, "input_tokens", "Usage"),
-            cache_creation_tokens=_checked(
-                event.cache_creation_tokens, "cache_creation_tokens", "Usage"
-            ),
-            cache_read_tokens=_checked(event.cache_read_tokens, "cache_read_tokens", "Usage"),
-            output_tokens=_checked(event.output_tokens, "output_tokens", "Usage"),
-        )
+        # Usage checks its types and signs; the bound is checked here.
+        for name in ("input_tokens", "cache_creation_tokens", "cache_read_tokens", "output_tokens"):
+            read_count({name: getattr(event, name)}, name, strict=True, where="Usage")
+        return event
     if isinstance(event, AssistantMessage):
         return parse_usage(event.usage) if event.usage is not None else None
     if isinstance(event, Mapping):
@@ -274,7 +184,7 @@ class ContextBudget:
         """Raise :class:`UsageError` on malformed usage instead of warning and ignoring it."""
         self.updates = 0
         """Number of usage reports taken."""
-        self._last: UsageReading | None = None
+        self._last: Usage | None = None
         self._should_warn = False
         self._should_compact = False
 
@@ -286,7 +196,7 @@ class ContextBudget:
         )
 
     @property
-    def last_usage(self) -> UsageReading | None:
+    def last_usage(self) -> Usage | None:
         """The latest usage report taken, normalised."""
         return self._last
 
@@ -308,7 +218,7 @@ class ContextBudget:
     @property
     def used_tokens(self) -> int:
         """Input + cache creation + cache read tokens of the latest report."""
-        return self._last.used_tokens if self._last else 0
+        return self._last.prompt_tokens if self._last else 0
 
     @property
     def utilization(self) -> float:

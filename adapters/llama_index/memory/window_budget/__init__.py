@@ -24,6 +24,7 @@ from llama_index.memory.window_budget.convert import (
     DIGEST_COVERED_KEY,
     DIGEST_KEY,
     RECORD_KEY,
+    is_digest,
     is_digest_message,
     to_core,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "clamp_text_tokens",
     "completers_from_llm",
     "default_policy",
+    "is_digest",
     "is_digest_message",
     "to_core",
 ]

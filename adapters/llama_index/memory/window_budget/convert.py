@@ -55,6 +55,7 @@ __all__ = [
     "LlamaIndexCodec",
     "digest_covered",
     "from_core_shortened",
+    "is_digest",
     "is_digest_message",
     "make_digest_chat_message",
     "message_key",
@@ -225,9 +226,17 @@ def _content(message: ChatMessage) -> list[Block]:
     return [core for core, _ in _content_origins(message)]
 
 
-def is_digest_message(message: ChatMessage) -> bool:
-    """True for a digest message this memory wrote (or an older version of it)."""
+def is_digest(message: ChatMessage) -> bool:
+    """True for a digest message this memory wrote (or an older version of it).
+
+    The same question as the core's :func:`window_budget.is_digest`, asked of a
+    ``ChatMessage``; ``is_digest_message`` is its former name, kept as an alias.
+    """
     return bridge.read_digest_record(message.additional_kwargs) is not None
+
+
+is_digest_message = is_digest
+"""Former name of :func:`is_digest`, kept so existing imports keep working."""
 
 
 def digest_covered(message: ChatMessage) -> int:
@@ -312,7 +321,7 @@ class LlamaIndexCodec:
 
     def is_pinned(self, message: ChatMessage) -> bool:
         """Leading system and developer messages are pinned (a digest never is)."""
-        return message.role in SYSTEM_ROLES and not is_digest_message(message)
+        return message.role in SYSTEM_ROLES and not is_digest(message)
 
 
 def _from_core_block(block: Block, original: Any) -> Any | None:

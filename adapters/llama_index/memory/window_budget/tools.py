@@ -13,24 +13,16 @@ from typing import Any
 from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, adapt_to_async_tool
 
-from window_budget.budget import count_text
 from window_budget.contract import TokenCounter
+from window_budget.pipeline.summarize import cut_to_tokens
 
 __all__ = ["bounded_tool", "clamp_text_tokens"]
 
-_MARKER = "\n[… {n} characters of tool output removed by window-budget …]\n"
-
 
 def clamp_text_tokens(text: str, max_tokens: int, counter: TokenCounter | None = None) -> str:
-    """``text`` cut to about ``max_tokens`` (head and tail kept, a visible marker between)."""
-    size = count_text(text, counter)  # the core's rule, so dense text is not undercounted
-    if size <= max_tokens:
-        return text
-    keep = max(0, int(len(text) * max_tokens / size) - len(_MARKER) - 8)
-    head = keep * 2 // 3
-    tail = keep - head
-    removed = len(text) - head - tail
-    return text[:head] + _MARKER.format(n=removed) + (text[len(text) - tail :] if tail else "")
+    """``text`` cut to fit ``max_tokens`` (head and tail kept, the core's marker between)."""
+    # The core's rule counts, so dense text is not undercounted.
+    return cut_to_tokens(text, max_tokens, counter, keep_tail=True)
 
 
 def bounded_tool(

@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from window_budget.pipeline._cut import cut_to_tokens as cut_to_tokens
     from window_budget.pipeline.summarize._audit import PINNED_HEADING as PINNED_HEADING
     from window_budget.pipeline.summarize._audit import DigestAudit as DigestAudit
     from window_budget.pipeline.summarize._audit import audit_digest as audit_digest
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
         build_summary_prompt as build_summary_prompt,
     )
     from window_budget.pipeline.summarize._prompt import clamp_text as clamp_text
-    from window_budget.pipeline.summarize._prompt import cut_to_tokens as cut_to_tokens
     from window_budget.pipeline.summarize._prompt import escape_block_tags as escape_block_tags
     from window_budget.pipeline.summarize._prompt import flatten_message as flatten_message
     from window_budget.pipeline.summarize._prompt import flatten_transcript as flatten_transcript
@@ -82,7 +82,7 @@ _EXPORTS: dict[str, str] = {
     "classify_tool_call": "window_budget.pipeline.summarize._extract",
     "condense_scope": "window_budget.pipeline.summarize._condense",
     "condense_scope_sync": "window_budget.pipeline.summarize._condense",
-    "cut_to_tokens": "window_budget.pipeline.summarize._prompt",
+    "cut_to_tokens": "window_budget.pipeline._cut",
     "escape_block_tags": "window_budget.pipeline.summarize._prompt",
     "extract_facts": "window_budget.pipeline.summarize._facts",
     "fact_line": "window_budget.pipeline.summarize._facts",

@@ -239,22 +239,17 @@ def _chunks(entries: list[str], budget_chars: int) -> list[str]:
     return chunks
 
 
-def _summary_flow(
-    messages: Sequence[AgentMessage],
-    deps: SummarizeDeps,
-) -> Generator[_Request, Any, Summary]:
-    """All the logic of summarize; yields requests, receives replies or exceptions."""
-    scope = deps.scope
-    policy = deps.policy
-    max_tokens = deps.max_tokens or policy.digest_max_tokens
-    # The whole digest message stays within max_tokens: header, blank line and framing too.
-    body_tokens = max(16, max_tokens - count_text(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
-    prior = deps.prior_digest
+def _carry_digests(
+    body_messages: list[AgentMessage], prior: str | None
+) -> tuple[str | None, FactLedger | None, int]:
+    """Take the digests at the head of ``body_messages`` off it and carry them in.
+
+    A digest at the head of the dropped part is carried in, not flattened again; its ledger
+    (or, for a digest without one, what its text states) is merged. Returns the carried
+    text (after ``prior``), the merged ledger, and the masked outputs the last one counted.
+    """
     prior_ledger: FactLedger | None = None
     counted_masks = 0
-    body_messages = list(messages)
-    # A digest at the head of the dropped part is carried in, not flattened again; its
-    # ledger (or, for a digest without one, what its text states) is merged.
     while body_messages and is_digest(body_messages[0]):
         head = body_messages.pop(0)
         carried = digest_body(head) or ""
@@ -267,6 +262,21 @@ def _summary_flow(
                 if prior_ledger is None
                 else merge_ledgers(prior_ledger, carried_ledger)
             )
+    return prior, prior_ledger, counted_masks
+
+
+def _summary_flow(
+    messages: Sequence[AgentMessage],
+    deps: SummarizeDeps,
+) -> Generator[_Request, Any, Summary]:
+    """All the logic of summarize; yields requests, receives replies or exceptions."""
+    scope = deps.scope
+    policy = deps.policy
+    max_tokens = deps.max_tokens or policy.digest_max_tokens
+    # The whole digest message stays within max_tokens: header, blank line and framing too.
+    body_tokens = max(16, max_tokens - count_text(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
+    body_messages = list(messages)
+    prior, prior_ledger, counted_masks = _carry_digests(body_messages, deps.prior_digest)
     # Originals of outputs masked since the carried digest went to the archive when they were
     # masked, ahead of what is folded now: the pointers start after them.
     handed_back = max(0, deps.masked_total - counted_masks)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
@@ -994,16 +994,11 @@ def pin_lines(facts: Sequence[Fact], root: str | None = None, level: int = 0) ->
     return out
 
 
-def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
-    """The digest's bullet lines; ``level`` 1 collapses and groups, 2 also shortens prose."""
+def _prose_lines(
+    facts: Sequence[Fact], root: str | None, level: int, prose: int, add: Callable[..., None]
+) -> None:
+    """The lines told in prose: asks, guardrails, the last step, errors, decisions, plans, notes."""
     short = level >= 2
-    out: list[_Line] = []
-    prose = (64 if level >= 4 else 80 if level >= 3 else 200) if short else 600
-
-    def add(section: str, text: str, *of: Fact) -> None:
-        first = min((f.first for f in of), default=0)
-        out.append(_Line(section, text, of, (first, text)))
-
     for f in facts:
         if f.kind == "ask":
             add("asks", cut_words(_unquote(f.text) if level >= 4 else f.text, prose), f)
@@ -1020,13 +1015,109 @@ def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
             add("plan", cut_words(f.text, prose), f)
         elif f.kind == "note":
             add("carryover", cut_words(f.text, prose), f)
-    commands = [f for f in facts if f.kind == "command"]
-    # Tightest: an error a later run of the same command fixed is told with that command.
+
+
+def _packed_lines(
+    packed: Sequence[Fact],
+    level: int,
+    folded: Mapping[str, Sequence[Fact]],
+    entry: Callable[[Fact, str], str],
+    add: Callable[..., None],
+) -> None:
+    """The passing commands packed onto shared lines (compressed levels only)."""
+    if packed and level >= 4:  # tightest: grouped by program, the rest of each verbatim
+        groups = _by_program(packed)
+        for head, group in groups:
+            add(
+                "carryover",
+                f"ran, passing, `{head} …` ({len(group)} commands): "
+                + ", ".join(entry(f, _bare(cut_words(f.text[len(head) + 1 :], 90))) for f in group),
+                *group,
+                *(e for f in group for e in folded.get(f.text, ())),
+            )
+        singles = [f for f in packed if not any(f in g for _, g in groups)]
+        if singles:
+            add(
+                "carryover",
+                "ran, passing: "
+                + ", ".join(entry(f, code(cut_words(f.text, 90))) for f in singles),
+                *singles,
+                *(e for f in singles for e in folded.get(f.text, ())),
+            )
+    elif packed:  # tighter: the passing commands on one line, verbatim
+        add(
+            "carryover",
+            "ran, passing: "
+            + ", ".join(
+                code(cut_words(f.text, 90)) + (f" ×{f.count}" if f.count > 1 else "")
+                for f in packed
+            ),
+            *packed,
+        )
+
+
+def _noise_tally(noise: Sequence[Fact]) -> str:
+    """Looking-around commands as one tally, the most run first: ``ls`` ×4, ``git status``."""
+    runs: dict[str, int] = {}
+    for f in sorted(noise, key=lambda f: f.first):
+        words = f.text.split()
+        name = " ".join(words[:2] if words[0] == "git" else words[:1])
+        runs[name] = runs.get(name, 0) + f.count
+    return ", ".join(
+        f"{code(name)} ×{n}" if n > 1 else code(name)
+        for name, n in sorted(runs.items(), key=lambda kv: -kv[1])
+    )
+
+
+def _identifier_lines(
+    facts: Sequence[Fact],
+    root: str | None,
+    level: int,
+    out: Sequence[_Line],
+    add: Callable[..., None],
+) -> None:
+    """The names no other line states yet (``out`` holds the lines so far)."""
+    shown = {f.text for f in facts if f.kind in ("file", "command")}
+    shown |= {_relative(f.text, root) for f in facts if f.kind == "file"}
+    if level >= 4:  # tightest: a name another line already states is not listed again
+        told_text = "\n".join(line.text for line in out)
+        shown |= {f.text for f in facts if f.kind == "identifier" and f.text in told_text}
+    idents = [f for f in facts if f.kind == "identifier" and f.text not in shown]
+    if not idents:
+        return
+    ordered = sorted(idents, key=lambda f: (f.status != "user", f.first, f.key))
+    if level == 0:
+        for f in ordered:
+            add("carryover", code(f.text), f)
+    else:
+        add("carryover", "names: " + ", ".join(_name(f.text, level) for f in ordered), *ordered)
+
+
+def _folded_errors(
+    facts: Sequence[Fact], commands: Sequence[Fact], level: int
+) -> dict[str, list[Fact]]:
+    """Tightest level: errors a later passing run of the same command fixed, by command."""
     passing = {f.text: f for f in commands if f.status == "ok"} if level >= 4 else {}
     folded: dict[str, list[Fact]] = {}
     for f in facts:
         if f.kind == "error" and f.status == "resolved" and f.detail in passing:
             folded.setdefault(f.detail, []).append(f)
+    return folded
+
+
+def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
+    """The digest's bullet lines; ``level`` 1 collapses and groups, 2 also shortens prose."""
+    short = level >= 2
+    out: list[_Line] = []
+    prose = (64 if level >= 4 else 80 if level >= 3 else 200) if short else 600
+
+    def add(section: str, text: str, *of: Fact) -> None:
+        first = min((f.first for f in of), default=0)
+        out.append(_Line(section, text, of, (first, text)))
+
+    _prose_lines(facts, root, level, prose, add)
+    commands = [f for f in facts if f.kind == "command"]
+    folded = _folded_errors(facts, commands, level)
     fixed = [
         f
         for f in facts
@@ -1072,35 +1163,7 @@ def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
         )
         return f"{text}{runs}" + (f" (failed first: {fails})" if fails else "")
 
-    if packed and level >= 4:  # tightest: grouped by program, the rest of each verbatim
-        groups = _by_program(packed)
-        for head, group in groups:
-            add(
-                "carryover",
-                f"ran, passing, `{head} …` ({len(group)} commands): "
-                + ", ".join(entry(f, _bare(cut_words(f.text[len(head) + 1 :], 90))) for f in group),
-                *group,
-                *(e for f in group for e in folded.get(f.text, ())),
-            )
-        singles = [f for f in packed if not any(f in g for _, g in groups)]
-        if singles:
-            add(
-                "carryover",
-                "ran, passing: "
-                + ", ".join(entry(f, code(cut_words(f.text, 90))) for f in singles),
-                *singles,
-                *(e for f in singles for e in folded.get(f.text, ())),
-            )
-    elif packed:  # tighter: the passing commands on one line, verbatim
-        add(
-            "carryover",
-            "ran, passing: "
-            + ", ".join(
-                code(cut_words(f.text, 90)) + (f" ×{f.count}" if f.count > 1 else "")
-                for f in packed
-            ),
-            *packed,
-        )
+    _packed_lines(packed, level, folded, entry, add)
     for f in commands:
         if f in packed:
             continue
@@ -1109,29 +1172,8 @@ def _lines(facts: Sequence[Fact], root: str | None, level: int) -> list[_Line]:
         elif f.text in told:
             out.append(_Line("stuck", "", (f,), (f.first, "")))  # counted with its error
     if noise:
-        runs: dict[str, int] = {}
-        for f in sorted(noise, key=lambda f: f.first):
-            words = f.text.split()
-            name = " ".join(words[:2] if words[0] == "git" else words[:1])
-            runs[name] = runs.get(name, 0) + f.count
-        tally = ", ".join(
-            f"{code(name)} ×{n}" if n > 1 else code(name)
-            for name, n in sorted(runs.items(), key=lambda kv: -kv[1])
-        )
-        add("carryover", f"also ran (looking around): {tally}", *noise)
-    shown = {f.text for f in facts if f.kind in ("file", "command")}
-    shown |= {_relative(f.text, root) for f in facts if f.kind == "file"}
-    if level >= 4:  # tightest: a name another line already states is not listed again
-        told_text = "\n".join(line.text for line in out)
-        shown |= {f.text for f in facts if f.kind == "identifier" and f.text in told_text}
-    idents = [f for f in facts if f.kind == "identifier" and f.text not in shown]
-    if idents:
-        ordered = sorted(idents, key=lambda f: (f.status != "user", f.first, f.key))
-        if level == 0:
-            for f in ordered:
-                add("carryover", code(f.text), f)
-        else:
-            add("carryover", "names: " + ", ".join(_name(f.text, level) for f in ordered), *ordered)
+        add("carryover", f"also ran (looking around): {_noise_tally(noise)}", *noise)
+    _identifier_lines(facts, root, level, out, add)
     if reads:
         if level == 0:
             for f in reads:

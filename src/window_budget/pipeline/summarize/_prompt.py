@@ -13,8 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
-from window_budget.budget._estimate import count_text
-from window_budget.contract import CondenseScope, TokenCounter
+from window_budget.contract import CondenseScope
 from window_budget.digest import digest_body, is_digest
 from window_budget.messages import (
     AgentMessage,
@@ -32,6 +31,7 @@ from window_budget.messages import (
     UserMessage,
     serialize_unknown,
 )
+from window_budget.pipeline._cut import SHORTENED_MARKER, cut_text, cut_to_tokens
 
 __all__ = [
     "CONDENSER_BRIEF",
@@ -148,35 +148,15 @@ def one_line(text: str) -> str:
 def clamp_text(text: str, limit: int) -> str:
     """Keep the head and tail of ``text`` within about ``limit`` characters, marker between.
 
-    >>> clamp_text("a" * 50 + "b" * 50, 60)
-    'aaaaaaaaaaaaaaaaaaaa[… 70 chars elided …]bbbbbbbbbb'
+    :func:`~window_budget.pipeline.cut_text` with the marker counted in the limit.
+
+    >>> clamp_text("a" * 50 + "b" * 50, 70)
+    'aaaaaaaaaaaaaaaaaaaa[… 70 chars removed by window-budget …]bbbbbbbbbb'
     """
     if limit <= 0 or len(text) <= limit:
         return text
-    room = max(limit - 30, 3)  # the marker itself takes about 30 characters
-    head = max(1, room * 2 // 3)
-    tail = max(1, room - head)
-    elided = len(text) - head - tail
-    return f"{text[:head]}[… {elided} chars elided …]{text[-tail:]}"
-
-
-def cut_to_tokens(
-    text: str,
-    max_tokens: int,
-    counter: TokenCounter | None = None,
-    *,
-    marker: str = "\n[… digest shortened to fit its budget …]",
-) -> str:
-    """``text`` itself when it fits ``max_tokens``, else its head with ``marker``, fitting."""
-    if count_text(text, counter) <= max_tokens:
-        return text
-    limit = len(text)
-    while limit > 1:
-        limit = int(limit * 0.85)
-        candidate = text[:limit].rstrip() + marker
-        if count_text(candidate, counter) <= max_tokens:
-            return candidate
-    return ""
+    marker = len(SHORTENED_MARKER.replace("{n}", f"{len(text):,}"))
+    return cut_text(text, max(limit - marker, 3))
 
 
 def _content_lines(content: Content, *, images: list[str]) -> str:
