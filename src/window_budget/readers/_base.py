@@ -8,6 +8,7 @@ error for a bad line reads the same whatever the format.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import math
 import mimetypes
@@ -304,6 +305,11 @@ def loads(text: str) -> Any:
     :class:`JSONProblem`. Non-finite numbers (``NaN``, ``Infinity``, ``1e400``) are decoded
     as Python does; fields that must be counts reject them (:func:`as_count`).
     """
+    # No cyclic collection during the decode: on a deeply nested document the decoder runs
+    # near the recursion limit, and a finalizer the collector ran there (some other object's
+    # __del__) would fail with its own RecursionError, reported as an unraisable exception.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -319,6 +325,9 @@ def loads(text: str) -> Any:
                 f"holds an integer with more than {_max_digits():,} digits, too long to read"
             ) from None
         raise JSONProblem(str(exc)) from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _max_digits() -> int:
