@@ -9,8 +9,9 @@ on first use, so importing the package adds no import cycle.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from window_budget._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from window_budget.pipeline._cut import cut_to_tokens as cut_to_tokens
@@ -152,16 +153,4 @@ __all__ = [
     "summarize_sync",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Load a public name from its private module on first use."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
