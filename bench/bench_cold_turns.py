@@ -71,17 +71,19 @@ def row(label: str, ms: float, base: float | None = None) -> None:
 # ------------------------------------------------------------------- LangChain
 
 
-def lc_transcript(n: int) -> list[Any]:
+def lc_transcript(n: int, thread: str = "") -> list[Any]:
+    """``n`` messages of a tool-using agent; ``thread`` prefixes every id (ids are unique
+    per thread in a real checkpointer: LangGraph gives each message a UUID)."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
     out: list[Any] = []
     i = 0
     while len(out) < n:
-        out.append(HumanMessage(f"step {i}: please look at module_{i}.py " + "q" * 120, id=f"h{i}"))
+        out.append(HumanMessage(f"step {i}: please look at module_{i}.py " + "q" * 120, id=f"{thread}h{i}"))
         out.append(
             AIMessage(
                 "checking",
-                id=f"a{i}",
+                id=f"{thread}a{i}",
                 tool_calls=[
                     {
                         "name": "read_file",
@@ -94,13 +96,13 @@ def lc_transcript(n: int) -> list[Any]:
         )
         out.append(
             ToolMessage(
-                f"contents of module_{i}.py\n" + "x = 1\n" * 60, tool_call_id=f"c{i}", id=f"t{i}"
+                f"contents of module_{i}.py\n" + "x = 1\n" * 60, tool_call_id=f"c{i}", id=f"{thread}t{i}"
             )
         )
         out.append(
             AIMessage(
                 f"module_{i}.py looks fine " + "a" * 80,
-                id=f"s{i}",
+                id=f"{thread}s{i}",
                 usage_metadata={
                     "input_tokens": 100 * i + 50,
                     "output_tokens": 20,
@@ -278,7 +280,7 @@ def bench_condense(n: int, runs: int) -> None:
     # One engine serving two threads that take turns (one middleware, many users): the
     # other thread ran in between, so this one is not the engine's previous list.
     shared = LangChainCondenser(context_window=window)
-    other = messages_from_dict(messages_to_dict(lc_transcript(n // 2)))
+    other = messages_from_dict(messages_to_dict(lc_transcript(n // 2, thread="other-")))
     shared.run(messages_from_dict(dumped))
 
     def other_thread_between() -> None:
@@ -356,8 +358,8 @@ def bench_lcel(turns: int) -> None:
     stored: list[Any] = []
     digests: set[str] = set()
     for i in range(turns):
-        stored.append(HumanMessage(f"question {i}: " + "q" * 600, id=f"h{i}"))
-        stored.append(AIMessage(f"answer {i}: " + "a" * 600, id=f"a{i}"))
+        stored.append(HumanMessage(f"question {i}: " + "q" * 600, id=f"{thread}h{i}"))
+        stored.append(AIMessage(f"answer {i}: " + "a" * 600, id=f"{thread}a{i}"))
         out = transformer.invoke(messages_from_dict(messages_to_dict(stored)))
         if out[0].id and str(out[0].id).startswith("window-budget-digest"):
             digests.add(str(out[0].id))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, cast
+from typing import Any, Final, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -21,6 +21,7 @@ from langchain_core.messages import (
     BaseMessage,
     FunctionMessage,
     HumanMessage,
+    SystemMessage,
     ToolMessage,
     convert_to_messages,
 )
@@ -276,7 +277,11 @@ class LangChainCondenser:
             summarizer_model=summarizer_model,
         )
         """The core condenser doing the work."""
-        self._converter = Converter(model_id=model_id, counter=self.counter, use_usage=use_usage)
+        self._model_id = model_id
+        self._use_usage = use_usage
+        # Per conversation (a middleware's thread, say) what the engine saw last turn, so
+        # one engine serving many conversations that take turns keeps each one warm.
+        self._sessions: OrderedDict[Hashable, _Session] = OrderedDict()
         self._lock = threading.Lock()
         # What makes two digests of one head interchangeable: the writer and the policy.
         self._digest_seed = (
@@ -286,11 +291,6 @@ class LangChainCondenser:
             repr(self.condenser.policy),
             window,
         )
-        self._chain_src: list[BaseMessage] = []
-        self._chain_last: list[int] = []
-        self._chain_pinned = 0
-        self._seen: list[BaseMessage] = []  # what the last run converted
-        self._seen_fields: MessageFields | None = None  # message_fields(self._seen), if known
         self.reused_prefix = 0
         """How many messages of the last run were recognised as the previous run's, field
         for field, though they were new objects (for tests and benchmarks)."""
@@ -310,20 +310,53 @@ class LangChainCondenser:
     @property
     def use_usage(self) -> bool:
         """Whether the gate anchors on ``AIMessage.usage_metadata``."""
-        return self._converter.use_usage
+        return self._use_usage
 
     def ignore_usage(self) -> None:
         """Stop anchoring on ``usage_metadata`` (for callers that do not store the result)."""
         with self._lock:
-            self._converter = Converter(
-                model_id=self._converter.model_id, counter=self.counter, use_usage=False
-            )
+            self._use_usage = False
+            self._sessions.clear()
+
+    def _session(self, messages: Sequence[Any], key: Hashable | None) -> _Session:
+        """What the engine remembers of the conversation ``messages`` belongs to.
+
+        ``key`` names the conversation (the middleware passes the thread id); without it,
+        the id of its first non-system message does (LangGraph and the chat stores give
+        every message one), else all id-less conversations share one. A wrong guess costs
+        time only: everything remembered is checked against the messages before use.
+        Bounded: :data:`SESSIONS` conversations and :data:`SESSION_MESSAGES` messages,
+        the least recently used forgotten first.
+        """
+        if key is None:
+            key = _conversation_key(messages)
+        with self._lock:
+            sessions = self._sessions
+            session = sessions.get(key)
+            if session is None:
+                converter = Converter(
+                    model_id=self._model_id, counter=self.counter, use_usage=self._use_usage
+                )
+                session = sessions[key] = _Session(converter)
+            else:
+                sessions.move_to_end(key)
+            self._bound_sessions()
+            return session
+
+    def _bound_sessions(self) -> None:
+        """Forget the least recently used conversations past the bounds (lock held)."""
+        sessions = self._sessions
+        while len(sessions) > 1 and (
+            len(sessions) > SESSIONS
+            or sum(len(s.seen) for s in sessions.values()) > SESSION_MESSAGES
+        ):
+            sessions.popitem(last=False)
 
     # -- shared halves ---------------------------------------------------------
 
-    def _message_list(self, messages: Sequence[Any]) -> Sequence[BaseMessage]:
+    def _message_list(self, messages: Sequence[Any], session: _Session) -> Sequence[BaseMessage]:
         """:func:`as_message_list`, without reading a list the previous run already read."""
-        seen = self._seen
+        seen = session.seen
         k = len(seen)
         if (
             type(messages) is list
@@ -333,7 +366,9 @@ class LangChainCondenser:
             return messages
         return as_message_list(messages)
 
-    def _canonical(self, messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
+    def _canonical(
+        self, messages: Sequence[BaseMessage], session: _Session
+    ) -> Sequence[BaseMessage]:
         """``messages``, with the previous run's objects in place of an equal prefix.
 
         A checkpointer or a store hands back the thread as new objects every turn. When
@@ -346,7 +381,7 @@ class LangChainCondenser:
         back (results are mapped by position, see :meth:`run`).
         """
         with self._lock:
-            last = self._seen
+            last = session.seen
             k = len(last)
             canon: Sequence[BaseMessage] = messages
             fields = None
@@ -356,13 +391,16 @@ class LangChainCondenser:
                 # one comparison of pointers, nothing read from the messages themselves.
                 if len(messages) == k:
                     return messages
-                if self._seen_fields is not None:
+                if session.seen_fields is not None:
                     grown = message_fields(messages[k:])
                     if grown is not None:
-                        fields = (self._seen_fields[0] + grown[0], self._seen_fields[1] + grown[1])
+                        fields = (
+                            session.seen_fields[0] + grown[0],
+                            session.seen_fields[1] + grown[1],
+                        )
             elif k and len(messages) >= k:
                 mine = message_fields(messages)
-                theirs = self._seen_fields or message_fields(last)
+                theirs = session.seen_fields or message_fields(last)
                 if (
                     mine is not None
                     and theirs is not None
@@ -374,13 +412,14 @@ class LangChainCondenser:
                     self.reused_prefix = k
             # Only the stand-ins are kept, never a list the caller was given for one turn:
             # it is freed by whoever dropped it, not by this engine on the next turn.
-            self._seen = list(canon)
-            self._seen_fields = fields
+            session.seen = list(canon)
+            session.seen_fields = fields
+            self._bound_sessions()
             return canon
 
-    def _convert(self, messages: Sequence[BaseMessage]) -> Converted:
-        with self._lock:  # the converter is a per-instance cache
-            return self._converter.convert(messages)
+    def _convert(self, messages: Sequence[BaseMessage], session: _Session) -> Converted:
+        with self._lock:  # the converter is a per-conversation cache
+            return session.converter.convert(messages)
 
     def _finish(
         self,
@@ -437,6 +476,7 @@ class LangChainCondenser:
         self,
         messages: Sequence[BaseMessage],
         force: bool,
+        session: _Session,
         canon: Sequence[BaseMessage] | None = None,
     ) -> _Recall | None:
         """The transcript with a remembered digest in place of its head, when one is known.
@@ -447,9 +487,9 @@ class LangChainCondenser:
         if not self.remember_digests:
             return None
         canon = messages if canon is None else canon
-        codec = self._converter.codec
+        codec = session.converter.codec
         pinned = bridge.pinned_count(codec, canon)
-        chain = self._chain(codec, canon, pinned)
+        chain = self._chain(codec, canon, pinned, session)
         hit = None if force else bridge.recall_digest(chain, self._digest_seed)
         if hit is None:
             return _Recall(messages, pinned, chain, 0, None, canon=canon)
@@ -471,13 +511,15 @@ class LangChainCondenser:
             canon=canon_view,
         )
 
-    def _chain(self, codec: Any, canon: Sequence[BaseMessage], pinned: int) -> list[int]:
+    def _chain(
+        self, codec: Any, canon: Sequence[BaseMessage], pinned: int, session: _Session
+    ) -> list[int]:
         """The head fingerprints of ``canon[pinned:]``, extending last call's when it only grew."""
         with self._lock:
-            src, chain = self._chain_src, self._chain_last
+            src, chain = session.chain_src, session.chain_last
             k = len(src)
             if (
-                pinned == self._chain_pinned
+                pinned == session.chain_pinned
                 and len(chain) == k - pinned
                 and _holds_objects(canon, src)
             ):
@@ -486,7 +528,7 @@ class LangChainCondenser:
                 chain = bridge.head_chain(codec, canon[k:], self._digest_seed, prev=chain)
             else:
                 chain = bridge.head_chain(codec, canon[pinned:], self._digest_seed)
-            self._chain_src, self._chain_last, self._chain_pinned = list(canon), chain, pinned
+            session.chain_src, session.chain_last, session.chain_pinned = list(canon), chain, pinned
             return chain
 
     def _remember(self, recall: _Recall | None, out: LangChainResult) -> LangChainResult:
@@ -513,6 +555,7 @@ class LangChainCondenser:
         extra_pinned_tokens: int = 0,
         archive: ArchiveFn | None = None,
         own_objects: bool = True,
+        conversation: Hashable | None = None,
     ) -> LangChainResult:
         """Condense ``messages`` when over budget (or always, with ``force``); sync.
 
@@ -522,14 +565,17 @@ class LangChainCondenser:
         ``own_objects=False``: when nothing is done, the result's ``messages`` may hold
         objects equal, field for field, to the input's instead of the input itself (for a
         caller that keeps the result but not the input, so that a thread's previous list
-        is not kept alive; the middleware does so).
+        is not kept alive; the middleware does so). ``conversation`` names the
+        conversation (the middleware passes the thread id) so that an engine serving many
+        keeps what it knows of each apart; without it the first non-system message's id
+        decides.
 
         Raises:
             BudgetError: the result cannot fit (e.g. the system prompt alone is too large).
             SummarizerError: the summarizer failed and the policy says to raise.
 
         """
-        prep = self._prepare(messages, force, extra_pinned_tokens)
+        prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
         result = self.condenser.run_sync(
             prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
         )
@@ -543,27 +589,35 @@ class LangChainCondenser:
         extra_pinned_tokens: int = 0,
         archive: ArchiveFn | None = None,
         own_objects: bool = True,
+        conversation: Hashable | None = None,
     ) -> LangChainResult:
         """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``)."""
-        prep = self._prepare(messages, force, extra_pinned_tokens)
+        prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
         result = await self.condenser.run(
             prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
         )
         return self._complete(prep, result, archive, own_objects)
 
-    def _prepare(self, messages: Sequence[Any], force: bool, extra_pinned_tokens: int) -> _Prepared:
+    def _prepare(
+        self,
+        messages: Sequence[Any],
+        force: bool,
+        extra_pinned_tokens: int,
+        conversation: Hashable | None,
+    ) -> _Prepared:
         """Everything before the core runs, shared by :meth:`run` and :meth:`arun`."""
-        messages = self._message_list(messages)
-        canon = self._canonical(messages)
-        force = force or self._counted_trigger(canon, extra_pinned_tokens)
+        session = self._session(messages, conversation)
+        messages = self._message_list(messages, session)
+        canon = self._canonical(messages, session)
+        force = force or self._counted_trigger(canon, extra_pinned_tokens, conversation)
         try:
-            recall = self._recall(messages, force, canon)
+            recall = self._recall(messages, force, session, canon)
             view = recall.view if recall is not None else messages
             converted = recall.canon if recall is not None else canon
-            conv = self._convert(converted)
+            conv = self._convert(converted, session)
         finally:
             # The key memo holds this run's messages: never let it keep a thread alive.
-            self._converter.forget()
+            session.converter.forget()
         return _Prepared(
             view, converted, conv, recall, force, conv.pinned_tokens + extra_pinned_tokens
         )
@@ -579,21 +633,39 @@ class LangChainCondenser:
             ),
         )
 
-    def _counted_trigger(self, messages: Sequence[BaseMessage], extra_pinned_tokens: int) -> bool:
+    def _counted_trigger(
+        self,
+        messages: Sequence[BaseMessage],
+        extra_pinned_tokens: int,
+        conversation: Hashable | None,
+    ) -> bool:
         """True when a ``("messages", N)`` trigger clause holds for ``messages``."""
         trigger = self._size_trigger
         if trigger is None:
             return False
         tokens = (
-            self.estimate(messages, extra_pinned_tokens=extra_pinned_tokens)
+            self.estimate(
+                messages, extra_pinned_tokens=extra_pinned_tokens, conversation=conversation
+            )
             if trigger.needs_tokens()
             else None
         )
         return trigger.met(len(messages), tokens)
 
-    def estimate(self, messages: Sequence[Any], *, extra_pinned_tokens: int = 0) -> int:
+    def estimate(
+        self,
+        messages: Sequence[Any],
+        *,
+        extra_pinned_tokens: int = 0,
+        conversation: Hashable | None = None,
+    ) -> int:
         """The gate's token figure for ``messages`` (pinned system messages included)."""
-        conv = self._convert(self._canonical(self._message_list(messages)))
+        session = self._session(messages, conversation)
+        try:
+            listed = self._message_list(messages, session)
+            conv = self._convert(self._canonical(listed, session), session)
+        finally:
+            session.converter.forget()
         decision = self.condenser.decide(
             conv.core, pinned_tokens=conv.pinned_tokens + extra_pinned_tokens
         )
@@ -602,6 +674,42 @@ class LangChainCondenser:
     def count_messages(self, messages: Sequence[Any]) -> int:
         """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
         return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
+
+
+SESSIONS: Final = 256
+"""Conversations one engine remembers between their turns (the least recently used goes)."""
+
+SESSION_MESSAGES: Final = 100_000
+"""Messages all remembered conversations may hold together (the engine keeps the objects of
+each one's last turn alive; past this the least recently used are forgotten first)."""
+
+
+@dataclass(eq=False, slots=True)
+class _Session:
+    """What the engine saw of one conversation on its last turn."""
+
+    converter: Converter
+    """Its conversion (the core objects its ledger knows by identity)."""
+    seen: list[BaseMessage] = field(default_factory=list)
+    """The messages it last converted (stand-ins for equal new objects next turn)."""
+    seen_fields: MessageFields | None = None
+    """:func:`message_fields` of ``seen``, when known."""
+    chain_src: list[BaseMessage] = field(default_factory=list)
+    """The messages its head fingerprints were taken of (remembered digests)."""
+    chain_last: list[int] = field(default_factory=list)
+    """Those fingerprints."""
+    chain_pinned: int = 0
+    """Leading system messages when they were taken."""
+
+
+def _conversation_key(messages: Sequence[Any]) -> Hashable:
+    """The id of the first non-system message among the first few, else None."""
+    for m in messages[:8]:
+        if isinstance(m, SystemMessage):
+            continue
+        mid = getattr(m, "id", None)
+        return ("id", mid) if isinstance(mid, str) else None
+    return None
 
 
 @dataclass(frozen=True, slots=True)

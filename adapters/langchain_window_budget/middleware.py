@@ -223,10 +223,16 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         runtime: Runtime[Any],
     ) -> dict[str, Any] | None:
         """Condense the thread before the model sees it; ``None`` when under budget."""
-        thread = self.thread_state(_thread_id(runtime))
+        tid = _thread_id(runtime)
+        thread = self.thread_state(tid)
         tokens = thread.system_tokens
         self.gates += 1
-        result = self.engine.run(state["messages"], extra_pinned_tokens=tokens, own_objects=False)
+        result = self.engine.run(
+            state["messages"],
+            extra_pinned_tokens=tokens,
+            own_objects=False,
+            conversation=_conversation(tid),
+        )
         return self._update(thread, result, tokens, state["messages"])
 
     async def abefore_model(
@@ -235,20 +241,26 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         runtime: Runtime[Any],
     ) -> dict[str, Any] | None:
         """The async twin of :meth:`before_model` (the digest call uses ``ainvoke``)."""
-        thread = self.thread_state(_thread_id(runtime))
+        tid = _thread_id(runtime)
+        thread = self.thread_state(tid)
         tokens = thread.system_tokens
         self.gates += 1
         result = await self.engine.arun(
-            state["messages"], extra_pinned_tokens=tokens, own_objects=False
+            state["messages"],
+            extra_pinned_tokens=tokens,
+            own_objects=False,
+            conversation=_conversation(tid),
         )
         return self._update(thread, result, tokens, state["messages"])
 
-    def _already_gated(self, request: ModelRequest[Any]) -> tuple[_ThreadState, int, bool]:
-        thread = self.thread_state(_thread_id(request.runtime))
+    def _already_gated(self, request: ModelRequest[Any]) -> tuple[_ThreadState, int, Any, bool]:
+        tid = _thread_id(request.runtime)
+        thread = self.thread_state(tid)
         tokens = self._learn(thread, request.system_message)
         return (
             thread,
             tokens,
+            _conversation(tid),
             thread.gated is not None and _mark(request.messages, tokens) == thread.gated,
         )
 
@@ -258,11 +270,13 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Learn the system prompt's size; condense this request if it still does not fit."""
-        thread, tokens, done = self._already_gated(request)
+        thread, tokens, conversation, done = self._already_gated(request)
         if done:
             return handler(request)
         self.gates += 1
-        result = self.engine.run(request.messages, extra_pinned_tokens=tokens)
+        result = self.engine.run(
+            request.messages, extra_pinned_tokens=tokens, conversation=conversation
+        )
         if not result.changed:
             thread.gated = _mark(request.messages, tokens)
             return handler(request)
@@ -275,16 +289,23 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """The async twin of :meth:`wrap_model_call`."""
-        thread, tokens, done = self._already_gated(request)
+        thread, tokens, conversation, done = self._already_gated(request)
         if done:
             return await handler(request)
         self.gates += 1
-        result = await self.engine.arun(request.messages, extra_pinned_tokens=tokens)
+        result = await self.engine.arun(
+            request.messages, extra_pinned_tokens=tokens, conversation=conversation
+        )
         if not result.changed:
             thread.gated = _mark(request.messages, tokens)
             return await handler(request)
         request = request.override(messages=list(result.messages))  # type: ignore[arg-type]
         return _mark_reply(await handler(request))
+
+
+def _conversation(thread_id: Any) -> Any:
+    """The engine's name for a thread's conversation (None outside a graph run: guessed)."""
+    return None if thread_id is None else ("thread", thread_id)
 
 
 def _mark(

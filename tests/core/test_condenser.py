@@ -243,10 +243,10 @@ def test_regating_after_an_append_estimates_one_message() -> None:
     condenser = create_condenser(model=Model("m", 10_000_000))
     msgs = long_session(turns=300, size=50)
     condenser.run_sync(msgs)
-    before = condenser._ledger.estimated
+    before = condenser.estimated
     msgs.append(UserMessage("one more"))
     condenser.run_sync(msgs)
-    assert condenser._ledger.estimated == before + 1
+    assert condenser.estimated == before + 1
 
 
 failing = st.sampled_from(

@@ -65,7 +65,7 @@ def test_an_unchanged_thread_as_new_objects_costs_only_what_was_appended(
     first = engine.run(reload(thread))
     assert not first.changed
     assert work["converted"] == len(thread)
-    estimated = engine.condenser._ledger.estimated
+    estimated = engine.condenser.estimated
     for turn in range(3):
         thread = [*thread, HumanMessage(f"turn {turn}", id=f"new{turn}")]
         work.update(keys=0, compared=0, converted=0)
@@ -75,7 +75,7 @@ def test_an_unchanged_thread_as_new_objects_costs_only_what_was_appended(
         assert engine.reused_prefix == len(thread) - 1
         # Only the appended message: keyed, converted and estimated once each.
         assert work == {"keys": 1, "compared": 0, "converted": 1}
-        assert engine.condenser._ledger.estimated == estimated + turn + 1
+        assert engine.condenser.estimated == estimated + turn + 1
 
 
 def test_condense_messages_on_a_reloaded_list_converts_nothing_again(work: dict[str, int]) -> None:
@@ -269,7 +269,7 @@ def test_regating_the_same_list_reads_no_message(reads: dict[str, int], remember
     thread = tool_loop(500)
     engine = LangChainCondenser(context_window=WINDOW, remember_digests=remember)
     first = engine.run(thread)
-    estimated = engine.condenser._ledger.estimated
+    estimated = engine.condenser.estimated
     reads.update(scanned=0, fields=0, fingerprinted=0, estimated=0)
     for _ in range(3):
         out = engine.run(thread)
@@ -277,18 +277,18 @@ def test_regating_the_same_list_reads_no_message(reads: dict[str, int], remember
         assert out.core.tokens_before == first.core.tokens_before
     # One comparison of pointers per layer; no message is scanned, keyed or estimated.
     assert reads == {"scanned": 0, "fields": 0, "fingerprinted": 0, "estimated": 0}
-    assert engine.condenser._ledger.estimated == estimated
+    assert engine.condenser.estimated == estimated
 
 
 def test_a_grown_list_reads_only_what_was_appended(reads: dict[str, int]) -> None:
     thread = tool_loop(200)
     engine = LangChainCondenser(context_window=WINDOW, remember_digests=True)
     engine.run(thread)
-    estimated = engine.condenser._ledger.estimated
+    estimated = engine.condenser.estimated
     reads.update(scanned=0, fields=0, fingerprinted=0, estimated=0)
     grown = [*thread, HumanMessage("one more", id="more")]
     assert engine.run(grown).messages is grown
-    assert engine.condenser._ledger.estimated == estimated + 1
+    assert engine.condenser.estimated == estimated + 1
     assert reads["scanned"] == 0  # the known objects' types are not scanned again
 
 

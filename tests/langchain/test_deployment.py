@@ -233,7 +233,9 @@ def test_a_remembered_head_is_not_reused_where_the_cut_would_orphan_a_result(
     # Remembered from a transcript where nothing answered the call (a legal cut there).
     earlier = engine.run([*head, HumanMessage("never mind", id="h-late")], force=True)
     assert earlier.digest is not None
-    chain = bridge.head_chain(engine._converter.codec, head, engine._digest_seed)
+    chain = bridge.head_chain(
+        engine._session(head, None).converter.codec, head, engine._digest_seed
+    )
     bridge.remember_digest(chain, len(head), earlier.digest, engine._digest_seed)
     # The same head, now followed by the result of the call it left open.
     second = [

@@ -644,7 +644,7 @@ def test_put_on_long_history_converts_and_estimates_one_message(
     memory = _long_memory()
     memory.get()
     calls = _count_conversions(monkeypatch)
-    ledger = memory._sync_condenser._ledger  # type: ignore[union-attr]
+    ledger = memory._sync_condenser  # type: ignore[union-attr]
     for i in range(3):
         estimated, converted = ledger.estimated, calls[0]
         memory.put(user(10_000 + i))
@@ -663,7 +663,7 @@ async def test_aput_on_long_history_converts_and_estimates_one_message(
     memory = _long_memory()
     await memory.aget()
     calls = _count_conversions(monkeypatch)
-    ledger = memory._async_condenser._ledger  # type: ignore[union-attr]
+    ledger = memory._async_condenser  # type: ignore[union-attr]
     for i in range(3):
         estimated, converted = ledger.estimated, calls[0]
         await memory.aput(user(10_000 + i))

@@ -11,7 +11,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from window_budget.budget._counters import resolve_counter
 from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
@@ -56,6 +56,9 @@ DEFAULT_POLICY = BudgetPolicy()
 
 MIN_DIGEST_TOKENS = 64
 """The smallest room a digest is ever given."""
+
+LEDGERS: Final = 16
+"""Conversations whose token ledger one condenser keeps (the least recently used goes)."""
 
 MASK_TARGET = 0.8
 """Masking counts as enough when it brings the transcript under this share of the limit."""
@@ -136,9 +139,40 @@ class WindowCondenser:
             deps = replace(deps, counter=counter)
         self.deps = deps
         """The dependencies it was built with (the counter resolved)."""
-        self._ledger = TokenLedger(deps.counter)
-        # One condenser may be shared by threads (a web server's workers); the ledger is not.
+        # One ledger per conversation: a condenser shared by many (one middleware, many
+        # threads) keeps each one's prefix sums instead of rebuilding them at every switch.
+        self._ledgers: list[tuple[object, TokenLedger]] = []
+        # One condenser may be shared by threads (a web server's workers); a ledger is not.
         self._lock = threading.RLock()
+
+    @property
+    def estimated(self) -> int:
+        """Message estimates computed so far, all conversations together.
+
+        For tests and benchmarks: a turn that costs what was appended adds that count.
+        """
+        with self._lock:
+            return sum(ledger.estimated for _, ledger in self._ledgers)
+
+    def _ledger_for(self, messages: Sequence[AgentMessage]) -> TokenLedger:
+        """The ledger of the conversation ``messages`` belongs to (caller holds the lock).
+
+        A conversation is recognised by its first message *object* (an adapter hands the
+        same core objects for the same conversation turn after turn); the most recently
+        used ledgers are kept, :data:`LEDGERS` of them. A wrong guess costs only time: a
+        ledger re-checks what it is given and reprocesses from the first difference.
+        """
+        first = messages[0] if messages else None
+        slots = self._ledgers
+        at = next((i for i, (head, _) in enumerate(slots) if head is first), None)
+        if at is not None:
+            ledger = slots.pop(at)[1]
+        elif len(slots) >= LEDGERS:
+            ledger = slots.pop()[1]  # the least recently used
+        else:
+            ledger = TokenLedger(self.deps.counter)
+        slots.insert(0, (first, ledger))
+        return ledger
 
     @property
     def policy(self) -> BudgetPolicy:
@@ -165,14 +199,15 @@ class WindowCondenser:
     ) -> CondenseDecision:
         deps, policy = self.deps, self.deps.policy
         model = deps.model
+        ledger = self._ledger_for(messages)
         if force:
             plan = plan_force_slice(
                 messages,
-                blocked=self._ledger.blocked(messages),
+                blocked=ledger.blocked(messages),
                 policy=policy,
-                prefix=self._ledger.prefix(messages),
+                prefix=ledger.prefix(messages),
             )
-            before = self._ledger.total(messages) + pinned_tokens
+            before = ledger.total(messages) + pinned_tokens
             limit = budget_limit(model, policy) if model else math.inf
             if plan.cut == 0:
                 return self._noop(messages, plan, before, limit, "nothing-condensable")
@@ -186,8 +221,8 @@ class WindowCondenser:
         if model is None:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
         limit = budget_limit(model, policy)
-        before = self._ledger.context(messages, model, pinned_tokens=pinned_tokens).context_tokens
-        prefix = self._ledger.prefix(messages)
+        before = ledger.context(messages, model, pinned_tokens=pinned_tokens).context_tokens
+        prefix = ledger.prefix(messages)
         if before <= limit:
             return self._noop(messages, plan_at(messages, 0), before, limit, "under-budget")
         room = int(limit) - pinned_tokens
@@ -223,7 +258,7 @@ class WindowCondenser:
             return CondenseDecision(
                 None, plan_at(messages, 0), limit, before, pinned_tokens, trim_room, 0
             )
-        blocked = self._ledger.blocked(messages)
+        blocked = ledger.blocked(messages)
         if policy.keep_unit != "tokens":  # turns or messages: the tail also fits the room
             turn_plan = plan_slice(messages, policy, blocked=blocked)
             token_plan = plan_slice(

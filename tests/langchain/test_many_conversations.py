@@ -1,0 +1,162 @@
+"""One engine, many conversations taking turns: each stays warm, none leaks into another.
+
+A web server runs one middleware (one engine) for every user's thread; the threads' turns
+interleave, each handed back by the checkpointer as new objects. Counted, never timed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
+
+from langchain_window_budget import LangChainCondenser, _convert, condense
+from window_budget import BudgetPolicy
+from window_budget.pipeline import _condenser
+
+from .conftest import tool_loop
+
+WINDOW = 50_000_000
+
+
+def reload(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """What a checkpointer hands back: equal messages, new objects."""
+    return messages_from_dict(messages_to_dict(messages))
+
+
+def thread_of(tag: str, turns: int) -> list[BaseMessage]:
+    """A tool-using thread whose message ids are its own (as LangGraph's UUIDs are)."""
+    return [m.model_copy(update={"id": f"{tag}-{m.id}"}) for m in tool_loop(turns)]
+
+
+@pytest.fixture
+def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts conversions to core messages (fresh process-wide caches)."""
+    count = [0]
+    real = _convert.to_core
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_convert, "to_core", counted)
+    from window_budget import bridge
+
+    monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.Recognised())
+    return count
+
+
+def test_conversations_taking_turns_each_cost_only_what_was_appended(
+    converted: list[int],
+) -> None:
+    engine = LangChainCondenser(context_window=WINDOW)
+    threads = {tag: thread_of(tag, 100) for tag in ("alice", "bob", "carol")}
+    for thread in threads.values():
+        engine.run(reload(thread))
+    for turn in range(3):
+        for tag, thread in threads.items():
+            thread.append(HumanMessage(f"turn {turn}", id=f"{tag}-new{turn}"))
+            converted[0] = 0
+            estimated = engine.condenser.estimated
+            out = engine.run(reload(thread))
+            assert not out.changed
+            # The other conversations ran in between; this one is still recognised.
+            assert engine.reused_prefix == len(thread) - 1
+            assert converted[0] == 1
+            assert engine.condenser.estimated == estimated + 1
+
+
+def test_the_middleware_keeps_every_thread_warm_while_threads_interleave(
+    converted: list[int],
+) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_window_budget import WindowBudgetMiddleware
+
+    from .conftest import RecordingChatModel
+
+    model = RecordingChatModel(sizes=[], summary_calls=[])
+    model.window = WINDOW
+    model.tool_rounds = 0
+    middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW)
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
+    configs = [{"configurable": {"thread_id": tag}} for tag in ("t1", "t2", "t3")]
+    for config in configs:
+        tag = config["configurable"]["thread_id"]
+        agent.update_state(config, {"messages": thread_of(tag, 100)})
+        agent.invoke({"messages": [HumanMessage("first")]}, config)
+    for i in range(2):
+        for config in configs:
+            converted[0] = 0
+            estimated = middleware.engine.condenser.estimated
+            agent.invoke({"messages": [HumanMessage(f"next {i}")]}, config)
+            assert middleware.engine.reused_prefix >= 400
+            assert converted[0] <= 2  # the new question (and the last reply)
+            assert middleware.engine.condenser.estimated - estimated <= 2
+
+
+def test_remembered_conversations_are_bounded_by_count_and_by_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(condense, "SESSIONS", 3)
+    monkeypatch.setattr(_condenser, "LEDGERS", 2)
+    engine = LangChainCondenser(context_window=WINDOW)
+    for k in range(6):
+        engine.run(reload(thread_of(f"u{k}", 5)))
+        assert len(engine._sessions) <= 3
+        assert len(engine.condenser._ledgers) <= 2
+    monkeypatch.setattr(condense, "SESSION_MESSAGES", 50)
+    for k in range(4):
+        engine.run(reload(thread_of(f"v{k}", 5)))  # 20 messages each
+        assert sum(len(s.seen) for s in engine._sessions.values()) <= 50
+    assert len(engine._sessions) == 2
+    engine.run(reload(thread_of("big", 30)))  # alone over the bound: still remembered
+    assert len(engine._sessions) == 1
+
+
+Turn = tuple[int, int, bool]
+"""(conversation, messages appended, edit the first message's content)."""
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 6), st.booleans()), min_size=1, max_size=12
+    )
+)
+def test_a_shared_engine_answers_as_a_fresh_one_for_each_conversation(turns: list[Turn]) -> None:
+    """Interleaved conversations, two of them starting under the same message id (a
+    guessed key that collides), some edited under the same id: every run equals what a
+    fresh engine returns for the same messages."""
+
+    def make() -> LangChainCondenser:
+        policy = BudgetPolicy(keep_recent=600, reserve_tokens=0)
+        return LangChainCondenser(context_window=4_000, policy=policy)
+
+    shared = make()
+    threads: dict[int, list[BaseMessage]] = {}
+    for who, grow, edit in turns:
+        tag = "same" if who < 2 else f"c{who}"  # conversations 0 and 1 collide
+        thread = threads.setdefault(who, thread_of(tag, 1 + who))
+        start = len(thread)
+        thread.extend(
+            m.model_copy(update={"id": f"{tag}{who}-{start}-{m.id}"})
+            for m in tool_loop(grow, start=start)
+        )
+        if edit:
+            first = thread[0]
+            thread[0] = first.model_copy(update={"content": f"{first.content} edited"})
+        ours = shared.run(reload(thread))
+        theirs = make().run(reload(thread))
+        assert _texts(ours.messages) == _texts(theirs.messages)
+        assert shared.estimate(reload(thread)) == make().estimate(reload(thread))
+        threads[who] = list(ours.messages)
+
+
+def _texts(messages: list[BaseMessage]) -> list[tuple[str, Any]]:
+    return [(m.type, m.content) for m in messages]
