@@ -438,18 +438,13 @@ class LangChainCondenser:
             summary = result.summary
             assert summary is not None
             dropped = mapped.dropped
-            prev_covered = prev_compactions = 0
-            fresh = len(dropped)
-            if dropped and (record := digest_record(dropped[0])) is not None:
-                prev_covered = int(record.get("covered", 0))
-                prev_compactions = int(record.get("compactions", 0))
-                fresh -= 1
+            covered, compactions = bridge.head_counts(map(digest_record, dropped))
             where = archive(dropped) if archive is not None else None
             return build_digest(
                 summary.text,
-                covered=prev_covered + fresh,
+                covered=covered,
                 kept=len(mapped.tail),
-                compactions=prev_compactions + 1,
+                compactions=compactions,
                 fallback=summary.fallback,
                 archive=where,
                 source=summary.message,

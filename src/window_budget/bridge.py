@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar
@@ -58,6 +58,7 @@ __all__ = [
     "digest_of",
     "digest_record",
     "head_chain",
+    "head_counts",
     "make_completers",
     "map_result",
     "pinned_count",
@@ -220,6 +221,25 @@ def _count(value: object) -> int | None:
     if isinstance(value, int) and 0 <= value < 1 << 53:
         return value
     return None
+
+
+def head_counts(records: Iterable[Mapping[str, Any] | None]) -> tuple[int, int]:
+    """``(covered, compactions)`` for a new digest of a dropped head.
+
+    ``records`` holds, per dropped message, its digest record (:func:`read_digest_record`)
+    or None for any other message. An earlier digest stands for the originals it covered,
+    wherever it sits in the head, any other message for itself; the new digest is one
+    compaction more than the most any of them had been through. Both adapters count so,
+    so their records agree.
+    """
+    covered = before = 0
+    for record in records:
+        if record is None:
+            covered += 1
+            continue
+        covered += _count(record.get("covered")) or 0
+        before = max(before, _count(record.get("compactions")) or 1)
+    return covered, before + 1
 
 
 def digest_record(digest: DigestMessage, **extra: Any) -> dict[str, Any]:

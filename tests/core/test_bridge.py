@@ -180,3 +180,15 @@ def test_the_id_memo_is_safe_to_share_between_threads() -> None:
         t.join()
     assert not errors
     assert len(memo) <= 500
+
+
+def test_head_counts_count_every_digest_in_the_head_wherever_it_sits() -> None:
+    from window_budget.bridge import head_counts
+
+    first = {"digest": True, "covered": 10, "compactions": 2}
+    deeper = {"digest": True, "covered": 5, "compactions": 3}
+    assert head_counts([first, None, None, deeper, None]) == (18, 4)
+    assert head_counts([None, None]) == (2, 1)  # no digest: the first compaction
+    # A record with no (or a hostile) count stands for nothing it can prove, but a
+    # digest means at least one compaction happened before.
+    assert head_counts([{"digest": True}, {"digest": True, "covered": -3}, None]) == (1, 2)

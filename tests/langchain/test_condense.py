@@ -568,3 +568,21 @@ def test_lcel_transformer_counts_every_message_even_with_plausible_usage() -> No
     transformer = condense_messages(model=digest_model(), context_window=4000)
     assert transformer.engine.use_usage is False
     assert transformer.invoke(history) is not history
+
+
+def test_a_digest_deeper_in_the_head_is_counted_as_what_it_covered() -> None:
+    from langchain_window_budget._convert import build_digest, digest_record
+
+    older = build_digest("older digest", covered=10, kept=0, compactions=2, fallback=True)
+    deeper = build_digest("written elsewhere", covered=5, kept=0, compactions=3, fallback=True)
+    body = [HumanMessage(f"question {i} " + "q" * 400) for i in range(30)]
+    thread = [older, *body[:4], deeper, *body[4:]]
+    engine = LangChainCondenser(context_window=8_000, policy=BudgetPolicy(keep_recent=800))
+    out = engine.run(thread, force=True)
+    assert out.digest is not None
+    assert deeper in out.dropped
+    record = digest_record(out.digest)
+    assert record is not None
+    plain = sum(1 for m in out.dropped if digest_record(m) is None)
+    assert record["covered"] == 10 + 5 + plain
+    assert record["compactions"] == 4

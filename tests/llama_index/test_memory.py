@@ -669,3 +669,26 @@ async def test_aput_on_long_history_converts_and_estimates_one_message(
         await memory.aput(user(10_000 + i))
         assert ledger.estimated - estimated == 1
         assert calls[0] - converted == 1
+
+
+def test_a_digest_deeper_in_the_head_is_counted_as_what_it_covered() -> None:
+    from llama_index.memory.window_budget.convert import make_digest_chat_message
+    from window_budget.bridge import read_digest_record
+
+    memory = small_memory()
+    older = make_digest_chat_message("older digest", 10, compactions=2)
+    deeper = make_digest_chat_message("a digest written elsewhere", 5, compactions=3)
+    memory.set([older, user(0), bot(0), deeper, user(1), bot(1)])
+    fill(memory, 40)
+    digest = memory.get_all()[0]
+    record = read_digest_record(digest.additional_kwargs)
+    assert record is not None
+    archived = [
+        m
+        for m in memory.get_all(include_archived=True)
+        if read_digest_record(m.additional_kwargs) is None
+    ]
+    live_plain = [m for m in memory.get_all() if read_digest_record(m.additional_kwargs) is None]
+    # Every plain original is either archived or live; each digest folded in counts its own.
+    assert record["covered"] == 15 + len(archived) - len(live_plain)
+    assert record["compactions"] >= 4

@@ -799,10 +799,12 @@ class WindowBudgetMemory(BaseMemory):
             return None
         body = p.body
         cut = result.plan.cut
-        covered = 0
-        for m in body[:cut]:
-            covered += digest_covered(m) if is_digest_message(m) else 1
-        return make_digest_chat_message(result.summary.text, covered, source=result.summary.message)
+        covered, compactions = bridge.head_counts(
+            bridge.read_digest_record(m.additional_kwargs) for m in body[:cut]
+        )
+        return make_digest_chat_message(
+            result.summary.text, covered, source=result.summary.message, compactions=compactions
+        )
 
     def _should_commit(self, p: _Pass) -> bool:
         result = p.result

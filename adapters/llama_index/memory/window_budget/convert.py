@@ -278,17 +278,21 @@ def split_pinned(messages: Sequence[ChatMessage]) -> int:
     return bridge.pinned_count(LlamaIndexCodec(), messages)
 
 
-def make_digest_chat_message(text: str, covered: int, *, source: object = None) -> ChatMessage:
+def make_digest_chat_message(
+    text: str, covered: int, *, source: object = None, compactions: int | None = None
+) -> ChatMessage:
     """The digest as LlamaIndex stores it: one user message carrying the bridge's record.
 
     ``source`` is the core's digest (``Summary.message``): every field it has beyond
-    ``covered`` (the turns kept with it, a fact ledger, ...) travels in the record too.
+    ``covered`` (the turns kept with it, a fact ledger, ...) travels in the record too;
+    ``compactions`` (see :func:`window_budget.bridge.head_counts`) when known.
     """
     digest = bridge.digest_of(text, source, covered_count=covered)
+    extra = {} if compactions is None else {"compactions": compactions}
     return ChatMessage(
         role=MessageRole.USER,
         content=text,
-        additional_kwargs={RECORD_KEY: bridge.digest_record(digest)},
+        additional_kwargs={RECORD_KEY: bridge.digest_record(digest, **extra)},
     )
 
 
