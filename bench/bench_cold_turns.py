@@ -79,7 +79,9 @@ def lc_transcript(n: int, thread: str = "") -> list[Any]:
     out: list[Any] = []
     i = 0
     while len(out) < n:
-        out.append(HumanMessage(f"step {i}: please look at module_{i}.py " + "q" * 120, id=f"{thread}h{i}"))
+        out.append(
+            HumanMessage(f"step {i}: please look at module_{i}.py " + "q" * 120, id=f"{thread}h{i}")
+        )
         out.append(
             AIMessage(
                 "checking",
@@ -96,7 +98,9 @@ def lc_transcript(n: int, thread: str = "") -> list[Any]:
         )
         out.append(
             ToolMessage(
-                f"contents of module_{i}.py\n" + "x = 1\n" * 60, tool_call_id=f"c{i}", id=f"{thread}t{i}"
+                f"contents of module_{i}.py\n" + "x = 1\n" * 60,
+                tool_call_id=f"c{i}",
+                id=f"{thread}t{i}",
             )
         )
         out.append(
@@ -260,7 +264,7 @@ def bench_agent(sizes: list[int], turns: int) -> None:
 
 
 def bench_condense(n: int, runs: int) -> None:
-    from langchain_core.messages import messages_from_dict, messages_to_dict, trim_messages
+    from langchain_core.messages import trim_messages
     from langchain_core.messages.utils import count_tokens_approximately
 
     from langchain_window_budget import LangChainCondenser, condense_messages
@@ -268,7 +272,17 @@ def bench_condense(n: int, runs: int) -> None:
 
     print(f"\ncondense_messages at {n:,} messages (under budget: the common turn)")
     history = lc_transcript(n)
-    dumped = messages_to_dict(history)
+    # New objects as a LangGraph checkpointer makes them (its serializer's round trip): every
+    # string is new too, so comparing them reads their bytes. (``messages_from_dict`` of one
+    # dumped list would share the strings and flatter every exact comparison.)
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    serde = JsonPlusSerializer()
+    dumped = serde.dumps_typed(history)
+
+    def messages_from_dict(blob: Any) -> list[Any]:
+        return list(serde.loads_typed(blob))
+
     window = 50_000_000
     warm_window = window - 1  # another engine: the one that only ever sees ``history``
     condense_messages(messages_from_dict(dumped), context_window=window)  # seen once
@@ -280,7 +294,7 @@ def bench_condense(n: int, runs: int) -> None:
     # One engine serving two threads that take turns (one middleware, many users): the
     # other thread ran in between, so this one is not the engine's previous list.
     shared = LangChainCondenser(context_window=window)
-    other = messages_from_dict(messages_to_dict(lc_transcript(n // 2, thread="other-")))
+    other = messages_from_dict(serde.dumps_typed(lc_transcript(n // 2, thread="other-")))
     shared.run(messages_from_dict(dumped))
 
     def other_thread_between() -> None:
@@ -358,8 +372,8 @@ def bench_lcel(turns: int) -> None:
     stored: list[Any] = []
     digests: set[str] = set()
     for i in range(turns):
-        stored.append(HumanMessage(f"question {i}: " + "q" * 600, id=f"{thread}h{i}"))
-        stored.append(AIMessage(f"answer {i}: " + "a" * 600, id=f"{thread}a{i}"))
+        stored.append(HumanMessage(f"question {i}: " + "q" * 600, id=f"h{i}"))
+        stored.append(AIMessage(f"answer {i}: " + "a" * 600, id=f"a{i}"))
         out = transformer.invoke(messages_from_dict(messages_to_dict(stored)))
         if out[0].id and str(out[0].id).startswith("window-budget-digest"):
             digests.add(str(out[0].id))
