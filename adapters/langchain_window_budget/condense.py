@@ -988,12 +988,16 @@ def _shared_engine(
     on_summarizer_error: OnSummarizerError | None,
     trigger: Any = None,
     keep: Any = None,
+    *,
+    remember_digests: bool = True,
 ) -> LangChainCondenser:
     """One engine per configuration, reused by :func:`condense_messages` calls.
 
-    Its caches (the last conversion, the token ledger) then make a repeated call on a
-    transcript that only grew cost the new messages. The objects the key names by
-    identity are held with the engine, so their ids cannot be reused while it is cached.
+    Chat-history wrappers built per request share one too (``remember_digests=False``).
+    Its caches (each conversation's last conversion, the token ledgers) then make a
+    repeated call on a transcript that only grew cost the new messages. The objects the key
+    names by identity are held with the engine, so their ids cannot be reused while it is
+    cached.
     """
     objects = (model, summarizer, counter)
     key = (
@@ -1005,6 +1009,7 @@ def _shared_engine(
         on_summarizer_error,
         repr(trigger),
         repr(keep),
+        remember_digests,
     )
     with _ENGINES_LOCK:
         hit = _ENGINES.get(key)
@@ -1017,7 +1022,7 @@ def _shared_engine(
         policy=policy,
         counter=counter,
         summarizer=summarizer,
-        remember_digests=True,
+        remember_digests=remember_digests,
         on_summarizer_error=on_summarizer_error,
         trigger=trigger,
         keep=keep,

@@ -32,6 +32,7 @@ from langchain_window_budget.condense import (
     LangChainCondenser,
     LangChainResult,
     OnSummarizerError,
+    _shared_engine,
 )
 from window_budget.contract import BudgetPolicy
 from window_budget.stores import check_written
@@ -77,6 +78,11 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             when None. Nothing is ever deleted from it by this wrapper.
         system_prompt_tokens: tokens of the system prompt the chain puts in front of the
             history, so the gate counts them.
+        engine: the condenser to use; by default one shared by every wrapper built with the
+            same model objects and settings, so a wrapper built per request (as
+            ``RunnableWithMessageHistory``'s factory does) finds the conversation already
+            known — named by the wrapped history's ``session_id`` when it has one — and a
+            turn costs what was appended.
 
     ``clear()`` empties the live history only; the archive keeps what it holds. The
     archive is written through its sync ``add_messages`` on both paths, before the live
@@ -106,15 +112,22 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         """The wrapped live history."""
         self.archive = archive if archive is not None else ArchiveChatMessageHistory()
         """Holds every message a compaction removed from the live history."""
-        self.engine = engine or LangChainCondenser(
+        self.engine = engine or _shared_engine(
             model,
-            context_window=context_window,
-            policy=policy,
-            counter=counter,
-            summarizer=summarizer,
-            on_summarizer_error=on_summarizer_error,
+            context_window,
+            policy,
+            counter,
+            summarizer,
+            on_summarizer_error,
+            remember_digests=False,
         )
         """The condenser doing the work."""
+        session = getattr(history, "session_id", None)
+        self._conversation = (
+            ("history", type(history).__qualname__, session)
+            if isinstance(session, str | int) and not isinstance(session, bool)
+            else None
+        )
         self.system_prompt_tokens = system_prompt_tokens
         """Tokens counted on top of the history (the chain's system prompt)."""
         self._snapshot: list[BaseMessage] | None = None
@@ -186,7 +199,10 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             current = list(self.history.messages)
             self._publish(current)
             result = self.engine.run(
-                current, extra_pinned_tokens=self.system_prompt_tokens, archive=self._archive
+                current,
+                extra_pinned_tokens=self.system_prompt_tokens,
+                archive=self._archive,
+                conversation=self._conversation,
             )
             self.last_result = result
             if not result.changed:
@@ -230,7 +246,10 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             current = list(await self.history.aget_messages())
             self._publish(current)
             result = await self.engine.arun(
-                current, extra_pinned_tokens=self.system_prompt_tokens, archive=self._archive
+                current,
+                extra_pinned_tokens=self.system_prompt_tokens,
+                archive=self._archive,
+                conversation=self._conversation,
             )
             self.last_result = result
             if not result.changed:

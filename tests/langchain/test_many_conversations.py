@@ -6,11 +6,13 @@ interleave, each handed back by the checkpointer as new objects. Counted, never 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
 
 from langchain_window_budget import LangChainCondenser, _convert, condense
@@ -160,3 +162,41 @@ def test_a_shared_engine_answers_as_a_fresh_one_for_each_conversation(turns: lis
 
 def _texts(messages: list[BaseMessage]) -> list[tuple[str, Any]]:
     return [(m.type, m.content) for m in messages]
+
+
+class DictHistory(BaseChatMessageHistory):
+    """A store-like history: messages kept as dicts, handed back as new objects each read."""
+
+    def __init__(self, rows: dict[str, list[dict[str, Any]]], session_id: str) -> None:
+        self.rows, self.session_id = rows, session_id
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        return messages_from_dict(self.rows.get(self.session_id, []))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self.rows.setdefault(self.session_id, []).extend(messages_to_dict(list(messages)))
+
+    def clear(self) -> None:
+        self.rows[self.session_id] = []
+
+
+def test_wrappers_built_per_request_find_their_session_already_known(
+    converted: list[int],
+) -> None:
+    from langchain_window_budget import CondensingChatMessageHistory
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for user in ("alice", "bob"):
+        DictHistory(rows, user).add_messages(tool_loop(100))
+    for turn in range(3):
+        for user in ("alice", "bob"):
+            # What RunnableWithMessageHistory's factory does: a new wrapper per request.
+            wrapper = CondensingChatMessageHistory(DictHistory(rows, user), context_window=WINDOW)
+            converted[0] = 0
+            wrapper.add_messages([HumanMessage(f"{user} turn {turn}")])  # no id: none needed
+            if turn:
+                assert wrapper.engine.reused_prefix == 400 + turn  # all but the new question
+                assert converted[0] == 1
+            assert wrapper.last_result is not None
+            assert not wrapper.last_result.changed
