@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from typing import TypeAlias
 
 from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget._groups import ToolGroups
 from window_budget.contract import TokenCounter
 from window_budget.digest import is_digest
 from window_budget.errors import BudgetError, ConfigError
@@ -337,22 +338,14 @@ class TrimResult:
 
 
 def _units(messages: Sequence[AgentMessage], cats: Sequence[MessageCategory]) -> list[list[int]]:
-    """Group indexes that leave together: a tool-calling turn with its results."""
-    owner: dict[str, int] = {}
-    unit_of: dict[int, int] = {}
-    units: list[list[int]] = []
-    for j, msg in enumerate(messages):
-        if cats[j] is MessageCategory.SYSTEM:
-            continue
-        if isinstance(msg, ToolResultMessage) and msg.tool_call_id in owner:
-            units[unit_of[owner[msg.tool_call_id]]].append(j)
-            continue
-        unit_of[j] = len(units)
-        units.append([j])
-        if isinstance(msg, AssistantMessage):
-            for call in msg.tool_calls:
-                owner[call.id] = j
-    return units
+    """Group indexes that leave together: a tool-calling turn with its results.
+
+    SYSTEM messages are never trimmed, so they take no part: a SYSTEM message is in no
+    unit, and neither owns a call nor answers one.
+    """
+    indexes = [j for j in range(len(messages)) if cats[j] is not MessageCategory.SYSTEM]
+    groups = ToolGroups(messages[j] for j in indexes)
+    return [[indexes[k] for k in unit] for unit in groups.units()]
 
 
 def _category_passes(
