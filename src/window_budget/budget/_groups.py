@@ -44,12 +44,13 @@ class ToolGroups:
     [False, False, True, True]
     """
 
-    __slots__ = ("_answers", "_calls", "_left", "blocked", "steps")
+    __slots__ = ("_answers", "_calls", "_left", "_results", "blocked", "steps")
 
     def __init__(self, messages: Iterable[AgentMessage] = ()) -> None:
         self._calls: dict[str, tuple[int, ToolCallBlock]] = {}
         # Per matched result: the index of the assistant message and the call it answers.
         self._answers: dict[int, tuple[int, ToolCallBlock]] = {}
+        self._results: dict[int, list[int]] = {}
         # ``_left[k] == k`` while position k is not yet inside a group; once it is, a link
         # to the left over positions already inside one, so blocking a group's span skips
         # what earlier results blocked (a union-find over positions, path-compressed).
@@ -67,7 +68,8 @@ class ToolGroups:
 
     def extend(self, messages: Iterable[AgentMessage]) -> None:
         """Index messages appended to the transcript (each is looked at once)."""
-        calls, answers, blocked, left = self._calls, self._answers, self.blocked, self._left
+        calls, answers, results = self._calls, self._answers, self._results
+        blocked, left = self.blocked, self._left
         j = len(blocked)
         for msg in messages:
             blocked.append(False)
@@ -79,9 +81,14 @@ class ToolGroups:
                 blocked[j] = True
                 hit = calls.get(msg.tool_call_id)
                 if hit is not None:
+                    owner = hit[0]
                     answers[j] = hit
-                    if hit[0] < j - 1:  # a result right after its call blocks nothing more
-                        self._block_span(hit[0], j)
+                    if owner in results:
+                        results[owner].append(j)
+                    else:
+                        results[owner] = [j]
+                    if owner < j - 1:  # a result right after its call blocks nothing more
+                        self._block_span(owner, j)
             j += 1
 
     def _block_span(self, owner: int, result: int) -> None:
@@ -120,11 +127,8 @@ class ToolGroups:
         return None if hit is None else hit[1]
 
     def results(self, index: int) -> tuple[int, ...]:
-        """Indexes of the results answering the calls of the assistant message at ``index``.
-
-        Costs one pass over the matched results (nothing on the per-turn path asks it).
-        """
-        return tuple(j for j, (owner, _) in self._answers.items() if owner == index)
+        """Indexes of the results answering the calls of the assistant message at ``index``."""
+        return tuple(self._results.get(index, ()))
 
     def units(self) -> list[list[int]]:
         """Indexes that leave together, in order of their first message.
