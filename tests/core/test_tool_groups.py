@@ -23,11 +23,12 @@ from window_budget import (
     ToolResultMessage,
     UserMessage,
 )
-from window_budget.budget import TokenLedger
+from window_budget.budget import TokenLedger, estimate_tokens
 from window_budget.budget import _ledger as ledger_module
 from window_budget.budget._groups import ToolGroups
+from window_budget.errors import BudgetError
 from window_budget.pipeline import blocked_cuts, mask_tool_outputs
-from window_budget.tools.categories import MessageCategory, classify_message
+from window_budget.tools.categories import MessageCategory, classify_message, trim_by_category
 from window_budget.tools.categories import _units as category_units
 
 # ------------------------------------------------------------------ the reference
@@ -143,6 +144,17 @@ def test_every_site_groups_tool_calls_like_the_reference(
     kept = [j for j in range(len(msgs)) if cats[j] is not MessageCategory.SYSTEM]
     expected = [[kept[k] for k in u] for u in reference_units([msgs[j] for j in kept])]
     assert category_units(msgs, cats) == expected
+
+    # Trimming drops a call and its results together, or keeps both.
+    budget = data.draw(st.integers(0, max(estimate_tokens(msgs), 1)))
+    try:
+        trimmed = trim_by_category(msgs, budget)
+    except BudgetError:  # the SYSTEM notes alone exceed the budget
+        pass
+    else:
+        dropped = {id(m) for m in trimmed.dropped}
+        for r, (a, _) in pairs.items():
+            assert (id(msgs[a]) in dropped) == (id(msgs[r]) in dropped)
 
     # Masking names the call each result answers (a lookup's placeholder shows its arguments).
     out, replaced = mask_tool_outputs(msgs, end=len(msgs), keep_last=0, min_chars=0)
