@@ -554,6 +554,7 @@ are known through them)."""
 
 # Subclasses (DigestMessage, an application's own) resolve through their MRO once.
 _KIND_OF_TYPE: dict[type, MessageKind | None] = dict(MESSAGE_KINDS)
+_MAX_CACHED_TYPES = 256
 
 
 def message_kind(message: object) -> MessageKind | None:
@@ -571,7 +572,8 @@ def message_kind(message: object) -> MessageKind | None:
         return _KIND_OF_TYPE[tp]
     except KeyError:
         kind = next((MESSAGE_KINDS[t] for t in tp.__mro__ if t in MESSAGE_KINDS), None)
-        _KIND_OF_TYPE[tp] = kind
+        if len(_KIND_OF_TYPE) < _MAX_CACHED_TYPES:  # classes made on the fly must not pile up
+            _KIND_OF_TYPE[tp] = kind
         return kind
 
 

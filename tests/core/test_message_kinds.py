@@ -147,3 +147,11 @@ def test_blocks_and_tool_calls_of_any_message() -> None:
     assert [c.name for c in tool_calls(SAMPLES[AssistantMessage])] == ["bash"]
     assert tool_calls(SAMPLES[ToolResultMessage]) == ()
     assert tool_call_ids(SAMPLES[AssistantMessage]) == ("c1",)  # type: ignore[arg-type]
+
+
+def test_classes_made_on_the_fly_do_not_pile_up_in_the_lookup() -> None:
+    for i in range(1_000):
+        made = type(f"Made{i}", (), {"role": "systemNote"})
+        assert message_kind(made()) is None
+    assert len(messages._KIND_OF_TYPE) <= messages._MAX_CACHED_TYPES
+    assert message_kind(SAMPLES[DigestMessage]) is MESSAGE_KINDS[UserMessage]
