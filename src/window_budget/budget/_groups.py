@@ -3,8 +3,9 @@
 A *tool group* is an assistant message with one or more (parallel) tool calls and every
 result that answers them, wherever those results fall after it. The slice (which cuts
 would split a group), the ledger (the same, kept up to date as messages are appended),
-masking (which call a result answers) and category trimming (which messages leave
-together) all read one :class:`ToolGroups` instead of pairing ids each their own way.
+masking and the fact ledger (which call a result answers) and category trimming (which
+messages leave together) all read one :class:`ToolGroups` instead of pairing ids each
+their own way.
 
 The pairing rules, the same for every reader:
 
