@@ -499,16 +499,82 @@ AgentMessage: TypeAlias = (
 )
 """Every message the core accepts: the seven known kinds or any object with a ``role``."""
 
-KNOWN_MESSAGE_TYPES: tuple[type, ...] = (
-    UserMessage,
-    DigestMessage,
-    AssistantMessage,
-    ToolResultMessage,
-    BashExecutionMessage,
-    CustomMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-)
+
+# ------------------------------------------------------------ the kinds, in one table
+
+
+@dataclass(frozen=True, slots=True)
+class MessageKind:
+    """What one message kind carries, for code that treats every kind alike.
+
+    Estimating, flattening to text and shortening ask the same questions of every kind:
+    which field holds the main text, what is read before it, what names or links the
+    message. :data:`MESSAGE_KINDS` answers them once; :func:`message_kind` looks a message
+    up. A consumer that renders each kind its own way (the summary prompt, category
+    trimming) still matches on the classes, and falls back for an unknown object.
+    """
+
+    role: str
+    """The ``role`` discriminator of the kind."""
+    body: str
+    """The field holding the main text: ``"content"`` (text or blocks) or a plain string
+    (a shell's ``output``, a digest's ``summary``). Shortening a message cuts this field."""
+    lead: tuple[str, ...] = ()
+    """String fields read before the body as part of the text (a shell's ``command``)."""
+    labels: tuple[str, ...] = ()
+    """String fields that name or link the message: billed, but not part of its text."""
+    extras: tuple[str, ...] = ()
+    """Mapping fields billed as compact JSON when set (a note's ``details``)."""
+    heads: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """``labels`` then ``lead``: the string fields billed before the body."""
+    has_blocks: bool = field(init=False, repr=False, compare=False)
+    """True when the body is ``content``: text or a tuple of blocks."""
+
+    def __post_init__(self) -> None:
+        # Derived once: the estimator reads them for every message on a cold turn.
+        _set(self, "heads", (*self.labels, *self.lead))
+        _set(self, "has_blocks", self.body == "content")
+
+
+MESSAGE_KINDS: Mapping[type, MessageKind] = {
+    UserMessage: MessageKind("user", "content"),
+    AssistantMessage: MessageKind("assistant", "content"),
+    ToolResultMessage: MessageKind("toolResult", "content", labels=("tool_name", "tool_call_id")),
+    BashExecutionMessage: MessageKind("bashExecution", "output", lead=("command",)),
+    CustomMessage: MessageKind("custom", "content", labels=("custom_type",), extras=("details",)),
+    BranchSummaryMessage: MessageKind("branchSummary", "summary"),
+    CompactionSummaryMessage: MessageKind("compactionSummary", "summary"),
+}
+"""Every message kind the core knows, and what each carries. Adding a kind means one
+entry here, plus the consumers that treat it in a way of their own."""
+
+KNOWN_MESSAGE_TYPES: tuple[type, ...] = tuple(MESSAGE_KINDS)
+"""The classes of :data:`MESSAGE_KINDS` (their subclasses, such as ``DigestMessage``,
+are known through them)."""
+
+# Subclasses (DigestMessage, an application's own) resolve through their MRO once.
+_KIND_OF_TYPE: dict[type, MessageKind | None] = dict(MESSAGE_KINDS)
+_MAX_CACHED_TYPES = 256
+
+
+def message_kind(message: object) -> MessageKind | None:
+    """What the message's kind carries; None for an object the core does not know.
+
+    A subclass of a known kind (``DigestMessage`` is a ``UserMessage``) is that kind.
+
+    >>> message_kind(ToolResultMessage("c1", "bash", "ok")).labels
+    ('tool_name', 'tool_call_id')
+    >>> message_kind({"role": "system"}) is None
+    True
+    """
+    tp = type(message)
+    try:
+        return _KIND_OF_TYPE[tp]
+    except KeyError:
+        kind = next((MESSAGE_KINDS[t] for t in tp.__mro__ if t in MESSAGE_KINDS), None)
+        if len(_KIND_OF_TYPE) < _MAX_CACHED_TYPES:  # classes made on the fly must not pile up
+            _KIND_OF_TYPE[tp] = kind
+        return kind
 
 
 # ------------------------------------------------------------------ helpers
@@ -523,20 +589,39 @@ def content_text(content: Content) -> str:
 
 def message_text(message: AgentMessage) -> str:
     """The human-readable text of a message: text content, summary, or command output."""
-    if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
-        return content_text(message.content)
-    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        return message.summary
-    if isinstance(message, BashExecutionMessage):
-        return f"{message.command}\n{message.output}"
-    return serialize_unknown(message)
+    kind = message_kind(message)
+    if kind is None:
+        return serialize_unknown(message)
+    body = getattr(message, kind.body)
+    text: str = content_text(body) if kind.has_blocks else body
+    if kind.lead:
+        return "\n".join([*(getattr(message, name) for name in kind.lead), text])
+    return text
+
+
+def message_blocks(message: object) -> tuple[Block, ...]:
+    """The content blocks of a message; empty when its content is plain text or it has none.
+
+    >>> message_blocks(UserMessage([TextBlock("look"), ImageBlock("aGk=")]))[1].mime_type
+    'image/png'
+    >>> message_blocks(BashExecutionMessage("ls", "a.txt"))
+    ()
+    """
+    kind = message_kind(message)
+    if kind is None or not kind.has_blocks:
+        return ()
+    content: Content = getattr(message, kind.body)
+    return () if isinstance(content, str) else content
+
+
+def tool_calls(message: object) -> tuple[ToolCallBlock, ...]:
+    """The tool calls a message makes, in order (empty for every kind but an assistant reply)."""
+    return message.tool_calls if isinstance(message, AssistantMessage) else ()
 
 
 def tool_call_ids(message: AgentMessage) -> tuple[str, ...]:
     """Ids of the tool calls an assistant message makes (empty for every other message)."""
-    if isinstance(message, AssistantMessage):
-        return tuple(c.id for c in message.tool_calls)
-    return ()
+    return tuple(c.id for c in tool_calls(message))
 
 
 def serialize_unknown(message: object) -> str:

@@ -371,3 +371,22 @@ def test_digest_facts_must_be_a_mapping() -> None:
 
     with pytest.raises(MessageError, match=r"DigestMessage\.facts must be a dict"):
         DigestMessage("x", facts=["not", "a", "ledger"])  # type: ignore[arg-type]
+
+
+def test_a_reused_call_id_takes_the_result_that_answered_it() -> None:
+    # Some providers number calls per reply (call_0 on every turn): each call's outcome is
+    # the result that followed it, not the last result that happens to share its id.
+    def shell(command: str) -> AssistantMessage:
+        return AssistantMessage([ToolCallBlock("call_0", "bash", {"command": command})])
+
+    msgs = [
+        UserMessage("Get the build green."),
+        shell("pytest tests/billing -q"),
+        ToolResultMessage("call_0", "bash", "12 passed"),
+        shell("make build"),
+        ToolResultMessage("call_0", "bash", "make: *** [build] Error 2", is_error=True),
+    ]
+    commands = {f.text: f.status for f in extract_facts(msgs).of_kind("command")}
+    assert commands == {"pytest tests/billing -q": "ok", "make build": "failed"}
+    errors = {f.detail for f in extract_facts(msgs).of_kind("error")}
+    assert errors == {"make build"}

@@ -19,17 +19,13 @@ from window_budget.contract import TokenCounter
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
     Content,
-    CustomMessage,
     ImageBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
-    UserMessage,
+    message_kind,
     serialize_unknown,
 )
 
@@ -112,28 +108,27 @@ def _content_parts(content: Content, parts: list[str]) -> tuple[int, int]:
 def message_parts(message: AgentMessage) -> tuple[list[str], int, int]:
     """The texts a message is billed for, its block count and its image count.
 
-    Every role has an arm; an unknown role is billed for its serialized form.
+    What each kind carries comes from ``MESSAGE_KINDS``: its labels and lead, its body
+    (blocks or plain text), its JSON extras. An unknown role is billed for its
+    serialized form.
     """
-    parts: list[str] = []
-    blocks = images = 0
-    if isinstance(message, UserMessage | AssistantMessage):
-        blocks, images = _content_parts(message.content, parts)
-    elif isinstance(message, ToolResultMessage):
-        parts.append(message.tool_name)
-        parts.append(message.tool_call_id)
-        blocks, images = _content_parts(message.content, parts)
-    elif isinstance(message, BashExecutionMessage):
-        parts.append(message.command)
-        parts.append(message.output)
-    elif isinstance(message, CustomMessage):
-        parts.append(message.custom_type)
-        blocks, images = _content_parts(message.content, parts)
-        if message.details:
-            parts.append(_dump(dict(message.details)))
-    elif isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        parts.append(message.summary)
+    kind = message_kind(message)
+    if kind is None:
+        return [serialize_unknown(message)], 0, 0
+    # Branches instead of loops over empty tuples: this runs for every message on a cold turn.
+    heads = kind.heads
+    parts: list[str] = [getattr(message, name) for name in heads] if heads else []
+    body = getattr(message, kind.body)
+    if kind.has_blocks:
+        blocks, images = _content_parts(body, parts)
     else:
-        parts.append(serialize_unknown(message))
+        parts.append(body)
+        blocks = images = 0
+    if kind.extras:
+        for name in kind.extras:
+            value = getattr(message, name)
+            if value:
+                parts.append(_dump(dict(value)))
     return parts, blocks, images
 
 
@@ -275,6 +270,7 @@ def count_text(text: str, counter: TokenCounter | None = None) -> int:
 def estimate_message_tokens(message: AgentMessage, counter: TokenCounter | None = None) -> int:
     """Conservative token cost of one message.
 
+    >>> from window_budget.messages import UserMessage
     >>> estimate_message_tokens(UserMessage("x" * 36))
     14
     """

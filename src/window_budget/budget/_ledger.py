@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from window_budget.budget._cache import cached_estimates
+from window_budget.budget._groups import ToolGroups
 from window_budget.contract import Model, TokenCounter, TokenEstimate
 from window_budget.digest import is_digest
 from window_budget.errors import MessageError
@@ -18,7 +19,6 @@ from window_budget.messages import (
     KNOWN_MESSAGE_TYPES,
     AgentMessage,
     AssistantMessage,
-    ToolResultMessage,
 )
 from window_budget.pipeline._gate import anchor_usage, same_model, usage_is_plausible
 
@@ -46,14 +46,12 @@ class TokenLedger:
     """
 
     __slots__ = (
-        "_blocked",
         "_counter",
         "_digest_at",
+        "_groups",
         "_last_digest",
         "_last_usage",
-        "_marked",
         "_messages",
-        "_owner",
         "_prefix",
         "_source",
         "estimated",
@@ -69,12 +67,7 @@ class TokenLedger:
         """How many message estimates this ledger has computed (for tests and benchmarks)."""
 
     def _reset_structure(self) -> None:
-        self._blocked: list[bool] = []
-        self._owner: dict[str, int] = {}
-        # Per call owner, the highest index already blocked for its group: each result of
-        # many parallel calls blocks only the cuts since the previous one (linear, not
-        # quadratic, in the number of calls).
-        self._marked: dict[int, int] = {}
+        self._groups = ToolGroups()
         self._last_usage = -1
         self._last_digest = -1
         self._digest_at = 0
@@ -85,22 +78,9 @@ class TokenLedger:
         return self._counter
 
     def _index(self, j: int, msg: AgentMessage) -> None:
-        blocked = self._blocked
-        blocked.append(False)
-        if isinstance(msg, AssistantMessage):
-            for call in msg.tool_calls:
-                self._owner[call.id] = j
-            if anchor_usage(msg) is not None:  # failed replies' figures never anchor
-                self._last_usage = j
-        elif isinstance(msg, ToolResultMessage):
-            blocked[j] = True
-            a = self._owner.get(msg.tool_call_id)
-            if a is not None and a < j:
-                # The call's group now reaches this result: no cut inside (a, j].
-                start = self._marked.get(a, a)
-                for k in range(start + 1, j):
-                    blocked[k] = True
-                self._marked[a] = max(start, j)
+        """Note the usage anchor and the last digest (tool groups are indexed by the caller)."""
+        if isinstance(msg, AssistantMessage) and anchor_usage(msg) is not None:
+            self._last_usage = j  # failed replies' figures never anchor
         if is_digest(msg):
             # Usage figures on the turns kept with a digest predate it: they are stale too.
             self._last_digest = j + (getattr(msg, "kept_count", None) or 0)
@@ -135,6 +115,7 @@ class TokenLedger:
             self._reset_structure()
             for j, msg in enumerate(known):
                 self._index(j, msg)
+            self._groups.extend(known)
         if common < len(messages):
             new = messages[common:]
             for j, msg in enumerate(new, start=common):
@@ -157,6 +138,7 @@ class TokenLedger:
                 append(total)
                 known.append(msg)
                 self._index(j, msg)
+            self._groups.extend(new)
             self.estimated += len(new)
 
     def prefix(self, messages: Sequence[AgentMessage]) -> list[int]:
@@ -172,7 +154,7 @@ class TokenLedger:
     def blocked(self, messages: Sequence[AgentMessage]) -> list[bool]:
         """Per index, whether a cut there would split a tool group (see ``blocked_cuts``)."""
         self._sync(messages)
-        return self._blocked
+        return self._groups.blocked
 
     def anchor(
         self,

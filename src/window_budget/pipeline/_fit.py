@@ -16,17 +16,11 @@ from window_budget.contract import TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import (
     AgentMessage,
-    AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
     Content,
-    CustomMessage,
     ImageBlock,
     TextBlock,
     ThinkingBlock,
-    ToolResultMessage,
-    UserMessage,
+    message_kind,
 )
 from window_budget.pipeline._cut import SHORTENED_MARKER, cut_text
 
@@ -68,13 +62,12 @@ def _shorten_content(content: Content, keep_chars: int) -> Content:
 
 
 def _shorten_once(message: AgentMessage, keep_chars: int) -> AgentMessage:
-    if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
-        return replace(message, content=_shorten_content(message.content, keep_chars))
-    if isinstance(message, BashExecutionMessage):
-        return replace(message, output=cut_text(message.output, keep_chars))
-    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        return replace(message, summary=cut_text(message.summary, keep_chars))
-    return message
+    """A copy of ``message`` with its body (``MESSAGE_KINDS``) cut; unknown objects as they are."""
+    kind = message_kind(message)
+    if kind is None:
+        return message
+    body = _shorten_content(getattr(message, kind.body), keep_chars)
+    return replace(message, **{kind.body: body})  # type: ignore[type-var]
 
 
 def shorten_message(

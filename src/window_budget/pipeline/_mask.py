@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import Final
 
+from window_budget.budget._groups import ToolGroups
 from window_budget.messages import (
     AgentMessage,
-    AssistantMessage,
     ToolCallBlock,
     ToolResultMessage,
     content_text,
@@ -89,18 +90,16 @@ def mask_tool_outputs(
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolResultMessage)]
     # max(..., 0): keeping more than there are must not wrap around to a negative start.
     protected = set(results[max(len(results) - keep_last, 0) :]) if keep_last > 0 else set()
-    calls: dict[str, ToolCallBlock] = {}
+    end = min(end, len(messages))
+    groups = ToolGroups(islice(messages, end))
     out = list(messages)
     replaced: list[int] = []
-    for i in range(min(end, len(messages))):
+    for i in range(end):
         msg = messages[i]
-        if isinstance(msg, AssistantMessage):
-            for call in msg.tool_calls:
-                calls[call.id] = call
         if not isinstance(msg, ToolResultMessage) or i in protected or is_masked(msg):
             continue
         if len(content_text(msg.content)) <= min_chars:
             continue
-        out[i] = replace(msg, content=_placeholder(msg, calls.get(msg.tool_call_id)))
+        out[i] = replace(msg, content=_placeholder(msg, groups.call(i)))
         replaced.append(i)
     return out, replaced

@@ -13,9 +13,10 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from window_budget.budget._estimate import prefix_tokens
+from window_budget.budget._groups import ToolGroups
 from window_budget.contract import BudgetPolicy, CondensePlan, TokenCounter
 from window_budget.digest import is_digest
-from window_budget.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from window_budget.messages import AgentMessage, UserMessage
 
 __all__ = [
     "blocked_cuts",
@@ -32,27 +33,11 @@ def blocked_cuts(messages: Sequence[AgentMessage]) -> list[bool]:
 
     Also True at every tool result, so a tail never begins with one. Calls that never
     got a result and results whose call is missing are tolerated: the first ends its
-    group at the assistant message, the second is just a position the cut skips.
+    group at the assistant message, the second is just a position the cut skips. The
+    groups are the shared ``ToolGroups``; the list has ``n + 1`` entries (cutting after
+    the last message is always legal).
     """
-    n = len(messages)
-    owner: dict[str, int] = {}
-    group_end = list(range(n))
-    blocked = [False] * (n + 1)
-    for j, msg in enumerate(messages):
-        if isinstance(msg, AssistantMessage):
-            for call in msg.tool_calls:
-                owner[call.id] = j
-        elif isinstance(msg, ToolResultMessage):
-            blocked[j] = True
-            a = owner.get(msg.tool_call_id)
-            if a is not None and a < j:
-                group_end[a] = max(group_end[a], j)
-    reach = -1
-    for i in range(n):
-        if i <= reach:
-            blocked[i] = True
-        reach = max(reach, group_end[i])
-    return blocked
+    return [*ToolGroups(messages).blocked, False]
 
 
 def plan_at(messages: Sequence[AgentMessage], cut: int) -> CondensePlan:

@@ -35,6 +35,7 @@ from window_budget.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    content_text,
     parse_timestamp,
 )
 from window_budget.readers._base import (
@@ -54,7 +55,7 @@ from window_budget.readers._base import (
     tag,
     text_of,
 )
-from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers._render import render_as_text
 from window_budget.readers.anthropic import (
     blocks_from_anthropic,
     content_to_anthropic,
@@ -328,7 +329,9 @@ def write_claude_code(
             }
             boundary["uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}/boundary"))
             stream.write(json.dumps(boundary, ensure_ascii=False) + "\n")
-            text = plain_text(msg.content) if isinstance(msg, UserMessage) else render_as_text(msg)
+            text = (
+                content_text(msg.content) if isinstance(msg, UserMessage) else render_as_text(msg)
+            )
             line = {
                 **base,
                 "parentUuid": boundary["uuid"],

@@ -23,6 +23,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    content_text,
 )
 from window_budget.readers._base import (
     DIGEST_KEY,
@@ -35,7 +36,7 @@ from window_budget.readers._base import (
     image_to_url,
     read_message_records,
 )
-from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers._render import render_as_text
 from window_budget.readers.anthropic import simplify
 
 __all__ = ["read_langchain", "to_langchain", "write_langchain"]
@@ -91,7 +92,7 @@ def message_from_langchain(
         kind = {"user": "human", "assistant": "ai"}.get(str(data.get("role")), "human")
     blocks = _content(data.get("content"), names)
     if kind == "system":
-        system.append(plain_text(tuple(blocks)))
+        system.append(content_text(tuple(blocks)))
         return None
     if kind in ("human", "HumanMessageChunk"):
         content = simplify(blocks) if blocks else ""

@@ -21,6 +21,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    content_text,
 )
 from window_budget.readers._base import (
     DIGEST_KEY,
@@ -31,7 +32,7 @@ from window_budget.readers._base import (
     find_digest_record,
     read_message_records,
 )
-from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers._render import render_as_text
 from window_budget.readers.anthropic import simplify
 from window_budget.readers.openai import parse_arguments
 
@@ -73,7 +74,7 @@ def message_from_llama_index(
     extra = raw.get("additional_kwargs") or {}
     blocks = _blocks(raw)
     if role in ("system", "developer"):
-        system.append(plain_text(tuple(blocks)))
+        system.append(content_text(tuple(blocks)))
         return None
     if role == "user":
         content = simplify(blocks) if blocks else ""

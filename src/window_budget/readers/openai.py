@@ -23,6 +23,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    content_text,
 )
 from window_budget.readers._base import (
     DIGEST_KEY,
@@ -36,7 +37,7 @@ from window_budget.readers._base import (
     image_to_url,
     read_message_records,
 )
-from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers._render import render_as_text
 
 __all__ = [
     "message_from_openai",
@@ -97,7 +98,7 @@ def message_from_openai(
     """
     role = raw["role"]
     if role in ("system", "developer"):
-        system.append(plain_text(_parts(raw.get("content"))))
+        system.append(content_text(_parts(raw.get("content"))))
         return None
     if role == "user":
         content = _parts(raw.get("content"))

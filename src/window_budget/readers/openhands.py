@@ -38,6 +38,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    content_text,
 )
 from window_budget.readers._base import (
     BOM,
@@ -59,7 +60,7 @@ from window_budget.readers._base import (
     tag,
     text_of,
 )
-from window_budget.readers._render import plain_text, render_as_text
+from window_budget.readers._render import render_as_text
 from window_budget.readers.openai import parse_arguments, usage_from_openai
 
 __all__ = ["is_openhands_events", "is_openhands_run", "read_openhands", "write_openhands"]
@@ -423,7 +424,7 @@ def write_openhands(
     calls: dict[str, int] = {}
     for i, msg in enumerate(messages):
         if isinstance(msg, AssistantMessage) and msg.tool_calls:
-            text = plain_text(msg.content)
+            text = content_text(msg.content)
             response: dict[str, Any] = {
                 "id": f"wb-{i}",
                 "model": msg.model,
@@ -470,7 +471,7 @@ def write_openhands(
                 {
                     "source": "agent",
                     "action": "message",
-                    "args": {"content": plain_text(msg.content)},
+                    "args": {"content": content_text(msg.content)},
                 }
             )
         elif isinstance(msg, ToolResultMessage):
@@ -478,7 +479,7 @@ def write_openhands(
                 {
                     "source": "environment",
                     "observation": "error" if msg.is_error else "tool",
-                    "content": plain_text(msg.content),
+                    "content": content_text(msg.content),
                     "cause": calls.get(msg.tool_call_id),
                     "tool_call_metadata": {
                         "function_name": msg.tool_name,
@@ -487,7 +488,7 @@ def write_openhands(
                 }
             )
         elif isinstance(msg, UserMessage):
-            args: dict[str, Any] = {"content": plain_text(msg.content)}
+            args: dict[str, Any] = {"content": content_text(msg.content)}
             if not isinstance(msg.content, str):
                 images = [image_to_url(b) for b in msg.content if isinstance(b, ImageBlock)]
                 if images:

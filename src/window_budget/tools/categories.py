@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from typing import TypeAlias
 
 from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget._groups import ToolGroups
 from window_budget.contract import TokenCounter
 from window_budget.digest import is_digest
 from window_budget.errors import BudgetError, ConfigError
@@ -58,6 +59,7 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
     content_text,
+    message_blocks,
 )
 from window_budget.pipeline._fit import shorten_message
 
@@ -125,22 +127,22 @@ def classify_message(message: AgentMessage) -> MessageCategory:
     >>> classify_message(ToolResultMessage("c1", "bash", "boom", is_error=True))
     <MessageCategory.ERROR: 'error'>
     """
-    if isinstance(message, UserMessage):
-        return MessageCategory.CONTEXT if is_digest(message) else MessageCategory.DIALOG
-    if isinstance(message, AssistantMessage):
-        return MessageCategory.ERROR if message.stop_reason == "error" else MessageCategory.DIALOG
-    if isinstance(message, ToolResultMessage):
-        failed = message.is_error or _TRACEBACK in content_text(message.content)
-        return MessageCategory.ERROR if failed else MessageCategory.SYSTEM_OUTPUT
-    if isinstance(message, BashExecutionMessage):
-        failed = (message.exit_code not in (None, 0)) or _TRACEBACK in message.output
-        return MessageCategory.ERROR if failed else MessageCategory.SYSTEM_OUTPUT
-    if isinstance(message, CustomMessage):
-        if message.custom_type.lower() in SYSTEM_CUSTOM_TYPES:
+    match message:
+        case UserMessage():
+            return MessageCategory.CONTEXT if is_digest(message) else MessageCategory.DIALOG
+        case AssistantMessage():
+            failed = message.stop_reason == "error"
+            return MessageCategory.ERROR if failed else MessageCategory.DIALOG
+        case ToolResultMessage():
+            failed = message.is_error or _TRACEBACK in content_text(message.content)
+            return MessageCategory.ERROR if failed else MessageCategory.SYSTEM_OUTPUT
+        case BashExecutionMessage():
+            failed = message.exit_code not in (None, 0) or _TRACEBACK in message.output
+            return MessageCategory.ERROR if failed else MessageCategory.SYSTEM_OUTPUT
+        case CustomMessage() if message.custom_type.lower() in SYSTEM_CUSTOM_TYPES:
             return MessageCategory.SYSTEM
-        return MessageCategory.CONTEXT
-    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        return MessageCategory.CONTEXT
+        case CustomMessage() | BranchSummaryMessage() | CompactionSummaryMessage():
+            return MessageCategory.CONTEXT
     role = str(getattr(message, "role", "")).lower()
     if role in ("system", "developer"):
         return MessageCategory.SYSTEM
@@ -253,14 +255,8 @@ class ImageReplacement:
 
 
 def _images_in(message: AgentMessage) -> list[int]:
-    content = getattr(message, "content", None)
-    if (
-        isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage)
-        and not isinstance(content, str)
-        and content is not None
-    ):
-        return [i for i, b in enumerate(content) if isinstance(b, ImageBlock)]
-    return []
+    """Indexes of the image blocks in a message's content."""
+    return [i for i, b in enumerate(message_blocks(message)) if isinstance(b, ImageBlock)]
 
 
 def replace_old_images(
@@ -337,22 +333,14 @@ class TrimResult:
 
 
 def _units(messages: Sequence[AgentMessage], cats: Sequence[MessageCategory]) -> list[list[int]]:
-    """Group indexes that leave together: a tool-calling turn with its results."""
-    owner: dict[str, int] = {}
-    unit_of: dict[int, int] = {}
-    units: list[list[int]] = []
-    for j, msg in enumerate(messages):
-        if cats[j] is MessageCategory.SYSTEM:
-            continue
-        if isinstance(msg, ToolResultMessage) and msg.tool_call_id in owner:
-            units[unit_of[owner[msg.tool_call_id]]].append(j)
-            continue
-        unit_of[j] = len(units)
-        units.append([j])
-        if isinstance(msg, AssistantMessage):
-            for call in msg.tool_calls:
-                owner[call.id] = j
-    return units
+    """Group indexes that leave together: a tool-calling turn with its results.
+
+    SYSTEM messages are never trimmed, so they take no part: a SYSTEM message is in no
+    unit, and neither owns a call nor answers one.
+    """
+    indexes = [j for j in range(len(messages)) if cats[j] is not MessageCategory.SYSTEM]
+    groups = ToolGroups(messages[j] for j in indexes)
+    return [[indexes[k] for k in unit] for unit in groups.units()]
 
 
 def _category_passes(

@@ -33,11 +33,11 @@ from window_budget.budget._estimate import estimate_message_tokens, message_part
 from window_budget.digest import is_digest
 from window_budget.messages import (
     AgentMessage,
-    AssistantMessage,
     BashExecutionMessage,
     ToolResultMessage,
     UserMessage,
     message_text,
+    tool_calls,
 )
 
 if TYPE_CHECKING:
@@ -420,15 +420,9 @@ def usage_report_html(report: UsageReport) -> str:
 # ------------------------------------------------------------------ transcript
 
 
-def _tool_names(message: AgentMessage) -> list[str]:
-    if isinstance(message, AssistantMessage):
-        return [c.name for c in message.tool_calls]
-    return []
-
-
 def _shape(messages: Sequence[AgentMessage]) -> tuple[Counter[str], Counter[str], int, int, int]:
     roles: Counter[str] = Counter(_role_of(m) for m in messages)
-    tools: Counter[str] = Counter(n for m in messages for n in _tool_names(m))
+    tools: Counter[str] = Counter(c.name for m in messages for c in tool_calls(m))
     errors = sum(1 for m in messages if isinstance(m, ToolResultMessage) and m.is_error)
     images = sum(message_parts(m)[2] for m in messages)
     turns = sum(1 for m in messages if _role_of(m) == "user")
@@ -459,7 +453,7 @@ def _preview(message: AgentMessage) -> str:
     if isinstance(message, BashExecutionMessage):
         return f"$ {message.command}"
     text = message_text(message).strip()
-    if not text and isinstance(message, AssistantMessage) and message.tool_calls:
+    if not text and tool_calls(message):
         text = "(tool calls only)"
     return " ".join(text.split())
 
@@ -534,7 +528,7 @@ def transcript_html(transcript: Transcript) -> str:
             continue
         m = messages[i]
         role = _role_of(m)
-        calls = ", ".join(_tool_names(m))
+        calls = ", ".join(c.name for c in tool_calls(m))
         chip = f'<span style="color:{_colour(role)};font-weight:600">{safe_text(role)}</span>' + (
             " ⚠" if isinstance(m, ToolResultMessage) and m.is_error else ""
         )

@@ -191,21 +191,21 @@ class ScratchModel:
         Accepts this library's messages, Claude Code stream-json events and plain
         ``{"role": ..., "content": ...}`` chat dicts.
         """
-        if isinstance(item, UserMessage):
-            if not is_digest(item):
-                self.add_human_input(content_text(item.content))
-        elif isinstance(item, AssistantMessage):
-            for call in item.tool_calls:
-                self._on_call(call.id, call.name, call.arguments)
-        elif isinstance(item, ToolResultMessage):
-            self._on_result(item.tool_call_id, item.is_error, content_text(item.content))
-        elif isinstance(item, BashExecutionMessage):
-            failed = item.exit_code not in (0, None) and not item.cancelled
-            self._on_outcome(
-                f"shell\x00{item.command.strip()}", f"`{item.command.strip()}`", failed, item.output
-            )
-        elif isinstance(item, Mapping):
-            self._extract_event(item)
+        match item:
+            case UserMessage():
+                if not is_digest(item):
+                    self.add_human_input(content_text(item.content))
+            case AssistantMessage():
+                for call in item.tool_calls:
+                    self._on_call(call.id, call.name, call.arguments)
+            case ToolResultMessage():
+                self._on_result(item.tool_call_id, item.is_error, content_text(item.content))
+            case BashExecutionMessage():
+                command = item.command.strip()
+                failed = item.exit_code not in (0, None) and not item.cancelled
+                self._on_outcome(f"shell\x00{command}", f"`{command}`", failed, item.output)
+            case Mapping():
+                self._extract_event(item)
 
     def _extract_event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")

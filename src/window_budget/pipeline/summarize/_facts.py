@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
 from window_budget.budget._estimate import count_text
+from window_budget.budget._groups import ToolGroups
 from window_budget.contract import TokenCounter
 from window_budget.messages import (
     AgentMessage,
@@ -628,30 +629,47 @@ def extract_facts(
     """
     base = prior or FactLedger()
     b = _Builder({f"{f.kind}\x00{f.key}": f for f in base.facts}, base.archived)
-    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolResultMessage)}
+    groups = ToolGroups(messages)
     generations = base.generations
-    for msg in messages:
+    for j, msg in enumerate(messages):
         carried = _carried(msg)
         if carried is not None:
             merged = merge_ledgers(FactLedger(tuple(b.facts.values()), b.pos, generations), carried)
             b.facts = {f"{f.kind}\x00{f.key}": f for f in merged.facts}
             generations = merged.generations
             continue
-        if isinstance(msg, UserMessage):
-            _on_user(b, msg)
-        elif isinstance(msg, AssistantMessage):
-            _on_assistant(b, msg, results)
-        elif isinstance(msg, BashExecutionMessage):
-            command = msg.command.strip()
-            if command:
-                status = (
-                    "cancelled"
-                    if msg.cancelled
-                    else (f"exit {msg.exit_code}" if msg.exit_code not in (0, None) else "ok")
-                )
-                _on_command(b, command, status, msg.output)
+        match msg:
+            case UserMessage():
+                _on_user(b, msg)
+            case AssistantMessage():
+                _on_assistant(b, msg, _answers(messages, groups.results(j)))
+            case BashExecutionMessage():
+                _on_shell(b, msg)
         b.pos += 1
     return _capped(FactLedger(tuple(b.facts.values()), b.pos, generations + 1))
+
+
+def _answers(
+    messages: Sequence[AgentMessage], indexes: Iterable[int]
+) -> dict[str, ToolResultMessage]:
+    """The results at ``indexes`` by call id (a retried call: its last result)."""
+    out: dict[str, ToolResultMessage] = {}
+    for r in indexes:
+        result = messages[r]
+        if isinstance(result, ToolResultMessage):
+            out[result.tool_call_id] = result
+    return out
+
+
+def _on_shell(b: _Builder, msg: BashExecutionMessage) -> None:
+    command = msg.command.strip()
+    if command:
+        status = (
+            "cancelled"
+            if msg.cancelled
+            else (f"exit {msg.exit_code}" if msg.exit_code not in (0, None) else "ok")
+        )
+        _on_command(b, command, status, msg.output)
 
 
 def merge_ledgers(old: FactLedger, new: FactLedger) -> FactLedger:

@@ -20,7 +20,6 @@ from window_budget.messages import (
     AssistantMessage,
     BashExecutionMessage,
     BranchSummaryMessage,
-    CompactionSummaryMessage,
     Content,
     CustomMessage,
     ImageBlock,
@@ -196,47 +195,57 @@ def _dump_args(args: object) -> str:
         return repr(args)
 
 
+def _assistant_entries(message: AssistantMessage, tool_output_chars: int) -> list[str]:
+    """An assistant reply's entries: its text, its plan, each call and each image."""
+    if isinstance(message.content, str):
+        return [_entry("agent", message.content)] if message.content.strip() else []
+    out: list[str] = []
+    for block in message.content:
+        if isinstance(block, ThinkingBlock) and block.thinking.strip():
+            out.append(_entry("agent.plan", clamp_text(block.thinking, tool_output_chars)))
+        elif isinstance(block, TextBlock) and block.text.strip():
+            out.append(_entry("agent", block.text))
+        elif isinstance(block, ToolCallBlock):
+            args = clamp_text(_dump_args(dict(block.arguments)), tool_output_chars)
+            out.append(_entry(f"agent.call {block.name}", args))
+        elif isinstance(block, ImageBlock):
+            out.append(_entry("agent", f"[image {one_line(block.mime_type)}]"))
+    return out
+
+
+def _shell_status(message: BashExecutionMessage) -> str:
+    if message.cancelled:
+        return "cancelled"
+    return f"exit {message.exit_code}" if message.exit_code is not None else "exit ?"
+
+
 def flatten_message(message: AgentMessage, *, tool_output_chars: int = 2000) -> list[str]:
-    """The scrollback entries of one message (a message with several blocks gives several)."""
-    images: list[str] = []
+    """The scrollback entries of one message (a message with several blocks gives several).
+
+    Each kind reads its own way here, so this is a ``match`` over the kinds of
+    ``window_budget.messages.MESSAGE_KINDS``; an unknown object is flattened from its
+    serialized form under its role.
+    """
     if is_digest(message) or isinstance(message, BranchSummaryMessage):
         return [_entry("digest", digest_body(message) or "")]
-    if isinstance(message, UserMessage):
-        return [_entry("you", _content_lines(message.content, images=images))]
-    if isinstance(message, AssistantMessage):
-        if isinstance(message.content, str):
-            return [_entry("agent", message.content)] if message.content.strip() else []
-        out: list[str] = []
-        for block in message.content:
-            if isinstance(block, ThinkingBlock) and block.thinking.strip():
-                out.append(_entry("agent.plan", clamp_text(block.thinking, tool_output_chars)))
-            elif isinstance(block, TextBlock) and block.text.strip():
-                out.append(_entry("agent", block.text))
-            elif isinstance(block, ToolCallBlock):
-                args = clamp_text(_dump_args(dict(block.arguments)), tool_output_chars)
-                out.append(_entry(f"agent.call {block.name}", args))
-            elif isinstance(block, ImageBlock):
-                out.append(_entry("agent", f"[image {one_line(block.mime_type)}]"))
-        return out
-    if isinstance(message, ToolResultMessage):
-        prefix = "tool!err" if message.is_error else "tool"
-        text = clamp_text(_content_lines(message.content, images=images), tool_output_chars)
-        return [_entry(f"{prefix} {message.tool_name}".rstrip(), text)]
-    if isinstance(message, BashExecutionMessage):
-        status = (
-            "cancelled"
-            if message.cancelled
-            else f"exit {message.exit_code}"
-            if message.exit_code is not None
-            else "exit ?"
-        )
-        output = clamp_text(message.output, tool_output_chars)
-        return [_entry(f"shell$ {message.command.strip()}", f"({status})\n{output}")]
-    if isinstance(message, CustomMessage):
-        text = clamp_text(_content_lines(message.content, images=images), tool_output_chars)
-        return [_entry(f"note {message.custom_type}", text)]
-    if isinstance(message, CompactionSummaryMessage):
-        return [_entry("digest", message.summary)]
+    images: list[str] = []
+    match message:
+        case UserMessage():
+            return [_entry("you", _content_lines(message.content, images=images))]
+        case AssistantMessage():
+            return _assistant_entries(message, tool_output_chars)
+        case ToolResultMessage():
+            prefix = "tool!err" if message.is_error else "tool"
+            text = clamp_text(_content_lines(message.content, images=images), tool_output_chars)
+            return [_entry(f"{prefix} {message.tool_name}".rstrip(), text)]
+        case BashExecutionMessage():
+            output = clamp_text(message.output, tool_output_chars)
+            return [
+                _entry(f"shell$ {message.command.strip()}", f"({_shell_status(message)})\n{output}")
+            ]
+        case CustomMessage():
+            text = clamp_text(_content_lines(message.content, images=images), tool_output_chars)
+            return [_entry(f"note {message.custom_type}", text)]
     role = str(getattr(message, "role", "unknown"))
     return [_entry(role, clamp_text(serialize_unknown(message), tool_output_chars))]
 
