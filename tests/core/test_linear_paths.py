@@ -7,45 +7,14 @@ import builtins
 import pytest
 
 from window_budget import (
-    AssistantMessage,
     BudgetPolicy,
     Model,
-    ToolCallBlock,
-    ToolResultMessage,
     UserMessage,
 )
 from window_budget.budget import TokenLedger
 from window_budget.budget import _ledger as ledger_module
-from window_budget.budget._groups import ToolGroups
-from window_budget.pipeline import WindowCondenser, blocked_cuts
+from window_budget.pipeline import WindowCondenser
 from window_budget.tools.timeline import simulate
-
-
-def _parallel(n: int) -> list[object]:
-    calls = tuple(ToolCallBlock(f"c{i}", "lookup", {"q": i}) for i in range(n))
-    return [
-        UserMessage("go"),
-        AssistantMessage(calls),
-        *(ToolResultMessage(f"c{i}", "lookup", f"r{i}") for i in range(n)),
-        UserMessage("next"),
-    ]
-
-
-def test_parallel_calls_block_each_cut_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    made: list[ToolGroups] = []
-
-    class Counted(ToolGroups):
-        def __init__(self) -> None:
-            super().__init__()
-            made.append(self)
-
-    monkeypatch.setattr(ledger_module, "ToolGroups", Counted)
-    n = 5_000
-    messages = _parallel(n)
-    ledger = TokenLedger()
-    assert ledger.blocked(messages) == blocked_cuts(messages)[: len(messages)]  # type: ignore[arg-type]
-    # Was n * n / 2 walking back from each result; now each position is walked about once.
-    assert sum(g.steps for g in made) <= 2 * len(messages)
 
 
 def test_ledger_recheck_of_an_appended_list_costs_the_new_messages(

@@ -237,7 +237,8 @@ def test_blocking_spans_is_linear(shape: object) -> None:
     assert groups.blocked == blocked_cuts(msgs)[: len(msgs)]
 
 
-def test_the_ledger_blocks_each_cut_once(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("shape", [_parallel, _overlapping])
+def test_the_ledger_blocks_each_cut_once(monkeypatch: pytest.MonkeyPatch, shape: object) -> None:
     made: list[ToolGroups] = []
 
     class Counted(ToolGroups):
@@ -246,7 +247,7 @@ def test_the_ledger_blocks_each_cut_once(monkeypatch: pytest.MonkeyPatch) -> Non
             made.append(self)
 
     monkeypatch.setattr(ledger_module, "ToolGroups", Counted)
-    msgs = _overlapping(5_000)
+    msgs = shape(5_000)  # type: ignore[operator]
     ledger = TokenLedger()
     for end in range(0, len(msgs) + 1, 500):
         ledger.blocked(msgs[:end])
