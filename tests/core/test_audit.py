@@ -201,3 +201,41 @@ def test_a_tiny_budget_keeps_the_objective_and_constraints_before_files() -> Non
         if f.kind in ("objective", "constraint"):
             assert mentions(out, f, ROOT), f.text
     assert audit.left_out > 0
+
+
+def test_a_fact_the_model_wrote_at_its_end_is_pinned_when_room_cuts_that_end() -> None:
+    """The model's newest material comes last; making room for pins cuts it from the end."""
+    ledger = extract_facts(_big_head(files=12, errors=0))
+    files = sorted((f for f in ledger.facts if f.kind == "file"), key=lambda f: f.text)
+    last = files[-1]
+    rel = last.text[len(ledger.root or "") + 1 :]
+    # Every floor fact but one is omitted, so pins are needed; the one the model did write
+    # sits after a long carryover, in the part the pins push out.
+    model_text = (
+        "# Objective\nPort settings.\n# Carryover\n" + "- musing\n" * 600 + f"- edited {rel}\n"
+    )
+    assert mentions(model_text, last, ledger.root)
+    out, audit = audit_digest(model_text, ledger, max_tokens=800)
+    assert count_text(out) <= 800
+    assert f"edited {rel}" not in out  # the model's line was cut ...
+    assert all(_holds_file(out, f.text, ledger.root or ROOT) for f in files)  # ... and pinned
+    assert audit.appended > 0
+
+
+def test_an_error_is_stated_only_by_words_on_one_line() -> None:
+    ledger = extract_facts(_big_head(files=1, errors=2))
+    first, second = sorted(ledger.of_kind("error"), key=lambda f: f.text)
+    command = first.text.split(" failed", 1)[0]
+    other = second.text.split("failed: ", 1)[1]
+    # The first error's command on one line, the second error's wording on another: the
+    # text never says which key was missing for the first.
+    scattered = f"- ran {command} - failed\n- {other}\n"
+    assert not mentions(scattered, first, ROOT)
+    assert mentions(f"- {first.text}\n", first, ROOT)
+
+
+def test_a_constraint_is_stated_only_by_words_on_one_line() -> None:
+    ledger = extract_facts(head())
+    rule = ledger.of_kind("constraint")[0]  # "Never push to main."
+    assert mentions("- constraint: never push to main.", rule)
+    assert not mentions("- never edit the lockfile\n- push to main. Then review.\n", rule)

@@ -73,9 +73,11 @@ def mentions(text: str, fact: Fact, root: str | None = None) -> bool:
     """True when ``text`` (normalised) states ``fact``.
 
     Paths, commands and names must appear verbatim (a path also relative to ``root``);
-    prose facts (the objective, asks, constraints, decisions, plan items, error lines)
-    count as stated when at least 70 % of their significant words appear (for the objective,
-    those of its first sentence).
+    prose facts (the objective, asks, decisions, plan items) count as stated when at least
+    70 % of their significant words appear (for the objective, those of its first
+    sentence); a constraint or an error, when they appear on one line — words scattered
+    over other lines ("never" in one rule, "table" in another; an error's command on one
+    line, another error's wording on the next) do not state it.
     """
     hay = _norm(text)
     if fact.kind == "file":
@@ -89,8 +91,12 @@ def mentions(text: str, fact: Fact, root: str | None = None) -> bool:
     words = set(_WORD_RE.findall(_norm(said)))
     if not words:
         return _norm(fact.text) in hay
-    present = set(_WORD_RE.findall(hay))
-    return len(words & present) >= 0.7 * len(words)
+    need = 0.7 * len(words)
+    if fact.kind in ("constraint", "error"):
+        return any(
+            len(words & set(_WORD_RE.findall(_norm(line)))) >= need for line in text.splitlines()
+        )
+    return len(words & set(_WORD_RE.findall(hay))) >= need
 
 
 def _key_facts(ledger: FactLedger) -> list[Fact]:
@@ -156,6 +162,36 @@ def audit_digest(
     if not missing:
         return text, DigestAudit(len(ledger.facts), len(key), found, 0)
     own = count_text(text, counter)
+    # Making room for the pins cuts the model's text from its end, and a fact the model
+    # did write may sit in what is cut (its newest material comes last): such facts are
+    # pinned too, until what the kept text holds and what is pinned cover every key fact.
+    while True:
+        pins, appended = _pins(missing, root, own, max_tokens, counter)
+        if not pins:
+            return text, DigestAudit(len(ledger.facts), len(key), found, 0, len(missing))
+        block = f"{PINNED_HEADING}\n" + "\n".join(pins)
+        body_room = max_tokens - count_text("\n\n" + block, counter)
+        body = cut_to_tokens(text, max(body_room, 1), counter)
+        if body == text:
+            break
+        pending = {id(f) for f in missing}
+        lost = [f for f in key if id(f) not in pending and not mentions(body, f, root)]
+        if not lost:
+            break
+        pending.update(map(id, lost))
+        missing = [f for f in key if id(f) in pending]
+    out = f"{body}\n\n{block}" if body else block
+    out = cut_to_tokens(out, max_tokens, counter)
+    return out, DigestAudit(len(ledger.facts), len(key), found, appended, len(missing) - appended)
+
+
+def _pins(
+    missing: list[Fact], root: str | None, own: int, max_tokens: int, counter: TokenCounter | None
+) -> tuple[list[str], int]:
+    """The lines pinning ``missing`` (floor facts first) and how many facts they hold.
+
+    ``own`` is the model's text's size: it keeps at least a quarter of the budget.
+    """
     heading_cost = count_text(f"\n\n{PINNED_HEADING}\n", counter)
     floor = [f for f in missing if is_floor_fact(f)]
     model_keeps = min(own, max_tokens // 4)
@@ -181,14 +217,7 @@ def audit_digest(
         pins.append(line)
         used += cost
         appended += 1
-    if not pins:
-        return text, DigestAudit(len(ledger.facts), len(key), found, 0, len(missing))
-    block = f"{PINNED_HEADING}\n" + "\n".join(pins)
-    body_room = max_tokens - count_text("\n\n" + block, counter)
-    body = cut_to_tokens(text, max(body_room, 1), counter)
-    out = f"{body}\n\n{block}" if body else block
-    out = cut_to_tokens(out, max_tokens, counter)
-    return out, DigestAudit(len(ledger.facts), len(key), found, appended, len(missing) - appended)
+    return pins, appended
 
 
 def check_digest(text: str, ledger: FactLedger) -> DigestAudit:
