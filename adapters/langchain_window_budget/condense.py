@@ -330,6 +330,14 @@ class LangChainCondenser:
         """
         if key is None:
             key = _conversation_key(messages)
+        else:
+            try:
+                hash(key)
+            except TypeError:
+                raise TypeError(
+                    "conversation must be hashable (a thread or session id), "
+                    f"not {type(key).__name__}"
+                ) from None
         with self._lock:
             sessions = self._sessions
             session = sessions.get(key)

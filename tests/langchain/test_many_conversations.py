@@ -200,3 +200,9 @@ def test_wrappers_built_per_request_find_their_session_already_known(
                 assert converted[0] == 1
             assert wrapper.last_result is not None
             assert not wrapper.last_result.changed
+
+
+def test_a_conversation_name_that_cannot_be_a_key_is_refused_in_one_sentence() -> None:
+    engine = LangChainCondenser(context_window=WINDOW)
+    with pytest.raises(TypeError, match=r"conversation must be hashable.*not list"):
+        engine.run(thread_of("x", 2), conversation=["not", "hashable"])
