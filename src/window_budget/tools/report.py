@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -110,15 +110,7 @@ class UsageReport:
             },
             "calibrated_total": self.calibrated_total,
             "ledger_facts": self.ledger_facts,
-            "audit": None
-            if self.audit is None
-            else {
-                "in_ledger": self.audit.in_ledger,
-                "checked": self.audit.checked,
-                "found": self.audit.found,
-                "appended": self.audit.appended,
-                "left_out": self.audit.left_out,
-            },
+            "audit": None if self.audit is None else asdict(self.audit),
         }
 
     def __str__(self) -> str:

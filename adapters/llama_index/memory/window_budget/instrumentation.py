@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from llama_index.core.instrumentation.events import BaseEvent
@@ -75,15 +75,7 @@ class Compaction:
             "committed": self.committed,
             "masked": self.masked,
             "tokens_freed": self.tokens_freed,
-            "audit": None
-            if audit is None
-            else {
-                "in_ledger": audit.in_ledger,
-                "checked": audit.checked,
-                "found": audit.found,
-                "appended": audit.appended,
-                "left_out": audit.left_out,
-            },
+            "audit": None if audit is None else asdict(audit),
         }
 
 

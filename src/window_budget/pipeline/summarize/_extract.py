@@ -21,6 +21,7 @@ from window_budget.messages import (
     ToolResultMessage,
 )
 from window_budget.pipeline.summarize._facts import (
+    DIGEST_SECTIONS,
     FactLedger,
     extract_facts,
     ledger_from_text,
@@ -116,18 +117,7 @@ _P_RESOLVED = 45
 _P_READ = 30
 _P_PRIOR_PENALTY = 6  # carried-in items yield to fresh ones of the same kind
 
-_SECTIONS: Final = (
-    "note",
-    "objective",
-    "asks",
-    "guardrails",
-    "shipped",
-    "active",
-    "stuck",
-    "rationale",
-    "plan",
-    "carryover",
-)
+_SECTIONS: Final = ("note", *DIGEST_SECTIONS)  # a carried digest's lines without a ledger first
 _HEADING_TO_SECTION: Final = {
     "objective": "objective",
     "latest asks": "asks",

@@ -26,7 +26,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, get_args
 
 from window_budget.budget._estimate import count_text
 from window_budget.budget._groups import ToolGroups
@@ -77,19 +77,7 @@ FactKind: TypeAlias = Literal[
     "note",
 ]
 """What a fact records; ``note`` is a line of a carried digest that had no ledger."""
-FACT_KINDS: Final[tuple[FactKind, ...]] = (
-    "objective",
-    "ask",
-    "constraint",
-    "file",
-    "command",
-    "error",
-    "decision",
-    "identifier",
-    "plan",
-    "step",
-    "note",
-)
+FACT_KINDS: Final[tuple[FactKind, ...]] = get_args(FactKind)
 """Every kind, in the order the ledger lists them."""
 LEDGER_FORMAT: Final = "window-budget/facts/1"
 """The ``format`` value inside a serialized ledger; a parser refuses any other."""
@@ -852,7 +840,7 @@ def ledger_from_text(text: str) -> FactLedger:
 
 # ------------------------------------------------------------------ rendering
 
-_SECTIONS: Final = (
+DIGEST_SECTIONS: Final = (
     "objective",
     "asks",
     "guardrails",
@@ -863,6 +851,7 @@ _SECTIONS: Final = (
     "plan",
     "carryover",
 )
+"""The rendered digest's sections, in order."""
 _KIND_LABEL: Final = {
     "ask": "asks",
     "constraint": "constraints",
@@ -1329,7 +1318,7 @@ def _render(
     note: str | None,
     evicted: Mapping[str, Mapping[str, int]],
 ) -> str:
-    by: dict[str, list[str]] = {s: [] for s in _SECTIONS}
+    by: dict[str, list[str]] = {s: [] for s in DIGEST_SECTIONS}
     for line in sorted(lines, key=lambda ln: ln.order[0]):  # stable: ties keep their order
         if line.text:
             by[line.section].append(line.text)
