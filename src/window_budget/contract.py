@@ -6,7 +6,7 @@ Nothing here has behaviour beyond validating its own fields.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -27,6 +27,8 @@ __all__ = [
     "CondenserDeps",
     "Context",
     "KeepUnit",
+    "LedgerVersion",
+    "MemoryStore",
     "Model",
     "Strategy",
     "SummarizeDeps",
@@ -104,24 +106,19 @@ class BudgetPolicy:
     tool_output_chars: int = 2000
     """Each tool output in the summarizer's scrollback is clamped to this many characters."""
     max_summary_calls: int = 4
-    """A head too long for one summary call is split across at most this many calls (each
-    carrying the previous digest); beyond that, the longest entries are clamped first."""
+    """A head too long for one call is split across at most this many (each carrying the
+    digest before); beyond that, the longest entries are clamped first."""
     on_summarizer_error: Literal["fallback", "raise"] = "fallback"
     """On a failing model: write the network-free digest (default) or raise ``SummarizerError``."""
     summary_timeout: float | None = None
-    """Seconds one summary call may take before it counts as failed (then the network-free
-    digest, or ``SummarizerError`` under ``on_summarizer_error="raise"``); None waits for as long
-    as the completer takes. A sync completer given a timeout or a cancel token runs in a worker
-    thread so the caller can stop waiting; the late call itself is not killed, its reply is
-    discarded."""
+    """Seconds one summary call may take before it counts as failed; None waits. A sync
+    completer with a timeout runs in a worker thread; a late reply is discarded."""
     mask_keep_outputs: int | None = 3
     """Masking, tried before any summary call when the gate fires: tool outputs outside the
     kept tail, other than the ``mask_keep_outputs`` most recent, longer than
-    ``mask_min_chars``, become a one-line placeholder (tool, arguments, outcome); the
-    originals go to ``plan.dropped``. The digest is written only if that is not enough.
-    On by default (3, as LangChain's ``ClearToolUsesEdit`` and Anthropic's tool-result
-    clearing keep): measured, it replaces summary calls where outputs are large and does
-    nothing elsewhere (see ``docs/memory.md``). ``None`` turns masking off."""
+    ``mask_min_chars``, become a one-line placeholder; the originals go to ``plan.dropped``.
+    The digest is written only if that is not enough. 3 as LangChain's ``ClearToolUsesEdit``
+    keeps (see ``docs/memory.md``); ``None`` turns masking off."""
     mask_min_chars: int = 2000
     """Tool outputs of at most this many characters are never masked."""
 
@@ -340,6 +337,51 @@ class TokenCounter(Protocol):
         ...
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LedgerVersion:
+    """One stored version of a conversation's fact ledger."""
+
+    version: int
+    """1 for the first compaction's ledger, then one more per write."""
+    ledger: Mapping[str, Any]
+    """The ledger as ``ledger_to_json`` wrote it."""
+    seal: str
+    """The seal of the digest this version belongs to: a record must carry the same."""
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Where a conversation's archived originals and ledger versions live.
+
+    Implementations must be safe to call from several threads. Positions are the archive
+    numbering of the fact ledger: the first message ever folded is 0.
+    """
+
+    @property
+    def key(self) -> bytes:
+        """The store's own secret: digest records are sealed with it (see ``seal``)."""
+
+    def archive(
+        self, conversation: str, start: int, originals: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Keep ``originals`` at ``start``, ``start + 1``, …; kept positions are left alone."""
+
+    def archived(self, conversation: str) -> int:
+        """One more than the highest position kept (0 for a new conversation)."""
+
+    def original(self, conversation: str, position: int) -> Mapping[str, Any] | None:
+        """The original at ``position``, or None."""
+
+    def originals(self, conversation: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """Every original, by position."""
+
+    def save_ledger(self, conversation: str, ledger: Mapping[str, Any], *, seal: str) -> int:
+        """Store a new ledger version for the digest sealed ``seal``; returns its number."""
+
+    def ledger(self, conversation: str, version: int | None = None) -> LedgerVersion | None:
+        """A stored version (the newest when ``version`` is None), or None."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SummarizeDeps:
     """What summarize needs; every field optional (no model means the network-free digest)."""
@@ -369,6 +411,12 @@ class SummarizeDeps:
     """Supplies the clamp for tool output and the error behaviour."""
     counter: TokenCounter | None = None
     """Counter used to keep the digest within ``max_tokens``; heuristic when None."""
+    memory: MemoryStore | None = None
+    """Where the full ledger and the folded originals go; None: the record alone carries it."""
+    conversation: str = "default"
+    """The conversation's key in ``memory``."""
+    record_tokens: int = 200
+    """Room for the digest's record (its bounded ledger and the pointer into ``memory``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -390,6 +438,10 @@ class CondenserDeps:
     """A different model for summaries (defaults to ``model``)."""
     signal: CancelToken | None = None
     """Cancellation token forwarded to every summary call."""
+    memory: MemoryStore | None = None
+    """Where the full ledger and folded originals go (``window_budget.memory``), for recall."""
+    conversation: str = "default"
+    """The conversation's key in ``memory`` (a run may name another)."""
 
 
 @dataclass(frozen=True, slots=True)

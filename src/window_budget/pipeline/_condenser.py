@@ -21,21 +21,18 @@ from window_budget.contract import (
     CondensePlan,
     CondenserDeps,
     CondenseResult,
-    Model,
     SummarizeDeps,
     Summary,
 )
-from window_budget.errors import BudgetError, ConfigError
-from window_budget.messages import (
-    AgentMessage,
-    AssistantMessage,
-    DigestMessage,
-)
+from window_budget.errors import BudgetError
+from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
 from window_budget.pipeline._fit import fit_messages, shorten_message
-from window_budget.pipeline._gate import budget_limit
+from window_budget.pipeline._gate import MIN_DIGEST_TOKENS, budget_limit, check_window
 from window_budget.pipeline._mask import is_masked, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
+from window_budget.pipeline._trim import trim_result
 from window_budget.pipeline.summarize._condense import summarize, summarize_sync
+from window_budget.pipeline.summarize._memory import record_budget
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -54,9 +51,6 @@ DEFAULT_POLICY = BudgetPolicy()
 ~6,000 tokens verbatim), named for the CLI's option defaults and the demo; pass
 ``BudgetPolicy(...)`` to change any of it."""
 
-MIN_DIGEST_TOKENS = 64
-"""The smallest room a digest is ever given."""
-
 LEDGERS: Final = 16
 """Conversations whose token ledger one condenser keeps (the least recently used goes)."""
 
@@ -70,27 +64,6 @@ async def condense(
 ) -> Summary:
     """Summarize a slice directly with the session header (``scope="session"``)."""
     return await summarize(messages, replace(deps or SummarizeDeps(), scope="session"))
-
-
-def check_window(context_window: int, policy: BudgetPolicy) -> None:
-    """Refuse, at construction, a window the policy leaves too little of for digest and tail.
-
-    Adapters call it once they know both, so a too-small ``context_window`` (or a too-large
-    ``reserve_tokens``) fails where it is configured, not on the first turn.
-
-    Raises:
-        ConfigError: one sentence naming ``context_window`` and ``reserve_tokens``.
-
-    """
-    limit = budget_limit(Model("window", context_window), policy)
-    if limit < 2 * MIN_DIGEST_TOKENS:
-        raise ConfigError(
-            f"context_window={context_window:,} leaves a limit of {limit:,.0f} tokens after "
-            f"reserve_tokens={policy.reserve_tokens or 0:,} (trigger_ratio "
-            f"{policy.trigger_ratio}), too little for a digest and a tail (at least "
-            f"{2 * MIN_DIGEST_TOKENS}); raise context_window or lower reserve_tokens "
-            f"(BudgetPolicy.for_window({context_window}) scales it)"
-        )
 
 
 def condense_sync(
@@ -349,10 +322,13 @@ class WindowCondenser:
         result = CondenseResult(messages, plan, None, before, before, limit, reason)
         return CondenseDecision(result, plan, limit, before, 0, None, 0)
 
-    def summarize_deps(self, decision: CondenseDecision) -> SummarizeDeps:
+    def summarize_deps(
+        self, decision: CondenseDecision, conversation: str | None = None
+    ) -> SummarizeDeps:
         """The deps for the digest call of ``decision``."""
         deps = self.deps
         kept = sum(map(is_masked, decision.plan.kept))
+        window = deps.model.context_window if deps.model is not None else None
         return SummarizeDeps(
             complete=deps.complete,
             complete_sync=deps.complete_sync,
@@ -364,7 +340,19 @@ class WindowCondenser:
             counter=deps.counter,
             masked_total=sum(map(is_masked, decision.plan.dropped)) + kept,
             masked_kept=kept,
+            memory=deps.memory,
+            conversation=conversation or deps.conversation,
+            record_tokens=record_budget(window),
         )
+
+    def _archive_masked(self, result: CondenseResult, conversation: str | None) -> None:
+        """Masked originals go to the memory store, after what it holds (the ledger's order)."""
+        store = self.deps.memory
+        if store is not None and result.reason == "masked" and result.plan.dropped:
+            name = conversation or self.deps.conversation
+            store.archive(
+                name, store.archived(name), [message_to_dict(m) for m in result.plan.dropped]
+            )
 
     def finish(
         self,
@@ -378,7 +366,15 @@ class WindowCondenser:
         counter = self.deps.counter
         plan = decision.plan
         if summary is None:  # the trim strategy
-            return self._trim(messages, decision)
+            assert decision.room is not None
+            return trim_result(
+                messages,
+                room=decision.room,
+                pinned=decision.pinned,
+                limit=decision.limit,
+                tokens_before=decision.tokens_before,
+                counter=counter,
+            )
         kept = list(plan.kept)
         shortened: tuple[int, ...] = ()
         digest_tokens = estimate_message_tokens(summary.message, counter)
@@ -401,50 +397,15 @@ class WindowCondenser:
             tuple(i + 1 for i in shortened),
         )
 
-    def _trim(self, messages: Sequence[AgentMessage], decision: CondenseDecision) -> CondenseResult:
-        from window_budget.tools.categories import trim_messages_by_category
-
-        counter = self.deps.counter
-        assert decision.room is not None
-        kept, dropped = trim_messages_by_category(messages, decision.room, counter=counter)
-        plan = CondensePlan(0, tuple(kept), tuple(dropped))
-        if (
-            not dropped
-            and len(kept) == len(messages)
-            and all(a is b for a, b in zip(kept, messages, strict=True))
-        ):
-            return CondenseResult(
-                messages,
-                plan,
-                None,
-                decision.tokens_before,
-                decision.tokens_before,
-                decision.limit,
-                "nothing-condensable",
-            )
-        # The usage the kept replies report measured the untrimmed transcript: left on them,
-        # it would anchor the next check on a figure that is no longer true.
-        out = [
-            replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
-            for m in kept
-        ]
-        after = estimate_tokens(out, counter) + decision.pinned
-        if after > decision.limit:
-            raise BudgetError(
-                f"trimming by category left {after:,} tokens against a limit of "
-                f"{decision.limit:,.0f}; the pinned system messages alone need "
-                f"{decision.pinned:,} — shorten them or raise the window",
-                needed=after,
-                available=int(decision.limit),
-            )
-        return CondenseResult(
-            out, plan, None, decision.tokens_before, after, decision.limit, "trimmed"
-        )
-
     # -- the drivers ----------------------------------------------------------
 
     async def run(
-        self, messages: Sequence[AgentMessage], *, force: bool = False, pinned_tokens: int = 0
+        self,
+        messages: Sequence[AgentMessage],
+        *,
+        force: bool = False,
+        pinned_tokens: int = 0,
+        conversation: str | None = None,
     ) -> CondenseResult:
         """Condense when over budget (or always, with ``force``); the full account.
 
@@ -455,22 +416,31 @@ class WindowCondenser:
         """
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
         if decision.result is not None:
+            self._archive_masked(decision.result, conversation)
             return decision.result
         summary = None
         if self.policy.strategy == "summarize" or force:
-            summary = await summarize(decision.plan.dropped, self.summarize_deps(decision))
+            deps = self.summarize_deps(decision, conversation)
+            summary = await summarize(decision.plan.dropped, deps)
         return self.finish(messages, decision, summary, force=force)
 
     def run_sync(
-        self, messages: Sequence[AgentMessage], *, force: bool = False, pinned_tokens: int = 0
+        self,
+        messages: Sequence[AgentMessage],
+        *,
+        force: bool = False,
+        pinned_tokens: int = 0,
+        conversation: str | None = None,
     ) -> CondenseResult:
         """The sync twin of :meth:`run`."""
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
         if decision.result is not None:
+            self._archive_masked(decision.result, conversation)
             return decision.result
         summary = None
         if self.policy.strategy == "summarize" or force:
-            summary = summarize_sync(decision.plan.dropped, self.summarize_deps(decision))
+            deps = self.summarize_deps(decision, conversation)
+            summary = summarize_sync(decision.plan.dropped, deps)
         return self.finish(messages, decision, summary, force=force)
 
     async def __call__(self, messages: list[AgentMessage]) -> list[AgentMessage]:

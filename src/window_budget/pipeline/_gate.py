@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
 from window_budget.contract import BudgetPolicy, Model, TokenCounter, TokenEstimate
 from window_budget.digest import is_digest
+from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, AssistantMessage, Usage
 
 if TYPE_CHECKING:
@@ -19,10 +20,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANCHOR_MIN_RATIO",
+    "MIN_DIGEST_TOKENS",
     "SKIPPED_STOP_REASONS",
     "anchor_index",
     "anchor_usage",
     "budget_limit",
+    "check_window",
     "estimate_context",
     "is_over_budget",
     "same_model",
@@ -181,3 +184,28 @@ def is_over_budget(
     see :func:`estimate_context` for the usage-anchored figure.
     """
     return estimate_tokens(messages, counter) + pinned_tokens > budget_limit(model, policy)
+
+
+MIN_DIGEST_TOKENS = 64
+"""The smallest room a digest is ever given."""
+
+
+def check_window(context_window: int, policy: BudgetPolicy) -> None:
+    """Refuse, at construction, a window the policy leaves too little of for digest and tail.
+
+    Adapters call it once they know both, so a too-small ``context_window`` (or a too-large
+    ``reserve_tokens``) fails where it is configured, not on the first turn.
+
+    Raises:
+        ConfigError: one sentence naming ``context_window`` and ``reserve_tokens``.
+
+    """
+    limit = budget_limit(Model("window", context_window), policy)
+    if limit < 2 * MIN_DIGEST_TOKENS:
+        raise ConfigError(
+            f"context_window={context_window:,} leaves a limit of {limit:,.0f} tokens after "
+            f"reserve_tokens={policy.reserve_tokens or 0:,} (trigger_ratio "
+            f"{policy.trigger_ratio}), too little for a digest and a tail (at least "
+            f"{2 * MIN_DIGEST_TOKENS}); raise context_window or lower reserve_tokens "
+            f"(BudgetPolicy.for_window({context_window}) scales it)"
+        )

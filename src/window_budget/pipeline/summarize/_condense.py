@@ -51,12 +51,8 @@ from window_budget.messages import (
 from window_budget.pipeline._fit import water_level
 from window_budget.pipeline.summarize._audit import audit_digest
 from window_budget.pipeline.summarize._extract import local_ledger, render_local_digest
-from window_budget.pipeline.summarize._facts import (
-    FactLedger,
-    ledger_of,
-    ledger_to_json,
-    merge_ledgers,
-)
+from window_budget.pipeline.summarize._facts import FactLedger, ledger_to_json, merge_ledgers
+from window_budget.pipeline.summarize._memory import archive_start, carried_ledger, store_digest
 from window_budget.pipeline.summarize._prompt import (
     CONDENSER_BRIEF,
     build_summary_prompt,
@@ -240,7 +236,7 @@ def _chunks(entries: list[str], budget_chars: int) -> list[str]:
 
 
 def _carry_digests(
-    body_messages: list[AgentMessage], prior: str | None
+    body_messages: list[AgentMessage], prior: str | None, deps: SummarizeDeps
 ) -> tuple[str | None, FactLedger | None, int]:
     """Take the digests at the head of ``body_messages`` off it and carry them in.
 
@@ -252,16 +248,12 @@ def _carry_digests(
     counted_masks = 0
     while body_messages and is_digest(body_messages[0]):
         head = body_messages.pop(0)
-        carried = digest_body(head) or ""
-        prior = f"{prior.strip()}\n\n{carried}" if prior and prior.strip() else carried
-        carried_ledger = ledger_of(head)
-        if carried_ledger is not None:
-            counted_masks = carried_ledger.masked_kept
-            prior_ledger = (
-                carried_ledger
-                if prior_ledger is None
-                else merge_ledgers(prior_ledger, carried_ledger)
-            )
+        text = digest_body(head) or ""
+        prior = f"{prior.strip()}\n\n{text}" if prior and prior.strip() else text
+        carried = carried_ledger(head, deps)
+        if carried is not None:
+            counted_masks = carried.masked_kept
+            prior_ledger = carried if prior_ledger is None else merge_ledgers(prior_ledger, carried)
     return prior, prior_ledger, counted_masks
 
 
@@ -276,13 +268,14 @@ def _summary_flow(
     # The whole digest message stays within max_tokens: header, blank line and framing too.
     body_tokens = max(16, max_tokens - count_text(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
     body_messages = list(messages)
-    prior, prior_ledger, counted_masks = _carry_digests(body_messages, deps.prior_digest)
+    prior, prior_ledger, counted_masks = _carry_digests(body_messages, deps.prior_digest, deps)
     # Originals of outputs masked since the carried digest went to the archive when they were
     # masked, ahead of what is folded now: the pointers start after them.
     handed_back = max(0, deps.masked_total - counted_masks)
     if handed_back:
         base = prior_ledger or FactLedger()
         prior_ledger = replace(base, archived=base.archived + handed_back)
+    prior_ledger = archive_start(deps, prior_ledger)
     ledger = local_ledger(body_messages, prior_facts=prior_ledger, prior_digest=deps.prior_digest)
     ledger = replace(ledger, masked_kept=deps.masked_kept)
     covered = len(messages)
@@ -297,8 +290,9 @@ def _summary_flow(
             messages=body_messages,
         )
         body = cut_to_tokens(body, body_tokens, deps.counter)
-        message = make_digest_message(
-            body, scope, covered_count=covered, fallback=True, facts=ledger
+        message = make_digest_message(body, scope, covered_count=covered, fallback=True)
+        message = store_digest(
+            message, ledger, body_messages, deps, record_tokens=deps.record_tokens
         )
         return Summary(message, covered, True, reason, scope)
 
@@ -364,8 +358,9 @@ def _summary_flow(
     assert digest is not None
     body = cut_to_tokens(digest, body_tokens, deps.counter)
     body, audit = audit_digest(body, ledger, max_tokens=body_tokens, counter=deps.counter)
+    message = make_digest_message(body, scope, covered_count=covered)
     return Summary(
-        make_digest_message(body, scope, covered_count=covered, facts=ledger),
+        store_digest(message, ledger, body_messages, deps, record_tokens=deps.record_tokens),
         covered,
         False,
         None,

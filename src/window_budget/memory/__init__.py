@@ -1,0 +1,38 @@
+"""The memory beside the conversation: the store, its embedded defaults, recall.
+
+The digest in the window is bounded; the fact ledger's versions and every folded original
+live in a :class:`MemoryStore` keyed by conversation, and :func:`recall` brings back what the
+digest left out — by words, by kind, or by pointer — as quoted data.
+
+>>> from window_budget.memory import InProcessMemoryStore, recall
+>>> store = InProcessMemoryStore()
+>>> store.archive("c1", 0, [{"role": "user", "content": "Port the loader to tomllib."}])
+>>> "tomllib" in recall(store, "c1", "tomllib")
+True
+"""
+
+from window_budget.memory._seal import PROCESS_KEY, make_seal, seal_matches
+from window_budget.memory._sqlite import SQLiteMemoryStore
+from window_budget.memory._store import (
+    InProcessMemoryStore,
+    LedgerVersion,
+    MemoryStore,
+    check_conversation,
+)
+from window_budget.memory.recall import PAGE_SIZE, RECALL_KINDS, Recalled, recall, recall_text
+
+__all__ = [
+    "PAGE_SIZE",
+    "PROCESS_KEY",
+    "RECALL_KINDS",
+    "InProcessMemoryStore",
+    "LedgerVersion",
+    "MemoryStore",
+    "Recalled",
+    "SQLiteMemoryStore",
+    "check_conversation",
+    "make_seal",
+    "recall",
+    "recall_text",
+    "seal_matches",
+]

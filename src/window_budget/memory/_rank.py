@@ -1,0 +1,51 @@
+"""Word ranking for recall where the store has no index of its own: BM25 over short texts."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+__all__ = ["rank", "words"]
+
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_K1, _B = 1.2, 0.75
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased words of ``text`` (paths and identifiers split at punctuation)."""
+    return [w.casefold() for w in _WORD_RE.findall(text)]
+
+
+def rank(query: str, documents: Sequence[str], *, limit: int) -> list[int]:
+    """Indexes of the ``limit`` documents that best match ``query`` (BM25), best first.
+
+    Documents with no query word are never returned; ties keep document order, so the
+    ranking is deterministic.
+
+    >>> rank("loader toml", ["fix the loader", "port to toml loader", "unrelated"], limit=5)
+    [1, 0]
+    """
+    terms = list(dict.fromkeys(words(query)))
+    if not terms or not documents or limit <= 0:
+        return []
+    bags = [Counter(words(d)) for d in documents]
+    lengths = [sum(b.values()) for b in bags]
+    mean = (sum(lengths) / len(lengths)) or 1.0
+    n = len(documents)
+    idf = {}
+    for t in terms:
+        df = sum(1 for b in bags if t in b)
+        idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    scored = []
+    for i, bag in enumerate(bags):
+        score = 0.0
+        for t in terms:
+            tf = bag.get(t, 0)
+            if tf:
+                score += idf[t] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths[i] / mean))
+        if score > 0:
+            scored.append((-score, i))
+    scored.sort()
+    return [i for _, i in scored[:limit]]
