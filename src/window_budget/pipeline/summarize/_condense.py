@@ -51,18 +51,18 @@ from window_budget.messages import (
 from window_budget.pipeline._fit import water_level
 from window_budget.pipeline.summarize._audit import audit_digest
 from window_budget.pipeline.summarize._extract import local_ledger, render_local_digest
-from window_budget.pipeline.summarize._facts import (
-    FactLedger,
-    ledger_of,
-    ledger_to_json,
-    merge_ledgers,
-)
 from window_budget.pipeline.summarize._prompt import (
     CONDENSER_BRIEF,
     build_summary_prompt,
     clamp_text,
     cut_to_tokens,
     flatten_message,
+)
+from window_budget.pipeline.summarize.facts import (
+    FactLedger,
+    ledger_of,
+    ledger_to_json,
+    merge_ledgers,
 )
 
 __all__ = [

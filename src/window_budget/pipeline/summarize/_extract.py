@@ -1,7 +1,7 @@
 """The network-free digest: the fact ledger rendered under the six headings.
 
 Used whenever no model is bound, the model call fails, or it replies with nothing.
-The facts come from :mod:`window_budget.pipeline.summarize._facts`; this module keeps the two
+The facts come from :mod:`window_budget.pipeline.summarize.facts`; this module keeps the two
 readings every part of the library shares: what a tool call did to the workspace
 (:func:`classify_tool_call`) and which line of a failed output says what went wrong
 (:func:`key_error_line`).
@@ -20,16 +20,16 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
 )
-from window_budget.pipeline.summarize._facts import (
-    DIGEST_SECTIONS,
+from window_budget.pipeline.summarize._prompt import clamp_text
+from window_budget.pipeline.summarize.facts import (
     FactLedger,
     extract_facts,
     ledger_from_text,
     merge_ledgers,
-    one_line,
     render_ledger,
 )
-from window_budget.pipeline.summarize._prompt import clamp_text
+from window_budget.pipeline.summarize.facts.render import DIGEST_SECTIONS
+from window_budget.pipeline.summarize.facts.text import one_line
 
 __all__ = [
     "build_local_digest",
@@ -229,7 +229,7 @@ def build_local_digest(
 ) -> str:
     r"""Fill the digest template from ``messages`` without a model; returns the body text.
 
-    The body is the rendered fact ledger (:mod:`window_budget.pipeline.summarize._facts`). The
+    The body is the rendered fact ledger (:mod:`window_budget.pipeline.summarize.facts`). The
     header
     is not included (the caller stamps it). ``prior_facts`` (a carried ledger),
     ``prior_digest`` (a carried digest's text) and any digest found among ``messages``
