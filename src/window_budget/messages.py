@@ -290,7 +290,7 @@ class DigestMessage(UserMessage):
     """True when it is the network-free digest."""
     facts: dict[str, Any] | None = field(default=None, hash=False)
     """The fact ledger the digest carries, JSON-safe, with its format version inside
-    (``window_budget.pipeline.summarize._facts.ledger_to_json``); the next compaction merges it."""
+    (``window_budget.pipeline.summarize.facts.ledger_to_json``); the next compaction merges it."""
 
     def __post_init__(self) -> None:
         # Named base call: zero-argument super() does not work in slotted dataclasses.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from window_budget import AssistantMessage, ToolCallBlock, ToolResultMessage, UserMessage
 from window_budget.budget import count_text
 from window_budget.pipeline.summarize import extract_facts, ledger_from_text, render_ledger
-from window_budget.pipeline.summarize._facts import error_key
+from window_budget.pipeline.summarize.facts.lines import error_key
 
 ROOT = "/home/dev/work/acme/services/ledgerly"
 SERVICES = ("billing", "accounts", "notify", "search", "export", "tax")

@@ -2,7 +2,7 @@
 
 Each object a notebook user holds — a :class:`~window_budget.contract.CondenseResult`, a
 :class:`~window_budget.tools.report.UsageReport`, a :class:`~window_budget.readers.Transcript`,
-a digest's :class:`~window_budget.pipeline.summarize._facts.FactLedger` — has a ``_repr_html_``
+a digest's :class:`~window_budget.pipeline.summarize.facts.FactLedger` — has a ``_repr_html_``
 that calls the matching ``*_html`` function here, and a ``_repr_pretty_`` that calls the
 ``*_text`` one, so Jupyter draws a picture and a plain console (or a text-only export)
 still gets a readable summary instead of a dataclass repr.
@@ -42,7 +42,7 @@ from window_budget.messages import (
 
 if TYPE_CHECKING:
     from window_budget.contract import CondenseResult
-    from window_budget.pipeline.summarize._facts import FactLedger
+    from window_budget.pipeline.summarize.facts import FactLedger
     from window_budget.readers import Transcript
     from window_budget.tools.report import UsageReport
 
@@ -234,7 +234,7 @@ def condense_result_text(result: CondenseResult) -> str:
 
 
 def _ledger_of_result(result: CondenseResult) -> FactLedger | None:
-    from window_budget.pipeline.summarize._facts import ledger_of
+    from window_budget.pipeline.summarize.facts import ledger_of
 
     return ledger_of(result.summary.message) if result.summary is not None else None
 
@@ -561,7 +561,7 @@ def _fact_where(fact: Any) -> str:
 
 
 def _ledger_table(ledger: FactLedger) -> str:
-    from window_budget.pipeline.summarize._facts import FACT_KINDS
+    from window_budget.pipeline.summarize.facts import FACT_KINDS
 
     rows = []
     for kind in FACT_KINDS:
@@ -589,7 +589,7 @@ def _ledger_table(ledger: FactLedger) -> str:
 
 def ledger_text(ledger: FactLedger) -> str:
     """A fact ledger in plain lines: counts by kind, then each fact with its pointer."""
-    from window_budget.pipeline.summarize._facts import FACT_KINDS
+    from window_budget.pipeline.summarize.facts import FACT_KINDS
 
     counts = [(k, len(ledger.of_kind(k))) for k in FACT_KINDS]
     lines = [

@@ -53,7 +53,7 @@ from window_budget.tools.timeline import Timeline, plot_timeline, simulate
 
 if TYPE_CHECKING:
     from window_budget.budget._calibrate import Calibration
-    from window_budget.pipeline.summarize._facts import FactLedger
+    from window_budget.pipeline.summarize.facts import FactLedger
 
 __all__ = [
     "UsagePoint",
@@ -303,7 +303,7 @@ def ledgers_over(
     not changed), but it keeps the fact ledger each digest carries, in order. A
     compaction that only masked tool outputs writes no digest and adds no entry.
     """
-    from window_budget.pipeline.summarize._facts import ledger_of
+    from window_budget.pipeline.summarize.facts import ledger_of
 
     plain = [
         replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
@@ -349,7 +349,7 @@ def plot_fact_survival(ledgers: Sequence[FactLedger], *, title: str = "") -> Any
         ValueError: ``ledgers`` is empty.
 
     """
-    from window_budget.pipeline.summarize._facts import FACT_KINDS
+    from window_budget.pipeline.summarize.facts import FACT_KINDS
 
     if not ledgers:
         raise ValueError("plot_fact_survival needs at least one ledger; got none")

@@ -262,7 +262,7 @@ def carried_digest(
     from window_budget.digest import digest_body, is_digest
     from window_budget.messages import message_text
     from window_budget.pipeline.summarize._audit import check_digest
-    from window_budget.pipeline.summarize._facts import FACT_KINDS, ledger_of
+    from window_budget.pipeline.summarize.facts import FACT_KINDS, ledger_of
 
     found = None
     for i, message in enumerate(messages):

@@ -36,21 +36,6 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize._extract import key_error_line as key_error_line
     from window_budget.pipeline.summarize._extract import local_ledger as local_ledger
     from window_budget.pipeline.summarize._extract import render_local_digest as render_local_digest
-    from window_budget.pipeline.summarize._facts import FACT_KINDS as FACT_KINDS
-    from window_budget.pipeline.summarize._facts import LEDGER_FORMAT as LEDGER_FORMAT
-    from window_budget.pipeline.summarize._facts import Fact as Fact
-    from window_budget.pipeline.summarize._facts import FactKind as FactKind
-    from window_budget.pipeline.summarize._facts import FactLedger as FactLedger
-    from window_budget.pipeline.summarize._facts import extract_facts as extract_facts
-    from window_budget.pipeline.summarize._facts import fact_line as fact_line
-    from window_budget.pipeline.summarize._facts import ledger_from_json as ledger_from_json
-    from window_budget.pipeline.summarize._facts import ledger_from_text as ledger_from_text
-    from window_budget.pipeline.summarize._facts import ledger_of as ledger_of
-    from window_budget.pipeline.summarize._facts import ledger_to_json as ledger_to_json
-    from window_budget.pipeline.summarize._facts import merge_ledgers as merge_ledgers
-    from window_budget.pipeline.summarize._facts import pin_lines as pin_lines
-    from window_budget.pipeline.summarize._facts import pin_priority as pin_priority
-    from window_budget.pipeline.summarize._facts import render_ledger as render_ledger
     from window_budget.pipeline.summarize._prompt import CONDENSER_BRIEF as CONDENSER_BRIEF
     from window_budget.pipeline.summarize._prompt import DIGEST_TEMPLATE as DIGEST_TEMPLATE
     from window_budget.pipeline.summarize._prompt import FRAMING_LINES as FRAMING_LINES
@@ -62,17 +47,32 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize._prompt import flatten_message as flatten_message
     from window_budget.pipeline.summarize._prompt import flatten_transcript as flatten_transcript
     from window_budget.pipeline.summarize._prompt import one_line as one_line
+    from window_budget.pipeline.summarize.facts import FACT_KINDS as FACT_KINDS
+    from window_budget.pipeline.summarize.facts import LEDGER_FORMAT as LEDGER_FORMAT
+    from window_budget.pipeline.summarize.facts import Fact as Fact
+    from window_budget.pipeline.summarize.facts import FactKind as FactKind
+    from window_budget.pipeline.summarize.facts import FactLedger as FactLedger
+    from window_budget.pipeline.summarize.facts import extract_facts as extract_facts
+    from window_budget.pipeline.summarize.facts import fact_line as fact_line
+    from window_budget.pipeline.summarize.facts import ledger_from_json as ledger_from_json
+    from window_budget.pipeline.summarize.facts import ledger_from_text as ledger_from_text
+    from window_budget.pipeline.summarize.facts import ledger_of as ledger_of
+    from window_budget.pipeline.summarize.facts import ledger_to_json as ledger_to_json
+    from window_budget.pipeline.summarize.facts import merge_ledgers as merge_ledgers
+    from window_budget.pipeline.summarize.facts import pin_lines as pin_lines
+    from window_budget.pipeline.summarize.facts import pin_priority as pin_priority
+    from window_budget.pipeline.summarize.facts import render_ledger as render_ledger
 
 _EXPORTS: dict[str, str] = {
     "CONDENSER_BRIEF": "window_budget.pipeline.summarize._prompt",
     "DIGEST_TEMPLATE": "window_budget.pipeline.summarize._prompt",
     "DigestAudit": "window_budget.pipeline.summarize._audit",
-    "FACT_KINDS": "window_budget.pipeline.summarize._facts",
+    "FACT_KINDS": "window_budget.pipeline.summarize.facts",
     "FRAMING_LINES": "window_budget.pipeline.summarize._prompt",
-    "Fact": "window_budget.pipeline.summarize._facts",
-    "FactKind": "window_budget.pipeline.summarize._facts",
-    "FactLedger": "window_budget.pipeline.summarize._facts",
-    "LEDGER_FORMAT": "window_budget.pipeline.summarize._facts",
+    "Fact": "window_budget.pipeline.summarize.facts",
+    "FactKind": "window_budget.pipeline.summarize.facts",
+    "FactLedger": "window_budget.pipeline.summarize.facts",
+    "LEDGER_FORMAT": "window_budget.pipeline.summarize.facts",
     "PINNED_HEADING": "window_budget.pipeline.summarize._audit",
     "SUMMARY_TAGS": "window_budget.pipeline.summarize._condense",
     "audit_digest": "window_budget.pipeline.summarize._audit",
@@ -85,24 +85,24 @@ _EXPORTS: dict[str, str] = {
     "condense_scope_sync": "window_budget.pipeline.summarize._condense",
     "cut_to_tokens": "window_budget.pipeline._cut",
     "escape_block_tags": "window_budget.pipeline.summarize._prompt",
-    "extract_facts": "window_budget.pipeline.summarize._facts",
-    "fact_line": "window_budget.pipeline.summarize._facts",
+    "extract_facts": "window_budget.pipeline.summarize.facts",
+    "fact_line": "window_budget.pipeline.summarize.facts",
     "flatten_message": "window_budget.pipeline.summarize._prompt",
     "flatten_transcript": "window_budget.pipeline.summarize._prompt",
     "is_floor_fact": "window_budget.pipeline.summarize._audit",
     "key_error_line": "window_budget.pipeline.summarize._extract",
-    "ledger_from_json": "window_budget.pipeline.summarize._facts",
-    "ledger_from_text": "window_budget.pipeline.summarize._facts",
-    "ledger_of": "window_budget.pipeline.summarize._facts",
-    "ledger_to_json": "window_budget.pipeline.summarize._facts",
+    "ledger_from_json": "window_budget.pipeline.summarize.facts",
+    "ledger_from_text": "window_budget.pipeline.summarize.facts",
+    "ledger_of": "window_budget.pipeline.summarize.facts",
+    "ledger_to_json": "window_budget.pipeline.summarize.facts",
     "local_ledger": "window_budget.pipeline.summarize._extract",
     "make_digest_message": "window_budget.pipeline.summarize._condense",
     "mentions": "window_budget.pipeline.summarize._audit",
-    "merge_ledgers": "window_budget.pipeline.summarize._facts",
+    "merge_ledgers": "window_budget.pipeline.summarize.facts",
     "one_line": "window_budget.pipeline.summarize._prompt",
-    "pin_lines": "window_budget.pipeline.summarize._facts",
-    "pin_priority": "window_budget.pipeline.summarize._facts",
-    "render_ledger": "window_budget.pipeline.summarize._facts",
+    "pin_lines": "window_budget.pipeline.summarize.facts",
+    "pin_priority": "window_budget.pipeline.summarize.facts",
+    "render_ledger": "window_budget.pipeline.summarize.facts",
     "render_local_digest": "window_budget.pipeline.summarize._extract",
     "summarize": "window_budget.pipeline.summarize._condense",
     "summarize_sync": "window_budget.pipeline.summarize._condense",

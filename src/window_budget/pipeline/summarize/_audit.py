@@ -17,14 +17,14 @@ from typing import Final
 
 from window_budget.budget._estimate import count_text
 from window_budget.contract import TokenCounter
-from window_budget.pipeline.summarize._facts import (
+from window_budget.pipeline.summarize._prompt import cut_to_tokens
+from window_budget.pipeline.summarize.facts import (
     Fact,
     FactLedger,
     fact_line,
     pin_lines,
     pin_priority,
 )
-from window_budget.pipeline.summarize._prompt import cut_to_tokens
 
 __all__ = [
     "PINNED_HEADING",

@@ -51,7 +51,6 @@ from window_budget.messages import (
 from window_budget.pipeline._fit import water_level
 from window_budget.pipeline.summarize._audit import audit_digest
 from window_budget.pipeline.summarize._extract import local_ledger, render_local_digest
-from window_budget.pipeline.summarize._facts import FactLedger, ledger_to_json, merge_ledgers
 from window_budget.pipeline.summarize._memory import archive_start, carried_ledger, store_digest
 from window_budget.pipeline.summarize._prompt import (
     CONDENSER_BRIEF,
@@ -60,6 +59,7 @@ from window_budget.pipeline.summarize._prompt import (
     cut_to_tokens,
     flatten_message,
 )
+from window_budget.pipeline.summarize.facts import FactLedger, ledger_to_json, merge_ledgers
 
 __all__ = [
     "SUMMARY_TAGS",

@@ -1,7 +1,7 @@
 """The network-free digest: the fact ledger rendered under the six headings.
 
 Used whenever no model is bound, the model call fails, or it replies with nothing.
-The facts come from :mod:`window_budget.pipeline.summarize._facts`; this module keeps the two
+The facts come from :mod:`window_budget.pipeline.summarize.facts`; this module keeps the two
 readings every part of the library shares: what a tool call did to the workspace
 (:func:`classify_tool_call`) and which line of a failed output says what went wrong
 (:func:`key_error_line`).
@@ -20,16 +20,15 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
 )
-from window_budget.pipeline.summarize._facts import (
-    DIGEST_SECTIONS,
+from window_budget.pipeline.summarize._prompt import clamp_text
+from window_budget.pipeline.summarize.facts import (
     FactLedger,
     extract_facts,
     ledger_from_text,
     merge_ledgers,
-    one_line,
     render_ledger,
 )
-from window_budget.pipeline.summarize._prompt import clamp_text
+from window_budget.pipeline.summarize.facts.text import one_line
 
 __all__ = [
     "build_local_digest",
@@ -74,23 +73,6 @@ _FILE_SUBCOMMANDS: Final = {
     "write": "write",
 }
 
-_CONSTRAINT_RE = re.compile(
-    r"\b(must|never|don'?t|do not|doesn'?t|shouldn'?t|should not|can'?t|cannot|only|always"
-    r"|avoid|without|keep|make sure|ensure|no more than|at most|at least|forbidden|not allowed)\b",
-    re.IGNORECASE,
-)
-_RATIONALE_RE = re.compile(
-    r"\b(because|since|so that|instead of|rather than|decided|chose|prefer|trade-?off"
-    r"|the reason|which means|not the)\b",
-    re.IGNORECASE,
-)
-_PLAN_RE = re.compile(
-    r"\b(next|then|plan|i'?ll|i will|let me|going to|step|first|after that|todo|afterwards"
-    r"|finally)\b",
-    re.IGNORECASE,
-)
-_STEP_RE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+)$")
-_SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _ERROR_LINE_RE = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception|Failure|Fault)\b|\bFAILED\b|\bFATAL\b|\bfatal:|\berror(?:\[\w+\])?:"
     r"|\bERROR\b|\bpanic(?:ked)?\b|\bSegmentation fault\b|\bcommand not found\b"
@@ -98,59 +80,6 @@ _ERROR_LINE_RE = re.compile(
     r"|^(?:[A-Za-z_]\w*\.)*[A-Z][A-Za-z0-9]+: \S"
 )  # a Python exception line, whatever its name
 _ERROR_TALLY_RE = re.compile(r"\b\d+ (?:failed|errors?)\b")
-_TALLY_SUFFIX_RE = re.compile(r" \([^()]*\b\d+ (?:failed|errors?)\b[^()]*\)$")
-
-
-# Item priorities: what survives a tight budget longest.
-_P_NOTE = 56  # the reason is also on Summary.fallback_reason: guardrails matter more
-_P_OBJECTIVE = 200
-_P_GUARDRAIL = 90
-_P_STUCK = 85
-_P_LATEST_ASK = 84
-_P_PLAN = 80
-_P_EDITED = 75
-_P_ACTIVE = 70
-_P_COMMAND = 60
-_P_IDENT = 55
-_P_RATIONALE = 50
-_P_RESOLVED = 45
-_P_READ = 30
-_P_PRIOR_PENALTY = 6  # carried-in items yield to fresh ones of the same kind
-
-_SECTIONS: Final = ("note", *DIGEST_SECTIONS)  # a carried digest's lines without a ledger first
-_HEADING_TO_SECTION: Final = {
-    "objective": "objective",
-    "latest asks": "asks",
-    "guardrails": "guardrails",
-    "shipped": "shipped",
-    "active": "active",
-    "stuck": "stuck",
-    "rationale": "rationale",
-    "plan": "plan",
-    "carryover": "carryover",
-}
-_SECTION_PRIORITY: Final = {
-    "objective": _P_OBJECTIVE,
-    "asks": _P_LATEST_ASK,
-    "guardrails": _P_GUARDRAIL,
-    "shipped": _P_EDITED,
-    "active": _P_ACTIVE,
-    "stuck": _P_STUCK,
-    "rationale": _P_RATIONALE,
-    "plan": _P_PLAN,
-    "carryover": _P_IDENT,
-}
-_EMPTY_MARKERS: Final = {"none", "none recorded", "none.", "n/a", "-"}
-_SHORT_ITEM_CHARS = 110
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _code(text: str) -> str:
-    """Render a verbatim value; a value holding a backtick is quoted instead."""
-    return f"`{text}`" if "`" not in text else repr(text)
 
 
 def _arg_str(args: Mapping[str, object], keys: Iterable[str]) -> str | None:
@@ -229,7 +158,7 @@ def build_local_digest(
 ) -> str:
     r"""Fill the digest template from ``messages`` without a model; returns the body text.
 
-    The body is the rendered fact ledger (:mod:`window_budget.pipeline.summarize._facts`). The
+    The body is the rendered fact ledger (:mod:`window_budget.pipeline.summarize.facts`). The
     header
     is not included (the caller stamps it). ``prior_facts`` (a carried ledger),
     ``prior_digest`` (a carried digest's text) and any digest found among ``messages``

@@ -20,7 +20,7 @@ from window_budget.contract import SummarizeDeps, TokenCounter
 from window_budget.digest import is_digest
 from window_budget.memory import make_seal
 from window_budget.messages import AgentMessage, DigestMessage, content_text, message_to_dict
-from window_budget.pipeline.summarize._facts import (
+from window_budget.pipeline.summarize.facts import (
     FactLedger,
     ledger_from_json,
     ledger_of,

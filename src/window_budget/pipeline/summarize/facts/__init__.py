@@ -1,0 +1,55 @@
+"""The fact ledger: typed facts taken from the folded messages, carried from digest to digest.
+
+A digest is prose for the model *and* a ledger. Each :class:`Fact` has a kind (the
+objective, an ask, a constraint, a file, a command, an error, a decision, an
+identifier, a plan item, the last step), a stable key, where it was first and last
+seen, how often, and a pointer to its source message in the archive, so a user or a
+tool can fetch the original.
+
+The ledger rides with the digest (:attr:`DigestMessage.facts`, as :func:`ledger_to_json`)
+and the next compaction merges it with the new facts: :func:`extract_facts` starts from
+the carried ledger and folds the new messages into it. Rendering (:func:`render_ledger`)
+fills the six headings within a token budget and compresses before it evicts: repeated
+and uninformative commands collapse into one line, files are grouped by directory,
+long prose is cut at a word boundary; only then are facts left out, lowest priority and
+oldest first, never the objective or the user's constraints, and never the last few of
+a kind, so no kind disappears wholesale. A path is never cut in the middle: it is
+shortened by dropping the workspace root the transcript reveals, then by grouping.
+
+Same input, same ledger, same text: nothing depends on time, hashing or the environment.
+"""
+
+from window_budget.pipeline.summarize.facts.lines import fact_line, pin_lines
+from window_budget.pipeline.summarize.facts.model import (
+    FACT_KINDS,
+    LEDGER_FORMAT,
+    Fact,
+    FactKind,
+    FactLedger,
+    pin_priority,
+)
+from window_budget.pipeline.summarize.facts.render import render_ledger
+from window_budget.pipeline.summarize.facts.rules import extract_facts, ledger_of, merge_ledgers
+from window_budget.pipeline.summarize.facts.serial import (
+    ledger_from_json,
+    ledger_from_text,
+    ledger_to_json,
+)
+
+__all__ = [
+    "FACT_KINDS",
+    "LEDGER_FORMAT",
+    "Fact",
+    "FactKind",
+    "FactLedger",
+    "extract_facts",
+    "fact_line",
+    "ledger_from_json",
+    "ledger_from_text",
+    "ledger_of",
+    "ledger_to_json",
+    "merge_ledgers",
+    "pin_lines",
+    "pin_priority",
+    "render_ledger",
+]
