@@ -22,6 +22,8 @@ from window_budget.pipeline.summarize import (
     summarize_sync,
 )
 from window_budget.testing import ScriptedCompleter
+from window_budget.memory import InProcessMemoryStore
+from window_budget.pipeline.summarize._memory import resolve_ledger
 from window_budget.tools.report import analyze, format_report
 
 ROOT = "/srv/app"
@@ -44,10 +46,14 @@ def deps(reply: str, **kw: object) -> SummarizeDeps:
 
 
 def test_omitted_key_facts_are_pinned_and_counted() -> None:
-    summary = summarize_sync(head(), deps("# Objective\nMove billing to the ledger API."))
+    store = InProcessMemoryStore()
+    reply = "# Objective\nMove billing to the ledger API."
+    summary = summarize_sync(head(), deps(reply, memory=store))
     audit = summary.audit
     assert audit is not None
-    assert audit.in_ledger == len(ledger_of(summary.message).facts)  # type: ignore[union-attr]
+    ledger = resolve_ledger(summary.message, store)
+    assert ledger is not None
+    assert audit.in_ledger == len(ledger.facts)
     assert audit.found >= 1  # the objective is there
     assert audit.appended == audit.checked - audit.found > 0
     pinned = summary.text.split(f"{PINNED_HEADING}\n", 1)[1]

@@ -21,7 +21,9 @@ from window_budget import (
 )
 from window_budget.digest import is_digest
 from window_budget.pipeline import MASK_MARKER, blocked_cuts, is_masked, mask_tool_outputs
+from window_budget.memory import InProcessMemoryStore
 from window_budget.pipeline.summarize import ledger_of
+from window_budget.pipeline.summarize._memory import resolve_ledger
 from window_budget.testing import ScriptedCompleter
 
 BIG = "line of build output\n" * 400  # ~8,400 characters
@@ -147,7 +149,7 @@ def test_masking_counts_in_the_providers_units_when_usage_says_more() -> None:
         assert result.tokens_after >= estimate_tokens(result.messages)
 
 
-def _grow_with_masking(steps: int) -> tuple[list, list, list[str]]:
+def _grow_with_masking(steps: int) -> tuple[list, list, list[str], object]:
     """A session growing one step at a time; the archive is every run's non-digest dropped."""
     condenser = create_condenser(model=Model("m", 40_000), policy=BudgetPolicy(keep_recent=3000))
     history: list = [UserMessage("Build every part. Never skip the tests.")]
@@ -164,14 +166,14 @@ def _grow_with_masking(steps: int) -> tuple[list, list, list[str]]:
         reasons.append(result.reason)
         archive += [m for m in result.plan.dropped if not is_digest(m)]
         history = list(result.messages)
-    return history, archive, reasons
+    return history, archive, reasons, condenser
 
 
 def test_pointers_skip_the_masked_originals_handed_back_before_a_fold() -> None:
-    history, archive, reasons = _grow_with_masking(200)
+    history, archive, reasons, condenser = _grow_with_masking(200)
     assert reasons.count("masked") >= 3
     assert reasons.count("condensed") >= 2
-    ledger = ledger_of(history[0])
+    ledger = condenser.ledger(history[0])  # type: ignore[attr-defined]
     assert ledger is not None
     commands = [f for f in ledger.facts if f.kind == "command" and f.source is not None]
     assert len(commands) > 50
@@ -183,15 +185,18 @@ def test_pointers_skip_the_masked_originals_handed_back_before_a_fold() -> None:
 
 def test_placeholders_kept_with_a_digest_are_not_counted_twice() -> None:
     model = Model("m", 40_000)
+    store = InProcessMemoryStore()  # one store across the three condensers, as one session has
     msgs = agent_run(14)
-    masked = create_condenser(model=model, policy=BudgetPolicy(keep_recent=3000)).run_sync(msgs)
+    masked = create_condenser(
+        model=model, policy=BudgetPolicy(keep_recent=3000), memory=store
+    ).run_sync(msgs)
     assert masked.reason == "masked"
     archive = list(masked.plan.dropped)  # the originals, handed back first
     # A manual compaction keeping a long tail: some placeholders stay with the digest.
-    first = create_condenser(model=model, policy=BudgetPolicy(keep_recent=7600)).run_sync(
-        list(masked.messages), force=True
-    )
-    ledger = ledger_of(first.messages[0])
+    first = create_condenser(
+        model=model, policy=BudgetPolicy(keep_recent=7600), memory=store
+    ).run_sync(list(masked.messages), force=True)
+    ledger = resolve_ledger(first.messages[0], store)
     assert ledger is not None
     assert ledger.masked_kept == sum(map(is_masked, first.plan.kept)) > 0
     archive += [m for m in first.plan.dropped if not is_digest(m)]
@@ -203,11 +208,11 @@ def test_placeholders_kept_with_a_digest_are_not_counted_twice() -> None:
             ToolResultMessage(f"c{i}", "bash", "ok"),
         )
     ]
-    second = create_condenser(model=model, policy=BudgetPolicy(keep_recent=100)).run_sync(
-        [*first.messages, *more, UserMessage("go on")], force=True
-    )
+    second = create_condenser(
+        model=model, policy=BudgetPolicy(keep_recent=100), memory=store
+    ).run_sync([*first.messages, *more, UserMessage("go on")], force=True)
     archive += [m for m in second.plan.dropped if not is_digest(m)]
-    ledger = ledger_of(second.messages[0])
+    ledger = resolve_ledger(second.messages[0], store)
     assert ledger is not None
     commands = [f for f in ledger.facts if f.kind == "command"]
     assert len(commands) >= 15  # the newest steps stay verbatim

@@ -21,10 +21,12 @@ from window_budget.contract import (
     CondensePlan,
     CondenserDeps,
     CondenseResult,
+    MemoryStore,
     SummarizeDeps,
     Summary,
 )
 from window_budget.errors import BudgetError
+from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
 from window_budget.pipeline._fit import fit_messages, shorten_message
 from window_budget.pipeline._gate import MIN_DIGEST_TOKENS, budget_limit, check_window
@@ -32,7 +34,8 @@ from window_budget.pipeline._mask import is_masked, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
 from window_budget.pipeline._trim import trim_result
 from window_budget.pipeline.summarize._condense import summarize, summarize_sync
-from window_budget.pipeline.summarize._memory import record_budget
+from window_budget.pipeline.summarize._memory import record_budget, resolve_ledger
+from window_budget.pipeline.summarize.facts import FactLedger
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -110,6 +113,8 @@ class WindowCondenser:
         counter = resolve_counter(deps.counter)
         if counter is not deps.counter:
             deps = replace(deps, counter=counter)
+        if deps.memory is None:  # the embedded default: ephemeral, this condenser's own
+            deps = replace(deps, memory=InProcessMemoryStore())
         self.deps = deps
         """The dependencies it was built with (the counter resolved)."""
         # One ledger per conversation: a condenser shared by many (one middleware, many
@@ -126,6 +131,16 @@ class WindowCondenser:
         """
         with self._lock:
             return sum(ledger.estimated for _, ledger in self._ledgers)
+
+    @property
+    def memory(self) -> MemoryStore:
+        """The memory store: the full ledger and every folded original (for ``recall``)."""
+        assert self.deps.memory is not None
+        return self.deps.memory
+
+    def ledger(self, digest: AgentMessage, conversation: str | None = None) -> FactLedger | None:
+        """The whole fact ledger ``digest`` stands for, read from :attr:`memory`."""
+        return resolve_ledger(digest, self.deps.memory, conversation or self.deps.conversation)
 
     def _ledger_for(self, messages: Sequence[AgentMessage]) -> TokenLedger:
         """The ledger of the conversation ``messages`` belongs to (caller holds the lock).

@@ -303,8 +303,6 @@ def ledgers_over(
     not changed), but it keeps the fact ledger each digest carries, in order. A
     compaction that only masked tool outputs writes no digest and adds no entry.
     """
-    from window_budget.pipeline.summarize.facts import ledger_of
-
     plain = [
         replace(m, usage=None) if isinstance(m, AssistantMessage) and m.usage else m
         for m in messages
@@ -322,7 +320,7 @@ def ledgers_over(
         result = condenser.run_sync(context)
         if result.messages is not context:
             context = list(result.messages)
-            ledger = ledger_of(result.summary.message) if result.summary is not None else None
+            ledger = condenser.ledger(result.summary.message) if result.summary else None
             if ledger is not None:
                 ledgers.append(ledger)
     return ledgers

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from window_budget.budget._estimate import count_text
-from window_budget.contract import SummarizeDeps, TokenCounter
+from window_budget.contract import MemoryStore, SummarizeDeps, TokenCounter
 from window_budget.digest import is_digest
 from window_budget.memory import make_seal
 from window_budget.messages import AgentMessage, DigestMessage, content_text, message_to_dict
@@ -34,6 +34,7 @@ __all__ = [
     "bounded_ledger",
     "carried_ledger",
     "record_budget",
+    "resolve_ledger",
     "seal_fields",
     "store_digest",
 ]
@@ -106,24 +107,34 @@ def _pointer(message: DigestMessage) -> tuple[str, int] | None:
     return None
 
 
-def carried_ledger(message: AgentMessage, deps: SummarizeDeps) -> FactLedger | None:
-    """The ledger a carried digest stands for.
+def resolve_ledger(
+    message: AgentMessage, memory: MemoryStore | None = None, conversation: str = "default"
+) -> FactLedger | None:
+    """The whole ledger a digest stands for; None for a message that is not a digest.
 
-    The stored version when its pointer resolves in ``deps.memory`` and the version's seal
-    matches the digest; else the bounded ledger it carries (or what its text states).
+    The version stored in ``memory`` when the digest's pointer names ``conversation`` and the
+    version's seal matches the digest; else the bounded ledger the digest carries (or, for a
+    digest without one, what its text states).
+
+    >>> from window_budget.messages import UserMessage
+    >>> resolve_ledger(UserMessage("hi")) is None
+    True
     """
-    if isinstance(message, DigestMessage) and deps.memory is not None:
+    if isinstance(message, DigestMessage) and memory is not None:
         pointer = _pointer(message)
-        if pointer is not None and pointer[0] == deps.conversation:
-            stored = deps.memory.ledger(*pointer)
-            if stored is not None and stored.seal == make_seal(
-                deps.memory.key, seal_fields(message)
-            ):
+        if pointer is not None and pointer[0] == conversation:
+            stored = memory.ledger(*pointer)
+            if stored is not None and stored.seal == make_seal(memory.key, seal_fields(message)):
                 try:
                     return ledger_from_json(stored.ledger)
                 except ValueError:
                     pass  # a damaged version: the bounded record still stands
     return ledger_of(message)
+
+
+def carried_ledger(message: AgentMessage, deps: SummarizeDeps) -> FactLedger | None:
+    """The ledger a carried digest stands for, read through ``deps``' store."""
+    return resolve_ledger(message, deps.memory, deps.conversation)
 
 
 def archive_start(deps: SummarizeDeps, prior: FactLedger | None) -> FactLedger | None:
