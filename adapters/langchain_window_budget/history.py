@@ -3,12 +3,13 @@
 Wraps any ``BaseChatMessageHistory`` (in-memory, SQL, Redis, ...). Reads return a
 snapshot that stays the same object until the next write, so the several reads a chain
 makes in one turn agree. Writes append to the wrapped history, then gate; over budget,
-the dropped head (and the original of any message kept only as a shortened copy) goes to
-the archive history *first*, and only then is the live history replaced by
-``[digest, *kept]``. The digest's record points at the archived range. Writes through one
-wrapper are serialized (one thread lock for the sync methods, another for the async ones,
-which awaits it without blocking the event loop, so writers on several event loops in
-several threads are serialized too), so concurrent turns never archive the same head twice.
+the live history is replaced by ``[digest, *kept]`` and read back, and only then does the
+dropped head (and the original of any message kept only as a shortened copy) go to the
+archive history, at the range the digest's record points at. A failed step puts the live
+history back and leaves the archive as it was. Writes through one wrapper are serialized
+(one thread lock for the sync methods, another for the async ones, which awaits it without
+blocking the event loop, so writers on several event loops in several threads are
+serialized too), so concurrent turns never archive the same head twice.
 A read during a write sees the history before the write, never the half-written store.
 
 LangChain marks ``BaseChatMessageHistory`` deprecated in favour of LangGraph persistence;
@@ -19,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Generator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
@@ -35,6 +36,7 @@ from langchain_window_budget.condense import (
     _shared_engine,
 )
 from window_budget.contract import BudgetPolicy
+from window_budget.errors import StoreError
 from window_budget.stores import check_written
 
 __all__ = ["ArchiveChatMessageHistory", "CondensingChatMessageHistory"]
@@ -43,6 +45,53 @@ __all__ = ["ArchiveChatMessageHistory", "CondensingChatMessageHistory"]
 def _same(a: BaseMessage, b: BaseMessage) -> bool:
     # What a store's serialization keeps whatever it normalizes: the kind and the content.
     return a is b or (a.type == b.type and a.content == b.content)
+
+
+def _holds(read: Sequence[BaseMessage], expected: Sequence[BaseMessage]) -> bool:
+    return len(read) == len(expected) and all(map(_same, read, expected))
+
+
+_Op = tuple[Literal["clear", "read", "add", "archive"], list[BaseMessage]]
+"""One step of a rewrite, run by a sync or an async driver; a ``read`` is answered."""
+_Flow = Generator[_Op, list[BaseMessage], None]
+
+
+def _cannot_clear(store: str) -> str:
+    return (
+        f"the store {store} cannot delete messages (its clear() raised NotImplementedError), "
+        "so CondensingChatMessageHistory cannot replace them by a digest and left the store "
+        "and the archive as they were — wrap a history that implements clear(), or use this "
+        "one unwrapped and put condense_messages() in the chain to condense each request"
+    )
+
+
+def _clear_kept(store: str, left: int) -> str:
+    return (
+        f"the store {store} still held {left:,} messages after clear(), so "
+        "CondensingChatMessageHistory cannot replace them by a digest and left the store "
+        "and the archive as they were — wrap a history whose clear() deletes its messages"
+    )
+
+
+class _Planned:
+    """The archive callback of one compaction: says where the dropped head will go.
+
+    Nothing is written here: the head is archived only after the live history was
+    rewritten, so a failed rewrite leaves the archive as it was.
+    """
+
+    def __init__(self, archive: BaseChatMessageHistory) -> None:
+        self._archive = archive
+        self.messages: list[BaseMessage] = []
+
+    def __call__(self, dropped: list[BaseMessage]) -> dict[str, Any]:
+        start = len(self._archive.messages) + len(self.messages)
+        self.messages.extend(dropped)
+        return {
+            "history": type(self._archive).__name__,
+            "start": start,
+            "end": start + len(dropped),
+        }
 
 
 class ArchiveChatMessageHistory(BaseChatMessageHistory):
@@ -84,11 +133,14 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             known — named by the wrapped history's ``session_id`` when it has one — and a
             turn costs what was appended.
 
-    ``clear()`` empties the live history only; the archive keeps what it holds. The
-    archive is written through its sync ``add_messages`` on both paths, before the live
-    history changes. After a rewrite the wrapped history is read back: one that does not
-    hold exactly ``[digest, *kept]`` (its ``clear()`` did nothing, or it lost a message)
-    raises ``StoreError`` naming it rather than grow silently. Mixing sync and async
+    ``clear()`` empties the live history only; the archive keeps what it holds. A
+    compaction is all or nothing for the caller: the wrapped history's ``clear()`` is
+    read back empty, ``[digest, *kept]`` is written and read back, and only then is the
+    archive written (through its sync ``add_messages`` on both paths). A history whose
+    ``clear()`` raises ``NotImplementedError`` or deletes nothing is refused with a
+    ``StoreError`` naming it, and any failed step puts the previous live messages back
+    and archives nothing; a store that will not take them back gets them appended to the
+    archive instead, and the ``StoreError`` says where. Mixing sync and async
     writes to one wrapper from different threads is not serialized; use one kind per
     wrapper. Writes are serialized per wrapper object, not across processes.
 
@@ -173,71 +225,33 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
 
     # -- writes ----------------------------------------------------------------
 
-    def _archive(self, dropped: list[BaseMessage]) -> dict[str, Any]:
-        # Runs before the digest is built, so the digest can say where the head went.
-        start = len(self.archive.messages)
-        self.archive.add_messages(dropped)
-        return {"history": type(self.archive).__name__, "start": start, "end": start + len(dropped)}
-
-    def _archive_replaced(self, result: LangChainResult) -> None:
-        # The live history will hold shortened copies: the originals must survive somewhere.
-        if result.replaced:
-            self.archive.add_messages(list(result.replaced))
-
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages``, then condense the live history if it is over budget.
 
-        The dropped head and the originals of shortened messages are archived before the
-        live history is replaced. The replacement is ``clear()`` then ``add_messages()``
-        on the wrapped history, which is not atomic: if the second step raises, the
-        previous live content is written back (best effort: a store that keeps failing
-        can still be left short, though everything dropped is in the archive) and the
-        error is re-raised.
+        The compaction is all or nothing: the live history is rewritten and read back
+        before anything is archived, and a failure puts the previous live content back and
+        leaves the archive as it was (see the class docstring).
+
+        Raises:
+            StoreError: the wrapped history cannot be rewritten (its ``clear()`` raises
+                ``NotImplementedError`` or deletes nothing) or did not keep what was
+                written; ``messages`` stay appended, uncondensed.
+
         """
         with self._lock:
             self.history.add_messages(messages)
             current = list(self.history.messages)
             self._publish(current)
+            planned = _Planned(self.archive)
             result = self.engine.run(
                 current,
                 extra_pinned_tokens=self.system_prompt_tokens,
-                archive=self._archive,
+                archive=planned,
                 conversation=self._conversation,
             )
             self.last_result = result
-            if not result.changed:
-                return
-            self._archive_replaced(result)
-            # Readers keep seeing ``current`` (complete) while the store is rewritten.
-            self._version += 1
-            self.history.clear()
-            try:
-                self.history.add_messages(list(result.messages))
-            except BaseException:
-                self._restore(current)
-                self._publish(None)
-                raise
-            self._check(list(self.history.messages), list(result.messages))
-            self._publish(list(result.messages))
-
-    def _check(self, read_back: list[BaseMessage], written: list[BaseMessage]) -> None:
-        """Refuse a wrapped history that does not hold what the rewrite wrote.
-
-        A history whose ``clear()`` does nothing would otherwise keep the whole old
-        conversation in front of the digest, and grow by a digest every compaction.
-        """
-        try:
-            check_written(read_back, written, type(self.history).__name__, same=_same, exact=True)
-        except BaseException:
-            self._publish(None)
-            raise
-
-    def _restore(self, previous: list[BaseMessage]) -> None:
-        try:
-            self.history.clear()
-            self.history.add_messages(previous)
-        except Exception:  # best effort; the caller sees the original error
-            pass
+            if result.changed:
+                self._drive(self._rewrite(current, result, planned))
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """The async twin of :meth:`add_messages` (wrapped history's async methods)."""
@@ -245,26 +259,126 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             await self.history.aadd_messages(messages)
             current = list(await self.history.aget_messages())
             self._publish(current)
+            planned = _Planned(self.archive)
             result = await self.engine.arun(
                 current,
                 extra_pinned_tokens=self.system_prompt_tokens,
-                archive=self._archive,
+                archive=planned,
                 conversation=self._conversation,
             )
             self.last_result = result
-            if not result.changed:
-                return
-            self._archive_replaced(result)
-            self._version += 1
-            await self.history.aclear()
+            if result.changed:
+                await self._adrive(self._rewrite(current, result, planned))
+
+    def _rewrite(
+        self, current: list[BaseMessage], result: LangChainResult, planned: _Planned
+    ) -> _Flow:
+        """Replace the live history by the result, then archive what it dropped: all or nothing.
+
+        Archiving last means a store that cannot be rewritten never gets a head archived
+        (once per attempt); on any failure the live history is put back to ``current``.
+        """
+        new = list(result.messages)
+        store = type(self.history).__name__
+        self._version += 1  # readers keep seeing ``current`` while the store is rewritten
+        try:
             try:
-                await self.history.aadd_messages(list(result.messages))
-            except BaseException:
-                await self._arestore(current)
+                yield ("clear", [])
+            except NotImplementedError as exc:
+                raise StoreError(_cannot_clear(store)) from exc
+            left = yield ("read", [])
+            if left:
+                raise StoreError(_clear_kept(store, len(left)))
+            yield ("add", new)
+            check_written((yield ("read", [])), new, store, same=_same, exact=True)
+            # The originals of messages kept only as shortened copies go after the head.
+            archived = [*planned.messages, *result.replaced]
+            if archived:
+                yield ("archive", archived)
+        except BaseException:
+            try:  # readers keep seeing ``current`` while it is put back, too
+                yield from self._put_back(current, store)
+            finally:
                 self._publish(None)
-                raise
-            self._check(list(await self.history.aget_messages()), list(result.messages))
-            self._publish(list(result.messages))
+            raise
+        self._publish(new)
+
+    def _put_back(self, current: list[BaseMessage], store: str) -> _Flow:
+        """Make the live history hold ``current`` again; archive it when the store will not.
+
+        Raises:
+            StoreError: the store would not take ``current`` back; it is in the archive.
+
+        """
+        try:
+            if _holds((yield ("read", [])), current):
+                return  # the failed step changed nothing
+            yield ("clear", [])
+            yield ("add", current)
+            if _holds((yield ("read", [])), current):
+                return
+        except Exception:  # the store is failing: what it holds is unknown, rescue below
+            pass
+        start = len(self.archive.messages)
+        yield ("archive", current)
+        raise StoreError(
+            f"the store {store} failed while CondensingChatMessageHistory rewrote it and would "
+            f"not take its {len(current):,} messages back, so they were appended to the archive "
+            f"{type(self.archive).__name__} at {start:,}-{start + len(current):,} (the store may "
+            "hold part of them) — write them back from there once the store works"
+        )
+
+    def _drive(self, flow: _Flow) -> None:
+        """Run a rewrite flow on the wrapped history's sync methods."""
+        try:
+            op = next(flow)
+            while True:
+                try:
+                    reply = self._step(op)
+                except BaseException as exc:
+                    op = flow.throw(exc)
+                else:
+                    op = flow.send(reply)
+        except StopIteration:
+            return
+
+    def _step(self, op: _Op) -> list[BaseMessage]:
+        kind, messages = op
+        if kind == "read":
+            return list(self.history.messages)
+        if kind == "clear":
+            self.history.clear()
+        elif kind == "add":
+            self.history.add_messages(messages)
+        else:
+            self.archive.add_messages(messages)
+        return []
+
+    async def _adrive(self, flow: _Flow) -> None:
+        """Run a rewrite flow on the wrapped history's async methods (the archive's sync ones)."""
+        try:
+            op = next(flow)
+            while True:
+                try:
+                    reply = await self._astep(op)
+                except BaseException as exc:
+                    op = flow.throw(exc)
+                else:
+                    op = flow.send(reply)
+        except StopIteration:
+            return
+
+    async def _astep(self, op: _Op) -> list[BaseMessage]:
+        kind, messages = op
+        if kind == "read":
+            return list(await self.history.aget_messages())
+        if kind == "clear":
+            await self.history.aclear()
+        elif kind == "add":
+            await self.history.aadd_messages(messages)
+        else:
+            self.archive.add_messages(messages)
+        return []
 
     @asynccontextmanager
     async def _async_write(self) -> AsyncIterator[None]:
@@ -281,13 +395,6 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             yield
         finally:
             self._alock.release()
-
-    async def _arestore(self, previous: list[BaseMessage]) -> None:
-        try:
-            await self.history.aclear()
-            await self.history.aadd_messages(previous)
-        except Exception:  # best effort; the caller sees the original error
-            pass
 
     def clear(self) -> None:
         """Empty the live history (the archive is left alone)."""

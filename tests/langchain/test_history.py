@@ -257,3 +257,28 @@ def test_concurrent_threaded_writes_do_not_duplicate_the_archive() -> None:
         m.text for m in [*history.messages, *history.archive.messages] if digest_record(m) is None
     ]
     assert sorted(texts) == sorted(m.text for m in sent)
+
+
+def test_a_failing_archive_puts_the_live_history_back() -> None:
+    # The head is archived after the live history was rewritten: an archive that then
+    # fails must not leave the live history condensed with its head nowhere.
+    class DownArchive(InMemoryChatMessageHistory):
+        def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+            raise OSError("archive disk full")
+
+    live = InMemoryChatMessageHistory()
+    history = CondensingChatMessageHistory(
+        live, model=digest_model(), context_window=4000, archive=DownArchive()
+    )
+    sent: list[BaseMessage] = []
+    failure: OSError | None = None
+    for i in range(40):
+        sent.append(HumanMessage(f"u{i} " + "x" * 700))
+        try:
+            history.add_messages([sent[-1]])
+        except OSError as exc:
+            failure = exc
+            break
+    assert str(failure) == "archive disk full"
+    assert [m.text for m in live.messages] == [m.text for m in sent]
+    assert history.messages == live.messages
