@@ -13,17 +13,16 @@ from window_budget import (
 )
 from window_budget.budget import count_text
 from window_budget.contract import SummarizeDeps
+from window_budget.memory import InProcessMemoryStore
 from window_budget.pipeline.summarize import (
     PINNED_HEADING,
     audit_digest,
     extract_facts,
-    ledger_of,
     mentions,
+    resolve_ledger,
     summarize_sync,
 )
 from window_budget.testing import ScriptedCompleter
-from window_budget.memory import InProcessMemoryStore
-from window_budget.pipeline.summarize._memory import resolve_ledger
 from window_budget.tools.report import analyze, format_report
 
 ROOT = "/srv/app"

@@ -20,10 +20,9 @@ from window_budget import (
     estimate_tokens,
 )
 from window_budget.digest import is_digest
-from window_budget.pipeline import MASK_MARKER, blocked_cuts, is_masked, mask_tool_outputs
 from window_budget.memory import InProcessMemoryStore
-from window_budget.pipeline.summarize import ledger_of
-from window_budget.pipeline.summarize._memory import resolve_ledger
+from window_budget.pipeline import MASK_MARKER, blocked_cuts, is_masked, mask_tool_outputs
+from window_budget.pipeline.summarize import resolve_ledger
 from window_budget.testing import ScriptedCompleter
 
 BIG = "line of build output\n" * 400  # ~8,400 characters

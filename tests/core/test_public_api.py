@@ -160,6 +160,7 @@ PINNED: dict[str, list[str]] = {
         "pin_priority",
         "render_ledger",
         "render_local_digest",
+        "resolve_ledger",
         "summarize",
         "summarize_sync",
     ],

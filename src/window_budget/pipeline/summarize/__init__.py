@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize._extract import key_error_line as key_error_line
     from window_budget.pipeline.summarize._extract import local_ledger as local_ledger
     from window_budget.pipeline.summarize._extract import render_local_digest as render_local_digest
+    from window_budget.pipeline.summarize._memory import resolve_ledger as resolve_ledger
     from window_budget.pipeline.summarize._prompt import CONDENSER_BRIEF as CONDENSER_BRIEF
     from window_budget.pipeline.summarize._prompt import DIGEST_TEMPLATE as DIGEST_TEMPLATE
     from window_budget.pipeline.summarize._prompt import FRAMING_LINES as FRAMING_LINES
@@ -94,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "ledger_from_json": "window_budget.pipeline.summarize.facts",
     "ledger_from_text": "window_budget.pipeline.summarize.facts",
     "ledger_of": "window_budget.pipeline.summarize.facts",
+    "resolve_ledger": "window_budget.pipeline.summarize._memory",
     "ledger_to_json": "window_budget.pipeline.summarize.facts",
     "local_ledger": "window_budget.pipeline.summarize._extract",
     "make_digest_message": "window_budget.pipeline.summarize._condense",
@@ -149,6 +151,7 @@ __all__ = [
     "pin_priority",
     "render_ledger",
     "render_local_digest",
+    "resolve_ledger",
     "summarize",
     "summarize_sync",
 ]
