@@ -275,6 +275,7 @@ class LangChainCondenser:
             policy=policy,
             counter=self.counter,
             summarizer_model=summarizer_model,
+            memory=None,  # the digest's bounded record carries the ledger
         )
         """The core condenser doing the work."""
         self._model_id = model_id

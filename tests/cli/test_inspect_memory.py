@@ -41,22 +41,22 @@ def test_inspect_shows_the_ledger_the_audit_and_the_pointer(tmp_path: Path, fmt:
     digest = info["digest"]
     assert digest is not None
     assert digest["written_by"] == "window-budget"
-    assert digest["facts"] == sum(digest["by_kind"].values()) > 20
+    # The record is bounded (1 % of the window, at least 200 tokens): the floor facts first.
+    assert digest["facts"] == sum(digest["by_kind"].values()) >= 3
     assert digest["by_kind"]["objective"] == 1
-    assert digest["by_kind"]["file"] >= 10
+    assert digest["by_kind"]["constraint"] >= 1
     assert digest["objective"].startswith("We're porting the settings service")
     assert digest["compactions"] == 1
     audit = digest["audit"]
     assert 0 < audit["found"] <= audit["checked"] <= audit["in_ledger"] == digest["facts"]
     assert audit["pinned"] == 0  # the network-free digest is the rendered ledger
     pointer = digest["pointer"]
-    assert pointer["kind"] == "error"
+    assert pointer["kind"] in ("error", "constraint")
     assert isinstance(pointer["source"], int)
     # A session log keeps what it folded ahead of its boundary: the pointer resolves there.
     assert pointer["archived"] is (fmt in ("claude-code", "pi"))
     if pointer["archived"]:
-        command = pointer["fact"].split("`")[1]
-        assert command in pointer["text"]
+        assert pointer["fact"] in pointer["text"]
     assert f"{digest['facts']} facts after 1 compaction" in text
     assert "audit: " in text
     assert f"-> source {pointer['source']} = " in text

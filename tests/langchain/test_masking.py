@@ -173,8 +173,10 @@ def test_pointers_resolve_in_the_history_archive_with_masked_originals_in_it() -
     ledger = ledger_of(to_core(history.messages[0]))
     assert ledger is not None
     archive = [m for m in archived if digest_record(m) is None]
+    # The digest's record is bounded: it carries the facts that matter most, each with a
+    # pointer that still resolves in the archive, masked originals and all.
     commands = [f for f in ledger.facts if f.kind == "command" and f.source is not None]
-    assert len(commands) > 30
+    assert ledger.archived == len(archive)
     for fact in commands:
         call = archive[fact.source]
         assert isinstance(call, AIMessage)

@@ -89,7 +89,8 @@ def test_compaction_event_carries_the_audit(handlers: tuple[Recorder, SimpleSpan
     assert record["committed"] is True
     assert record["fallback"] is False
     assert record["audit"] is not None
-    assert record["audit"]["in_ledger"] == record["ledger_facts"] > 0
+    # The audit checks the whole ledger; the digest carries a bounded record of it.
+    assert record["audit"]["in_ledger"] >= record["ledger_facts"] > 0
     # The same account on the memory (wiring b).
     account = memory.last_compaction
     assert account is not None

@@ -113,8 +113,6 @@ class WindowCondenser:
         counter = resolve_counter(deps.counter)
         if counter is not deps.counter:
             deps = replace(deps, counter=counter)
-        if deps.memory is None:  # the embedded default: ephemeral, this condenser's own
-            deps = replace(deps, memory=InProcessMemoryStore())
         self.deps = deps
         """The dependencies it was built with (the counter resolved)."""
         # One ledger per conversation: a condenser shared by many (one middleware, many
@@ -133,9 +131,8 @@ class WindowCondenser:
             return sum(ledger.estimated for _, ledger in self._ledgers)
 
     @property
-    def memory(self) -> MemoryStore:
+    def memory(self) -> MemoryStore | None:
         """The memory store: the full ledger and every folded original (for ``recall``)."""
-        assert self.deps.memory is not None
         return self.deps.memory
 
     def ledger(self, digest: AgentMessage, conversation: str | None = None) -> FactLedger | None:
@@ -489,4 +486,8 @@ def create_condenser(deps: CondenserDeps | None = None, /, **overrides: Any) -> 
     base = deps or CondenserDeps()
     if overrides:
         base = replace(base, **overrides)
+    if base.memory is None and "memory" not in overrides:
+        # The embedded default: ephemeral, this condenser's own. ``memory=None`` opts out
+        # (the digest's bounded record then carries what the next compaction gets).
+        base = replace(base, memory=InProcessMemoryStore())
     return WindowCondenser(base)

@@ -525,6 +525,7 @@ class WindowBudgetMemory(BaseMemory):
                     complete=complete,
                     complete_sync=complete_sync,
                     summarizer_model=summarizer,
+                    memory=None,  # the digest's bounded record carries the ledger
                 ),
             )
 
