@@ -17,22 +17,28 @@ What the model saw is rebuilt as OpenHands' conversation memory does: the ``syst
 action is the system prompt; a user ``message`` is a user turn; the actions one model
 reply produced are that one assistant reply (its text, all its tool calls, its usage and
 model — so the provider's usage is carried); an observation answering a tool call is that
-call's result; other observations reach the model as user text. State changes and empty
-events are counted in ``ignored``.
+call's result. An observation is never a user turn (OpenHands sends some to the model as
+user text; only what a user typed is the user's): without ``tool_call_metadata`` it answers
+the action its ``cause`` names (an agent without function calling: the action, read as
+text, becomes the call ``openhands-event-<id>`` it was), else it is a
+``CustomMessage(custom_type="observation")`` (workspace context, controller errors). State
+changes and empty events are counted in ``ignored``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
     Block,
     CompactionSummaryMessage,
+    CustomMessage,
     ImageBlock,
     TextBlock,
     ToolCallBlock,
@@ -96,8 +102,11 @@ class _Events:
     def __init__(self) -> None:
         self.out: list[AgentMessage] = []
         self.system: list[str] = []
-        self.replies: set[str] = set()
+        self.replies: dict[str, int] = {}
+        """Where each model response's reply is in ``out``, by response id."""
         self.ignored = 0
+        self.calls: dict[int, _Call] = {}
+        """Actions an observation can answer, by event id."""
 
     def add(self, event: Any) -> None:
         if not isinstance(event, Mapping):
@@ -141,16 +150,17 @@ class _Events:
             )
             return
         if kind != "message":
-            # An agent without function calling: its thought and what it ran, as text.
+            # An agent without function calling: its thought and what it ran, as text; an
+            # observation answering it makes it the call it was (see _answer).
+            thought = text_of(args.get("thought"))
             rest = {k: v for k, v in args.items() if k not in ("thought", "content")}
             text = "\n".join(
-                p
-                for p in (
-                    text_of(args.get("thought")),
-                    f"[{kind}] {json.dumps(rest, ensure_ascii=False)}",
-                )
-                if p
+                p for p in (thought, f"[{kind}] {json.dumps(rest, ensure_ascii=False)}") if p
             )
+            number = _event_id(event)
+            if number is not None:
+                call = ToolCallBlock(f"openhands-event-{number}", str(kind), rest)
+                self.calls[number] = _Call(len(self.out), call, thought)
         self.out.append(AssistantMessage(text))
 
     def _reply(
@@ -159,9 +169,22 @@ class _Events:
         response = meta.get("model_response")
         response = response if isinstance(response, Mapping) else {}
         key = str(response.get("id") or f"event-{event.get('id')}")
-        if key in self.replies:
-            return  # another action of a reply already read whole
-        self.replies.add(key)
+        at = self.replies.get(key)
+        if at is None:  # else another action of a reply already read whole
+            at = self.replies[key] = len(self.out)
+            self.out.append(self._reply_message(response, meta, args))
+        number, reply = _event_id(event), self.out[at]
+        if number is not None and isinstance(reply, AssistantMessage):
+            # An observation without metadata may still answer it (by its ``cause``).
+            wanted = str(meta.get("tool_call_id"))
+            call = next((c for c in reply.tool_calls if c.id == wanted), None)
+            if call is not None:
+                self.calls[number] = _Call(at, call, None)
+
+    @staticmethod
+    def _reply_message(
+        response: Mapping[str, Any], meta: Mapping[str, Any], args: Mapping[str, Any]
+    ) -> AssistantMessage:
         choices = response.get("choices")
         message = (
             choices[0].get("message")
@@ -189,12 +212,10 @@ class _Events:
                 )
             )
         model = response.get("model")
-        self.out.append(
-            AssistantMessage(
-                tuple(blocks),
-                usage=real_usage(usage_from_openai(response.get("usage"))),
-                model=str(model) if isinstance(model, str) and model else None,
-            )
+        return AssistantMessage(
+            tuple(blocks),
+            usage=real_usage(usage_from_openai(response.get("usage"))),
+            model=str(model) if isinstance(model, str) and model else None,
         )
 
     def _observation(self, event: Mapping[str, Any]) -> None:
@@ -214,9 +235,31 @@ class _Events:
                 )
             )
         elif content:
-            self.out.append(UserMessage(content))
+            self.out.append(self._answer(event, kind, content))
         else:
             self.ignored += 1
+
+    def _answer(self, event: Mapping[str, Any], kind: str | None, content: str) -> AgentMessage:
+        """An observation without ``tool_call_metadata``: never a user turn.
+
+        It answers the action its ``cause`` names when that action's reply is the last
+        one read and its call has no result yet (an agent without function calling,
+        browsing output): then it is that call's result. Anything else (workspace
+        context, an error the controller raised) is an observation note.
+        """
+        cause = event.get("cause")
+        found = self.calls.get(cause) if _is_id(cause) else None
+        if found is None or not all(
+            isinstance(m, ToolResultMessage) and m.tool_call_id != found.call.id
+            for m in self.out[found.at + 1 :]
+        ):
+            return CustomMessage("observation", content)
+        reply = self.out[found.at]
+        if found.thought is not None and isinstance(reply, AssistantMessage):
+            # A text action becomes the call it was, the model's thought kept as its text.
+            blocks = (TextBlock(found.thought),) if found.thought else ()
+            self.out[found.at] = AssistantMessage((*blocks, found.call))
+        return ToolResultMessage(found.call.id, found.call.name, content, is_error=kind == "error")
 
     @staticmethod
     def _with_images(text: str, args: Mapping[str, Any]) -> str | tuple[Block, ...]:
@@ -224,6 +267,23 @@ class _Events:
         if not isinstance(urls, list) or not urls:
             return text
         return (TextBlock(text), *(image_from_url(str(u)) for u in urls))
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """An action an observation can answer: where its reply is and the call it made."""
+
+    at: int
+    """The reply's index in the messages read."""
+    call: ToolCallBlock
+    """The call (for a text action, the one it becomes once answered)."""
+    thought: str | None
+    """A text action's thought (None for a reply that already holds its calls)."""
+
+
+def _event_id(event: Mapping[str, Any]) -> int | None:
+    number = event.get("id")
+    return number if _is_id(number) else None
 
 
 def _runs(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -345,6 +405,10 @@ def _forgotten(args: Mapping[str, Any]) -> set[Any]:
     return out
 
 
+def _is_id(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _view(
     numbered: list[tuple[int, Any]],
     last: int,
@@ -367,11 +431,7 @@ def _view(
     for index, event in numbered:
         if _is_condensation(event):
             built.ignored += 1
-        elif (
-            isinstance(event, Mapping)
-            and isinstance(event.get("id"), int)
-            and event["id"] in forgotten
-        ):
+        elif isinstance(event, Mapping) and _is_id(event.get("id")) and event["id"] in forgotten:
             collector.guard(index, partial(archive.add, event))
         else:
             live.append((index, event))
@@ -497,6 +557,9 @@ def write_openhands(
             if info is not None:
                 args[DIGEST_KEY] = info
             add({"source": "user", "action": "message", "args": args})
+        elif isinstance(msg, CustomMessage):
+            # An observation answering no action: read back as the note it was.
+            add({"source": "environment", "observation": "note", "content": render_as_text(msg)})
         else:
             add({"source": "user", "action": "message", "args": {"content": render_as_text(msg)}})
     json.dump(events, stream, ensure_ascii=False, indent=1)
