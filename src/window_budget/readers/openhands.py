@@ -28,6 +28,7 @@ changes and empty events are counted in ``ignored``.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -392,17 +393,44 @@ def _is_condensation(event: Any) -> bool:
     return isinstance(event, Mapping) and tag(event.get("action")) == "condensation"
 
 
-def _forgotten(args: Mapping[str, Any]) -> set[Any]:
-    """The event ids one condensation forgets (``pruned_*`` is another spelling of it)."""
-    out: set[Any] = set()
-    for prefix in ("forgotten", "pruned"):
-        ids = args.get(f"{prefix}_event_ids")
-        if isinstance(ids, list):
-            out.update(i for i in ids if isinstance(i, int) and not isinstance(i, bool))
-        start, end = args.get(f"{prefix}_events_start_id"), args.get(f"{prefix}_events_end_id")
-        if isinstance(start, int) and isinstance(end, int) and 0 <= end - start <= 10**7:
-            out.update(range(start, end + 1))
-    return out
+class _Forgotten:
+    """The event ids condensations forget, as listed ids and merged ``start..end`` ranges.
+
+    A range is never expanded: a ten-byte ``forgotten_events_end_id`` can name 10**12
+    events, so membership is a binary search over the merged ranges.
+    """
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+        self.spans: list[tuple[int, int]] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def add(self, args: Mapping[str, Any]) -> None:
+        """Take in what one condensation forgets (``pruned_*`` is another spelling of it)."""
+        for prefix in ("forgotten", "pruned"):
+            ids = args.get(f"{prefix}_event_ids")
+            if isinstance(ids, list):
+                self.ids.update(i for i in ids if _is_id(i))
+            start, end = args.get(f"{prefix}_events_start_id"), args.get(f"{prefix}_events_end_id")
+            if _is_id(start) and _is_id(end) and start <= end:
+                self.spans.append((start, end))
+
+    def merge(self) -> None:
+        """Merge overlapping and adjacent ranges, for :meth:`__contains__`."""
+        self.starts, self.ends = [], []
+        for start, end in sorted(self.spans):
+            if self.ends and start <= self.ends[-1] + 1:
+                self.ends[-1] = max(self.ends[-1], end)
+            else:
+                self.starts.append(start)
+                self.ends.append(end)
+
+    def __contains__(self, number: int) -> bool:
+        if number in self.ids:
+            return True
+        at = bisect_right(self.starts, number) - 1
+        return at >= 0 and number <= self.ends[at]
 
 
 def _is_id(value: Any) -> TypeGuard[int]:
@@ -417,16 +445,17 @@ def _view(
     collector: Collector,
 ) -> list[AgentMessage]:
     """The model's view after the condensations: what is not forgotten, the summary placed."""
-    forgotten: set[Any] = set()
+    forgotten = _Forgotten()
     summary: tuple[str, int] | None = None
     for _, event in numbered:
         if _is_condensation(event):
             args = event.get("args")
             args = args if isinstance(args, Mapping) else {}
-            forgotten |= _forgotten(args)
+            forgotten.add(args)
             text, offset = args.get("summary"), args.get("summary_offset")
             if isinstance(text, str) and isinstance(offset, int) and offset >= 0:
                 summary = (text, offset)
+    forgotten.merge()
     live: list[tuple[int, Any]] = []
     for index, event in numbered:
         if _is_condensation(event):
