@@ -1,7 +1,10 @@
-"""Small files that asked the readers for huge work.
+"""Small files that asked the readers for huge work, and JSON inside JSON strings.
 
 An OpenHands condensation names the events it forgets as a ``start..end`` range: ten bytes
-can name 10**12 events, and expanding them made a 290-byte file take a gigabyte.
+can name 10**12 events, and expanding them made a 290-byte file take a gigabyte. A string
+a reader decodes (SWE-agent's ``replay_config``, tool-call ``arguments``) gets the limits of
+the file around it: nesting past the recursion limit is one sentence, never a raw
+``RecursionError``.
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from window_budget import AssistantMessage
-from window_budget.readers import read_transcript
+from window_budget.readers import ReadError, read_transcript
 
 
 def _events(n: int) -> list[dict[str, Any]]:
@@ -91,3 +95,58 @@ def test_forgotten_events_are_exactly_those_named(
 def _number(message: object) -> int:
     text = message.content if isinstance(message, AssistantMessage) else "m0"
     return int(str(text)[1:])
+
+
+# ------------------------------------------------------------------ JSON inside strings
+
+DEEP = "[" * 100_000
+
+
+def _swe(tmp_path: Path, **doc: Any) -> Path:
+    history = [
+        {"role": "system", "content": "a shell", "message_type": "system_prompt"},
+        {"role": "user", "content": "fix it", "message_type": "observation"},
+    ]
+    path = tmp_path / "deep.traj"
+    path.write_text(json.dumps({"history": history, "trajectory": [], "info": {}, **doc}))
+    return path
+
+
+@pytest.mark.parametrize("skip_bad", [False, True])
+def test_a_deeply_nested_replay_config_is_one_sentence(tmp_path: Path, skip_bad: bool) -> None:
+    path = _swe(tmp_path, replay_config=DEEP)
+    with pytest.raises(ReadError) as info:
+        read_transcript(path, skip_bad=skip_bad)
+    message = str(info.value)
+    assert str(path) in message
+    assert "'replay_config'" in message
+    assert "nested too deeply" in message
+    assert "\n" not in message
+
+
+def test_a_replay_config_with_a_huge_integer_is_one_sentence(tmp_path: Path) -> None:
+    path = _swe(tmp_path, replay_config='{"agent": {"model": {"name": ' + "9" * 5001 + "}}}")
+    with pytest.raises(ReadError, match=r"'replay_config' holds an integer with more than"):
+        read_transcript(path)
+
+
+def test_an_unreadable_replay_config_is_still_just_no_model(tmp_path: Path) -> None:
+    t = read_transcript(_swe(tmp_path, replay_config="not json"))
+    assert t.model is None
+    assert "model" not in t.meta
+
+
+@pytest.mark.parametrize("fmt", ["openai", "swe-agent"])
+def test_deeply_nested_tool_arguments_are_kept_as_text(tmp_path: Path, fmt: str) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": DEEP}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go", "message_type": "observation"},
+        {"role": "assistant", "content": None, "tool_calls": [call], "message_type": "action"},
+    ]
+    doc: Any = messages if fmt == "openai" else {"history": messages, "trajectory": []}
+    path = tmp_path / "deep_args.json"
+    path.write_text(json.dumps(doc))
+    t = read_transcript(path, format=fmt)
+    reply = t.messages[1]
+    assert isinstance(reply, AssistantMessage)
+    assert reply.tool_calls[0].arguments == {"_raw": DEEP}

@@ -35,6 +35,7 @@ from window_budget.readers._base import (
     foreign_dump,
     image_from_url,
     image_to_url,
+    loads,
     read_message_records,
 )
 from window_budget.readers._render import render_as_text
@@ -79,13 +80,18 @@ def content_from_openai(content: Any) -> str | tuple[Block, ...]:
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments from a JSON string or object; unparsable text is kept under ``_raw``."""
+    """Tool-call arguments from a JSON string or object; unparsable text is kept under ``_raw``.
+
+    The string is decoded with the limits of a whole file (:func:`loads`): arguments nested
+    beyond the recursion limit, or holding an integer too long to convert, are kept as
+    text too, never a crash.
+    """
     if isinstance(raw, Mapping):
         return dict(raw)
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
+        value = loads(raw)
     except (TypeError, ValueError):
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_raw": raw}

@@ -46,11 +46,13 @@ from window_budget.readers._base import (
     DIGEST_KEY,
     LEGACY_DIGEST_KEY,
     FieldTally,
+    JSONProblem,
     KeyFields,
     ReadError,
     Transcript,
     convert_records,
     load_json,
+    loads,
     mismatch,
     tag,
     text_of,
@@ -243,7 +245,12 @@ def _model_of(doc: Mapping[str, Any], path: str) -> str | None:
     config = doc.get("replay_config")
     if isinstance(config, str):
         try:
-            config = json.loads(config)
+            config = loads(config)
+        except JSONProblem as exc:
+            # A string inside the file gets the file's limits: one sentence, never a crash.
+            raise ReadError(
+                f"{path or '<input>'}: field 'replay_config' {exc} — fix the file", path=path
+            ) from None
         except ValueError:
             return None
     agent = config.get("agent") if isinstance(config, Mapping) else None
@@ -263,8 +270,8 @@ def read_swe_agent(stream: IO[str], *, path: str = "", skip_bad: bool = False) -
     notes), so neither is ever read as something the user asked.
 
     Raises:
-        ReadError: not JSON, not SWE-agent, an empty trajectory, or a bad history item
-            (skipped with ``skip_bad``).
+        ReadError: not JSON, not SWE-agent, an empty trajectory, a ``replay_config`` too
+            deeply nested to read, or a bad history item (skipped with ``skip_bad``).
 
     """
     doc = load_json(stream, path, "swe-agent")
