@@ -11,6 +11,7 @@ import pytest
 
 from window_budget import (
     AssistantMessage,
+    CustomMessage,
     DigestMessage,
     Model,
     TextBlock,
@@ -20,6 +21,7 @@ from window_budget import (
     UserMessage,
 )
 from window_budget.digest import SESSION_HEADER
+from window_budget.messages import content_text
 from window_budget.pipeline import estimate_context
 from window_budget.readers import ReadError, detect_format, read_transcript, write_transcript
 
@@ -38,7 +40,7 @@ def test_openhands_rebuilds_what_the_model_saw() -> None:
     assert t.system == ("You are OpenHands agent, a helpful AI assistant.",)
     assert [m.role for m in t.messages] == [
         "user",
-        "user",
+        "custom",  # the workspace context recalled: an observation, not a user turn
         "assistant",
         "toolResult",
         "assistant",
@@ -46,6 +48,7 @@ def test_openhands_rebuilds_what_the_model_saw() -> None:
         "toolResult",
         "assistant",
     ]
+    assert t.messages[1] == CustomMessage("observation", "Added workspace context")
     assert t.ignored == 3  # the recall action and two agent state changes
     assert t.meta == {
         "run": 0,
@@ -102,7 +105,8 @@ def test_openhands_single_run_object_and_bare_event_list(tmp_path: Path) -> None
         assert read_transcript(path).messages == expected
 
 
-def test_openhands_agent_without_function_calling_keeps_its_actions_as_text() -> None:
+def test_openhands_agent_without_function_calling_answers_its_actions() -> None:
+    # Was: the observation read as UserMessage("a.py"). It is what the action returned.
     events = [
         {"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
         {
@@ -112,12 +116,17 @@ def test_openhands_agent_without_function_calling_keeps_its_actions_as_text() ->
             "args": {"command": "ls", "thought": "look first"},
         },
         {"id": 2, "source": "agent", "observation": "run", "cause": 1, "content": "a.py"},
+        {"id": 3, "source": "agent", "action": "run", "args": {"command": "pwd"}},
     ]
     t = read_transcript(io.StringIO(json.dumps(events)), format="openhands")
-    user, action, seen = t.messages
+    user, action, seen, unanswered = t.messages
     assert user == UserMessage("go")
-    assert action == AssistantMessage('look first\n[run] {"command": "ls"}')
-    assert seen == UserMessage("a.py")
+    assert action == AssistantMessage(
+        (TextBlock("look first"), ToolCallBlock("openhands-event-1", "run", {"command": "ls"}))
+    )
+    assert seen == ToolResultMessage("openhands-event-1", "run", "a.py")
+    # an action nothing answered stays the text it was
+    assert unanswered == AssistantMessage('[run] {"command": "pwd"}')
 
 
 # ------------------------------------------------------------------ tau-bench
@@ -155,13 +164,18 @@ def test_swe_agent_reads_the_history_with_its_model() -> None:
     assert t.format == "swe-agent"
     assert t.system == ("SETTING: You are an autonomous programmer working in a command line.",)
     assert [m.role for m in t.messages] == [
-        "user",
+        "custom",  # the demonstration: an example, not the user's task
         "user",
         "assistant",
         "toolResult",
         "assistant",
         "toolResult",
     ]
+    demo = t.messages[0]
+    assert isinstance(demo, CustomMessage)
+    assert demo.custom_type == "demonstration"
+    assert "demonstration of how to solve" in content_text(demo.content)
+    assert "The cache expiry test is flaky" in content_text(t.messages[1].content)
     call = t.messages[2]
     assert isinstance(call, AssistantMessage)
     assert call.tool_calls == (ToolCallBlock("toolu_bdrk_01", "bash", {"command": "ls src"}),)
@@ -179,8 +193,15 @@ def test_swe_agent_without_history_reads_the_steps(tmp_path: Path) -> None:
     path = tmp_path / "old.traj"
     path.write_text(json.dumps(doc))
     t = read_transcript(path)
-    assert [m.role for m in t.messages] == ["assistant", "user", "assistant", "user"]
-    assert "ls src" in t.messages[0].content  # type: ignore[operator,union-attr]
+    # Was: each step's observation read as a user turn. It is what the step's action returned.
+    assert [m.role for m in t.messages] == ["assistant", "toolResult", "assistant", "toolResult"]
+    reply, result = t.messages[:2]
+    assert isinstance(reply, AssistantMessage)
+    assert reply.content == (
+        TextBlock("Let me look around.\n\n```\nls src\n```"),
+        ToolCallBlock("swe-step-1", "bash", {"command": "ls src"}),
+    )
+    assert result == ToolResultMessage("swe-step-1", "bash", "cache.py\nmodels.py")
 
 
 # ----------------------------------------------------- side chains, digests, detection
@@ -247,7 +268,7 @@ def test_swe_agent_with_only_a_system_prompt_in_its_history_reads_the_steps(tmp_
     path.write_text(json.dumps(doc))
     t = read_transcript(path)
     assert t.system == ("SETTING: You are an autonomous programmer working in a command line.",)
-    assert [m.role for m in t.messages] == ["assistant", "user", "assistant", "user"]
+    assert [m.role for m in t.messages] == ["assistant", "toolResult", "assistant", "toolResult"]
 
 
 def _oh_reply(event_id: int, call_id: str, prompt: int) -> list[dict[str, object]]:

@@ -393,7 +393,9 @@ def write_transcript(
     """Write core messages (and system prompts) in one of :data:`FORMATS`.
 
     Kinds a format has no place for (shell runs, notes, another tool's summaries) are
-    written as user text, so nothing the condenser kept is lost. Every format keeps the
+    written as user text, so nothing the condenser kept is lost; ``swe-agent`` and
+    ``openhands`` write a note (``CustomMessage``) as an observation (``swe-agent`` a
+    demonstration as a demonstration), so it never reads back as a user turn. Every format keeps the
     ``system`` prompts: ``claude-code`` and ``pi`` (whose agents rebuild their own) on
     records their agents ignore, read back into ``Transcript.system``. ``tokens_before``
     (the size of the transcript a digest replaced, ``CondenseResult.tokens_before``) is

@@ -35,11 +35,13 @@ from window_budget.readers._base import (
     foreign_dump,
     image_from_url,
     image_to_url,
+    loads,
     read_message_records,
 )
 from window_budget.readers._render import render_as_text
 
 __all__ = [
+    "content_from_openai",
     "message_from_openai",
     "openai_fields",
     "parse_arguments",
@@ -50,7 +52,8 @@ __all__ = [
 ]
 
 
-def _parts(content: Any) -> str | tuple[Block, ...]:
+def content_from_openai(content: Any) -> str | tuple[Block, ...]:
+    """A Chat Completions ``content`` (text, null or a list of parts) as core content."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -77,13 +80,18 @@ def _parts(content: Any) -> str | tuple[Block, ...]:
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments from a JSON string or object; unparsable text is kept under ``_raw``."""
+    """Tool-call arguments from a JSON string or object; unparsable text is kept under ``_raw``.
+
+    The string is decoded with the limits of a whole file (:func:`loads`): arguments nested
+    beyond the recursion limit, or holding an integer too long to convert, are kept as
+    text too, never a crash.
+    """
     if isinstance(raw, Mapping):
         return dict(raw)
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
+        value = loads(raw)
     except (TypeError, ValueError):
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_raw": raw}
@@ -98,13 +106,13 @@ def message_from_openai(
     """
     role = raw["role"]
     if role in ("system", "developer"):
-        system.append(content_text(_parts(raw.get("content"))))
+        system.append(content_text(content_from_openai(raw.get("content"))))
         return None
     if role == "user":
-        content = _parts(raw.get("content"))
+        content = content_from_openai(raw.get("content"))
         return digest_from_info(content, find_digest_record(raw)) or UserMessage(content)
     if role == "assistant":
-        content = _parts(raw.get("content"))
+        content = content_from_openai(raw.get("content"))
         before: list[Block] = []
         reasoning = raw.get("reasoning_content") or raw.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
@@ -139,7 +147,7 @@ def message_from_openai(
     if role in ("tool", "function"):
         call_id = str(raw.get("tool_call_id") or f"fc_{raw.get('name', '')}")
         name = str(raw.get("name") or names.get(call_id, ""))
-        return ToolResultMessage(call_id, name, _parts(raw.get("content")))
+        return ToolResultMessage(call_id, name, content_from_openai(raw.get("content")))
     raise ValueError(f"unknown role {role!r} (expected system, developer, user, assistant or tool)")
 
 

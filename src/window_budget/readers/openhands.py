@@ -17,8 +17,12 @@ What the model saw is rebuilt as OpenHands' conversation memory does: the ``syst
 action is the system prompt; a user ``message`` is a user turn; the actions one model
 reply produced are that one assistant reply (its text, all its tool calls, its usage and
 model — so the provider's usage is carried); an observation answering a tool call is that
-call's result; other observations reach the model as user text. State changes and empty
-events are counted in ``ignored``.
+call's result. An observation is never a user turn (OpenHands sends some to the model as
+user text; only what a user typed is the user's): without ``tool_call_metadata`` it answers
+the action its ``cause`` names (an agent without function calling: the action, read as
+text, becomes the call ``openhands-event-<id>`` it was), else it is a
+``CustomMessage(custom_type="observation")`` (workspace context, controller errors). State
+changes and empty events are counted in ``ignored``.
 """
 
 from __future__ import annotations
@@ -31,11 +35,8 @@ from typing import IO, Any
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
-    Block,
-    CompactionSummaryMessage,
+    CustomMessage,
     ImageBlock,
-    TextBlock,
-    ToolCallBlock,
     ToolResultMessage,
     UserMessage,
     content_text,
@@ -49,24 +50,16 @@ from window_budget.readers._base import (
     KeyFields,
     ReadError,
     Transcript,
-    digest_from_info,
     digest_info,
-    find_digest_record,
-    image_from_url,
     image_to_url,
     loads,
     mismatch,
-    real_usage,
-    tag,
-    text_of,
 )
+from window_budget.readers._openhands_condensation import condensed_view, is_condensation
+from window_budget.readers._openhands_events import Events
 from window_budget.readers._render import render_as_text
-from window_budget.readers.openai import parse_arguments, usage_from_openai
 
 __all__ = ["is_openhands_events", "is_openhands_run", "read_openhands", "write_openhands"]
-
-_IGNORED_ACTIONS = frozenset({"change_agent_state", "null", "recall", "condensation_request"})
-_IGNORED_OBSERVATIONS = frozenset({"agent_state_changed", "null"})
 
 
 def is_openhands_events(events: Any) -> bool:
@@ -88,142 +81,6 @@ def is_openhands_run(doc: Any) -> bool:
 _FIELDS = KeyFields(
     "openhands", "an action or an observation", lambda r: "action" in r or "observation" in r
 )
-
-
-class _Events:
-    """Turns events into core messages, one reply per model response."""
-
-    def __init__(self) -> None:
-        self.out: list[AgentMessage] = []
-        self.system: list[str] = []
-        self.replies: set[str] = set()
-        self.ignored = 0
-
-    def add(self, event: Any) -> None:
-        if not isinstance(event, Mapping):
-            raise TypeError(f"an event must be a JSON object, not {type(event).__name__}")
-        if "action" in event:
-            self._action(event)
-        elif "observation" in event:
-            self._observation(event)
-        else:
-            raise ValueError("an event needs an 'action' or an 'observation'")
-
-    def _action(self, event: Mapping[str, Any]) -> None:
-        kind = tag(event["action"])
-        args = event.get("args") or {}
-        if not isinstance(args, Mapping):
-            raise TypeError("'args' must be an object")
-        if kind == "system":
-            self.system.append(text_of(args.get("content")))
-            return
-        if kind == "condensation":
-            # Read whole, a summary stands where it was made; without one, nothing reached
-            # the model.
-            summary = args.get("summary")
-            if isinstance(summary, str):
-                self.out.append(CompactionSummaryMessage(summary))
-            else:
-                self.ignored += 1
-            return
-        if kind in _IGNORED_ACTIONS:
-            self.ignored += 1
-            return
-        meta = event.get("tool_call_metadata")
-        if isinstance(meta, Mapping):
-            self._reply(event, meta, args)
-            return
-        text = text_of(args.get("content")) if kind == "message" else ""
-        if event.get("source") == "user":
-            content = self._with_images(text, args)
-            self.out.append(
-                digest_from_info(content, find_digest_record(args)) or UserMessage(content)
-            )
-            return
-        if kind != "message":
-            # An agent without function calling: its thought and what it ran, as text.
-            rest = {k: v for k, v in args.items() if k not in ("thought", "content")}
-            text = "\n".join(
-                p
-                for p in (
-                    text_of(args.get("thought")),
-                    f"[{kind}] {json.dumps(rest, ensure_ascii=False)}",
-                )
-                if p
-            )
-        self.out.append(AssistantMessage(text))
-
-    def _reply(
-        self, event: Mapping[str, Any], meta: Mapping[str, Any], args: Mapping[str, Any]
-    ) -> None:
-        response = meta.get("model_response")
-        response = response if isinstance(response, Mapping) else {}
-        key = str(response.get("id") or f"event-{event.get('id')}")
-        if key in self.replies:
-            return  # another action of a reply already read whole
-        self.replies.add(key)
-        choices = response.get("choices")
-        message = (
-            choices[0].get("message")
-            if isinstance(choices, list) and choices and isinstance(choices[0], Mapping)
-            else None
-        )
-        message = message if isinstance(message, Mapping) else {}
-        blocks: list[Block] = []
-        text = text_of(message.get("content"))
-        if text:
-            blocks.append(TextBlock(text))
-        for call in message.get("tool_calls") or ():
-            fn = call["function"]
-            blocks.append(
-                ToolCallBlock(
-                    str(call["id"]), str(fn["name"]), parse_arguments(fn.get("arguments"))
-                )
-            )
-        if not any(isinstance(b, ToolCallBlock) for b in blocks):
-            blocks.append(
-                ToolCallBlock(
-                    str(meta["tool_call_id"]),
-                    str(meta["function_name"]),
-                    {k: v for k, v in args.items() if k != "thought"},
-                )
-            )
-        model = response.get("model")
-        self.out.append(
-            AssistantMessage(
-                tuple(blocks),
-                usage=real_usage(usage_from_openai(response.get("usage"))),
-                model=str(model) if isinstance(model, str) and model else None,
-            )
-        )
-
-    def _observation(self, event: Mapping[str, Any]) -> None:
-        kind = tag(event["observation"])
-        if kind in _IGNORED_OBSERVATIONS:
-            self.ignored += 1
-            return
-        content = text_of(event.get("content"))
-        meta = event.get("tool_call_metadata")
-        if isinstance(meta, Mapping):
-            self.out.append(
-                ToolResultMessage(
-                    str(meta["tool_call_id"]),
-                    str(meta.get("function_name") or ""),
-                    content,
-                    is_error=kind == "error",
-                )
-            )
-        elif content:
-            self.out.append(UserMessage(content))
-        else:
-            self.ignored += 1
-
-    @staticmethod
-    def _with_images(text: str, args: Mapping[str, Any]) -> str | tuple[Block, ...]:
-        urls = args.get("image_urls")
-        if not isinstance(urls, list) or not urls:
-            return text
-        return (TextBlock(text), *(image_from_url(str(u)) for u in urls))
 
 
 def _runs(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -303,15 +160,15 @@ def read_openhands(
     tally.finish(unit)
     collector = Collector(path, skip_bad=skip_bad, unit=unit)
     numbered = list(enumerate(events, start=1))
-    condensations = [i for i, e in numbered if _is_condensation(e)]
+    condensations = [i for i, e in numbered if is_condensation(e)]
     meta["compactions"] = len(condensations)
-    built, archive = _Events(), _Events()
+    built, archive = Events(), Events()
     if whole_file or not condensations:
         for index, event in numbered:
             collector.guard(index, partial(built.add, event))
         messages = built.out
     else:
-        messages = _view(numbered, condensations[-1], built, archive, collector)
+        messages = condensed_view(numbered, condensations[-1], built, archive, collector)
     models = [m.model for m in messages if isinstance(m, AssistantMessage) and m.model]
     if models:
         meta["model"] = models[-1]
@@ -326,68 +183,6 @@ def read_openhands(
         archive=tuple(archive.out),
         whole_file=whole_file,
     )
-
-
-def _is_condensation(event: Any) -> bool:
-    return isinstance(event, Mapping) and tag(event.get("action")) == "condensation"
-
-
-def _forgotten(args: Mapping[str, Any]) -> set[Any]:
-    """The event ids one condensation forgets (``pruned_*`` is another spelling of it)."""
-    out: set[Any] = set()
-    for prefix in ("forgotten", "pruned"):
-        ids = args.get(f"{prefix}_event_ids")
-        if isinstance(ids, list):
-            out.update(i for i in ids if isinstance(i, int) and not isinstance(i, bool))
-        start, end = args.get(f"{prefix}_events_start_id"), args.get(f"{prefix}_events_end_id")
-        if isinstance(start, int) and isinstance(end, int) and 0 <= end - start <= 10**7:
-            out.update(range(start, end + 1))
-    return out
-
-
-def _view(
-    numbered: list[tuple[int, Any]],
-    last: int,
-    built: _Events,
-    archive: _Events,
-    collector: Collector,
-) -> list[AgentMessage]:
-    """The model's view after the condensations: what is not forgotten, the summary placed."""
-    forgotten: set[Any] = set()
-    summary: tuple[str, int] | None = None
-    for _, event in numbered:
-        if _is_condensation(event):
-            args = event.get("args")
-            args = args if isinstance(args, Mapping) else {}
-            forgotten |= _forgotten(args)
-            text, offset = args.get("summary"), args.get("summary_offset")
-            if isinstance(text, str) and isinstance(offset, int) and offset >= 0:
-                summary = (text, offset)
-    live: list[tuple[int, Any]] = []
-    for index, event in numbered:
-        if _is_condensation(event):
-            built.ignored += 1
-        elif (
-            isinstance(event, Mapping)
-            and isinstance(event.get("id"), int)
-            and event["id"] in forgotten
-        ):
-            collector.guard(index, partial(archive.add, event))
-        else:
-            live.append((index, event))
-    # Messages each live event produced, to place the summary by event offset and to count
-    # the kept ones that predate the condensation.
-    spans: list[tuple[int, int]] = []
-    for index, event in live:
-        before = len(built.out)
-        collector.guard(index, partial(built.add, event))
-        spans.append((index, len(built.out) - before))
-    if summary is None:
-        return built.out
-    text, offset = summary
-    at = sum(n for _, n in spans[:offset])
-    stale = sum(n for index, n in spans[offset:] if index < last)
-    return [*built.out[:at], CompactionSummaryMessage(text, kept_count=stale), *built.out[at:]]
 
 
 def _usage_out(msg: AssistantMessage) -> dict[str, Any] | None:
@@ -497,6 +292,9 @@ def write_openhands(
             if info is not None:
                 args[DIGEST_KEY] = info
             add({"source": "user", "action": "message", "args": args})
+        elif isinstance(msg, CustomMessage):
+            # An observation answering no action: read back as the note it was.
+            add({"source": "environment", "observation": "note", "content": render_as_text(msg)})
         else:
             add({"source": "user", "action": "message", "args": {"content": render_as_text(msg)}})
     json.dump(events, stream, ensure_ascii=False, indent=1)
