@@ -37,11 +37,29 @@ __all__ = ["extract_facts", "ledger_of", "merge_ledgers"]
 # ------------------------------------------------------------------ patterns
 
 _CONSTRAINT_RE = re.compile(
-    r"\b(must|never|don'?t|do not|doesn'?t|shouldn'?t|should not|can'?t|cannot|only|always"
-    r"|avoid|without|keep|make sure|ensure|no more than|at most|at least|forbidden"
-    r"|not allowed)\b",
+    r"\b(must|never|don'?t|do not|shouldn'?t|should not|can'?t|cannot"
+    r"|avoid|make sure|ensure|no more than|at most|at least|forbidden|not allowed)\b",
     re.IGNORECASE,
 )
+# Words that state a rule only when said *to* someone: "Only touch src/", "Keep the API
+# stable", "you can only run one command"; in a description ("the loader only reads the
+# first table", "it doesn't parse comments") they state a symptom, not a constraint.
+_WEAK_CONSTRAINT_RE = re.compile(r"\b(only|always|without|keep|doesn'?t)\b", re.IGNORECASE)
+_ADDRESSED_RE = re.compile(
+    r"^\W*(?:only|always|keep|never|please|use|leave|stay|do|don'?t|make|run|edit|change|add"
+    r"|write|fix|move|port|commit|push|touch|return|test|build|update|stick)\b"
+    r"|\b(?:you|please|we need|need to|let'?s)\b",
+    re.IGNORECASE,
+)
+
+
+def is_constraint(sentence: str) -> bool:
+    """True when ``sentence`` states a rule the user set, not a description of a symptom."""
+    if _CONSTRAINT_RE.search(sentence):
+        return True
+    return bool(_WEAK_CONSTRAINT_RE.search(sentence) and _ADDRESSED_RE.search(sentence))
+
+
 _DECISION_RE = re.compile(
     r"\b(decided|decide to|chose|choosing|going with|went with|switched|switching to|renamed"
     r"|opted|settled on|replaced|instead of|rather than|because|so that|the reason|trade-?off"
@@ -168,7 +186,7 @@ def _on_user(b: _Builder, msg: UserMessage) -> None:
     else:
         b.put("ask", _norm_key(text), one_line(text))
     for sentence in _sentences(text):
-        if _CONSTRAINT_RE.search(sentence):
+        if is_constraint(sentence):
             b.put("constraint", _norm_key(sentence), one_line(sentence), replace_text=False)
     _add_idents(b, text, by_user=True)
 
