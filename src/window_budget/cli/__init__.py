@@ -368,11 +368,8 @@ class _Batch:
         if fmt is None and path in self.scanned:
             try:
                 fmt = detect_format(path)
-            except ReadError as exc:
-                self.skip(path, _cli_wording(str(exc)))
-                return None
-            except UnicodeDecodeError:
-                self.skip(path, "not UTF-8 text — is this a transcript?")
+            except _CONTENT_ERRORS as exc:
+                self.skip(path, _unreadable(path, exc))
                 return None
             except OSError as exc:
                 self.skip(path, f"{exc.strerror or exc}")
@@ -387,14 +384,33 @@ class _Batch:
             return read_transcript(
                 path, format=fmt, skip_bad=self.skip_bad, whole_file=self.whole_file, run=run
             )
-        except ReadError as exc:
-            message = str(exc)
+        except _CONTENT_ERRORS as exc:
+            message = _unreadable(path, exc)
         except OSError as exc:
             message = f"{path}: {exc.strerror or exc} — check the path"
         if self.skip_bad and self.many:
-            self.skip(path, _cli_wording(message))
+            self.skip(path, message)
             return None
         _fail(message)
+
+
+_CONTENT_ERRORS = (ValueError, RecursionError)
+"""Failures about what a file holds: the readers' errors (``ReadError`` is a ``ValueError``),
+undecodable text, and — defensively, for a reader that lets one through — a parse failure
+or nesting past the recursion limit. ``MemoryError`` is not one: the machine ran out."""
+
+
+def _unreadable(path: Path, exc: ValueError | RecursionError) -> str:
+    """Why ``path`` could not be read, as one line starting with its name."""
+    if isinstance(exc, ReadError):
+        return _cli_wording(str(exc))
+    if isinstance(exc, UnicodeDecodeError):
+        why = "not UTF-8 text — is this a transcript?"
+    elif isinstance(exc, RecursionError):
+        why = "nested too deeply to read (beyond Python's recursion limit)"
+    else:
+        why = f"could not be read ({type(exc).__name__}: {exc})"
+    return f"{path}: {why}"
 
 
 def _system_tokens(transcript: Transcript, counter: TokenCounter | None) -> int:
