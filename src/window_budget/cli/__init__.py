@@ -32,6 +32,7 @@ from window_budget.budget._counters import resolve_counter
 from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.budget._ledger import TokenLedger
 from window_budget.budget._models import lookup_model, model_for
+from window_budget.cli._output import say, show_error, terminal_text
 from window_budget.cli.demo import run_demo
 from window_budget.contract import BudgetPolicy, Model, SyncCompleteFn, TokenCounter
 from window_budget.digest import is_digest
@@ -91,7 +92,7 @@ class _Group(click.Group):
         except click.ClickException as exc:
             if not standalone:
                 raise
-            exc.show()
+            show_error(exc)
             sys.exit(1)
         except click.Abort:
             if not standalone:
@@ -102,7 +103,7 @@ class _Group(click.Group):
             # The contract is one line and status 1, never a traceback, even for a bug.
             if not standalone:
                 raise
-            click.echo(
+            say(
                 f"Error: unexpected {type(exc).__name__}: {exc} — please report this "
                 "with the command line that caused it",
                 err=True,
@@ -156,7 +157,7 @@ def main(ctx: click.Context) -> None:
 @click.option("--width", default=78, show_default=True, help="Output width in columns.")
 def demo(width: int) -> None:
     """Condense a long bundled coding session offline and show each step."""
-    run_demo(click.echo, width=width)
+    run_demo(say, width=width)
 
 
 # ----------------------------------------------------------------- shared options
@@ -347,7 +348,7 @@ class _Batch:
                     self.files,
                     label="transcripts",
                     file=sys.stderr,
-                    item_show_func=lambda p: p.name if p else "",
+                    item_show_func=lambda p: terminal_text(p.name) if p else "",
                 ) as bar:
                     yield bar
         finally:
@@ -358,7 +359,7 @@ class _Batch:
         for entry in self.skipped:
             file, reason = entry["file"], entry["skipped"]
             # Reader errors already start with the file's name.
-            click.echo(
+            say(
                 f"skipped {reason}" if reason.startswith(file) else f"skipped {file}: {reason}",
                 err=True,
             )
@@ -778,7 +779,7 @@ def _render_inspect(info: dict[str, Any]) -> str:
             f"fold into a digest, {cut['kept_messages']} ({cut['kept_tokens']:,} "
             "tokens) stay verbatim"
         )
-    return "\n".join(lines)
+    return "\n".join(terminal_text(line) for line in lines)
 
 
 @main.command()
@@ -1044,7 +1045,7 @@ def _compact_one(
                     f"would mask {outputs}, freeing {decision.result.tokens_freed:,} "
                     "tokens, no digest"
                 )
-            click.echo(
+            say(
                 f"{path}: {len(msgs)} messages, {decision.tokens_before:,} tokens, "
                 f"limit {limit:,.0f}: {reason}"
                 + (
@@ -1098,7 +1099,7 @@ def _compact_one(
         if result.masked
         else f"{len(result.plan.dropped)} messages folded"
     )
-    click.echo(
+    say(
         f"{path}: {result.reason}, {result.tokens_before:,} -> "
         f"{result.tokens_after:,} tokens ({what}, {len(result.messages)} "
         f"remain{left_out})" + (f" -> {target}" if target else ""),
@@ -1107,7 +1108,7 @@ def _compact_one(
     from window_budget.tools.report import analyze, audit_lines
 
     for line in audit_lines(analyze(result.messages, 1, audit=result.audit)):
-        click.echo(f"{path}: {line}", err=True)  # the digest's ledger and its audit
+        say(f"{path}: {line}", err=True)  # the digest's ledger and its audit
 
 
 # --------------------------------------------------------------------------- plot
@@ -1186,7 +1187,7 @@ def _plot_one(
         raise
     target = output / f"{path.stem}.png" if many else output
     try:
-        plot_timeline(timeline, target, title=path.name)
+        plot_timeline(timeline, target, title=terminal_text(path.name))
     except OSError as exc:
         _fail(f"{target}: {exc.strerror or exc} — check the output path")
     except Exception as exc:  # matplotlib raises many kinds on odd data
@@ -1194,7 +1195,7 @@ def _plot_one(
             raise
         batch.skip(path, f"could not draw it ({type(exc).__name__}: {exc})")
         return
-    click.echo(
+    say(
         f"{path}: {len(timeline.firings)} condensations over "
         f"{len(transcript.messages)} messages -> {target}",
         err=many,
