@@ -9,15 +9,23 @@ joiners, ...) and every line or paragraph separator into a visible Python-style 
 shows as ``\n`` instead of starting a forged line. Nothing here is markup either: the CLI
 prints with ``click.echo``, which reads no ``[bold]``. ``--json`` output is exact text in
 JSON's own escaping and never goes through here.
+
+The rest is what every command says the same way: an error ends in one line
+(:func:`fail`), in the command line's words (:func:`cli_wording`), and counts are plural
+when they should be (:func:`plural`).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from typing import NoReturn
 
 import click
 
-__all__ = ["say", "show_error", "terminal_text"]
+from window_budget.readers._base import PICK_FORMAT, PICK_RUN, SKIP_BAD
+
+__all__ = ["cli_wording", "fail", "plural", "say", "show_error", "terminal_text"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
 """Unicode categories a terminal acts on or draws as nothing (controls, format, private,
@@ -70,3 +78,20 @@ def show_error(exc: click.ClickException) -> None:
             hint = f"Try '{ctx.command_path} {option}' for help.\n"
         click.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=ctx.color)
     say(f"Error: {exc.format_message()}", err=True)
+
+
+def fail(message: str) -> NoReturn:
+    """End the command with one line on stderr and exit status 1."""
+    raise click.ClickException(cli_wording(message))
+
+
+def cli_wording(message: str) -> str:
+    """A reader's error as the command line's user needs it: options by their flags."""
+    message = message.replace(SKIP_BAD, "--skip-bad").replace(PICK_FORMAT, "--from")
+    message = message.replace(PICK_RUN, "--run")
+    return re.sub(r"format='([a-z-]+)'", r"--from \1", message)
+
+
+def plural(count: int, noun: str) -> str:
+    """``count`` with thousands separators and ``noun``, plural unless it is 1."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
