@@ -171,10 +171,10 @@ def test_compact_with_a_langchain_model(
     from langchain_core.language_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
 
-    import window_budget.cli as cli
+    import window_budget.cli.compact as compact_command
 
     fake = GenericFakeChatModel(messages=iter([AIMessage("# Objective\nport the loader")]))
-    monkeypatch.setattr(cli, "_load_chat_model", lambda spec: fake)
+    monkeypatch.setattr(compact_command, "_load_chat_model", lambda spec: fake)
     out = tmp_path / "out.json"
     result = run(
         "compact",

@@ -139,6 +139,39 @@ def test_skip_bad_skips_one_bad_file_in_a_directory(tmp_path: Path) -> None:
     assert "Traceback" not in without.output
 
 
+def test_skip_bad_skips_a_file_the_reader_fails_on_and_reports_the_rest(tmp_path: Path) -> None:
+    # A SWE-agent run whose replay_config string is JSON nested past the recursion limit:
+    # whatever the reader raises for it, the batch goes on without it.
+    shutil.copy(FIXTURES / "openai_chat.json", tmp_path / "good.json")
+    doc = json.loads((FIXTURES / "swe_agent_run.traj").read_text(encoding="utf-8"))
+    doc["replay_config"] = "[" * 100_000
+    (tmp_path / "deep.traj").write_text(json.dumps(doc), encoding="utf-8")
+    before = _snapshot(tmp_path)
+
+    result = run("inspect", tmp_path, "--skip-bad")
+    assert result.exit_code == 0, result.output
+    (skipped,) = [line for line in result.stderr.splitlines() if line.startswith("skipped ")]
+    assert f"{tmp_path / 'deep.traj'}: " in skipped
+    assert "good.json  (openai" in result.stdout
+    assert "unexpected" not in result.output
+    assert "Traceback" not in result.output
+
+    reports = json.loads(run("inspect", tmp_path, "--skip-bad", "--json").stdout)
+    assert sorted("skipped" in r and isinstance(r["skipped"], str) for r in reports) == [
+        False,
+        True,
+    ]
+    out = tmp_path / "out"
+    compacted = run("compact", tmp_path, "-o", out, "--skip-bad", "--force", *SMALL)
+    assert compacted.exit_code == 0, compacted.output
+    assert [p.name for p in out.iterdir()] == ["good.compacted.json"]
+    assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("out")} == before
+
+    alone = run("inspect", tmp_path / "deep.traj")
+    assert alone.exit_code == 1
+    assert _one_line(alone).startswith(f"Error: {tmp_path / 'deep.traj'}: ")
+
+
 # --------------------------------------------------------------------- writing outputs
 
 

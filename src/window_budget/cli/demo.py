@@ -1,4 +1,4 @@
-"""A realistic long coding session, and the walk-through ``window-budget demo`` prints.
+"""``window-budget demo``: a realistic long coding session, and the walk-through it prints.
 
 The transcript is generated deterministically: a user porting a service's config loader,
 the agent reading files, editing them, running tests that fail and then pass, a user
@@ -10,7 +10,10 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
+import click
+
 from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
+from window_budget.cli._output import say
 from window_budget.contract import BudgetPolicy, CondenseResult, Model
 from window_budget.messages import (
     AgentMessage,
@@ -25,7 +28,7 @@ from window_budget.messages import (
 from window_budget.pipeline._condenser import DEFAULT_POLICY, create_condenser
 from window_budget.pipeline._gate import budget_limit
 
-__all__ = ["DEMO_MODEL", "build_demo_transcript", "run_demo"]
+__all__ = ["DEMO_MODEL", "build_demo_transcript", "demo", "run_demo"]
 
 DEMO_MODEL = Model("demo-model", context_window=32_768, max_output_tokens=4096)
 """The window the demo guards: 32k tokens."""
@@ -239,3 +242,10 @@ def run_demo(
         for part in textwrap.wrap(line, width=width, subsequent_indent="  ") or [""]:
             echo(part)
     echo(_rule("done", width))
+
+
+@click.command()
+@click.option("--width", default=78, show_default=True, help="Output width in columns.")
+def demo(width: int) -> None:
+    """Condense a long bundled coding session offline and show each step."""
+    run_demo(say, width=width)

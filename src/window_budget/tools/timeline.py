@@ -148,6 +148,7 @@ def plot_timeline(timeline: Timeline, path: str | Path | None = None, *, title: 
 
     Returns the matplotlib ``Figure``. No pyplot and no GUI backend are involved (the
     figure renders with Agg), so it works headless and leaves a notebook's backend alone.
+    ``title`` is plain text: a ``$`` in a file name is not mathtext.
 
     Raises:
         ImportError: matplotlib is missing; the message names the extra to install.
@@ -218,7 +219,12 @@ def plot_timeline(timeline: Timeline, path: str | Path | None = None, *, title: 
     ax.set_ylabel("tokens (estimated)")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     heading = title or "context size as the conversation grows"
-    ax.set_title(f"{heading}\n{len(timeline.firings)} condensations over {n} messages", fontsize=11)
+    # The title is often a file name: a ``$`` in it is a dollar sign, not mathtext.
+    ax.set_title(
+        f"{heading}\n{len(timeline.firings)} condensations over {n} messages",
+        fontsize=11,
+        parse_math=False,
+    )
     ax.grid(alpha=0.25)
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     fig.tight_layout()
