@@ -130,7 +130,7 @@ def digest_record(message: object) -> dict[str, Any] | None:
     """
     if not isinstance(message, HumanMessage):
         return None
-    return bridge.read_digest_record(message.additional_kwargs)
+    return bridge.read_digest_record(message.additional_kwargs, message.text)
 
 
 _NODE_NAMES: set[str] = set()

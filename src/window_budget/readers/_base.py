@@ -19,9 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
-from window_budget.bridge import RECORD_KEY, digest_from_record, digest_record
 from window_budget.budget._usage import read_count
 from window_budget.errors import MessageError, ReadError
+from window_budget.memory.records import (
+    RECORD_KEY,
+    digest_from_record,
+    digest_record,
+    verified_record,
+)
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
@@ -29,6 +34,7 @@ from window_budget.messages import (
     DigestMessage,
     ImageBlock,
     Usage,
+    content_text,
 )
 
 __all__ = [
@@ -215,16 +221,12 @@ LEGACY_DIGEST_KEY: Final = "window_budget_digest"
 def find_digest_record(metadata: object) -> Mapping[str, Any] | None:
     """The digest record in a format's free-form metadata, or None.
 
-    Only a record this library wrote counts: the adapters' and writers' record (marked
-    ``digest: true``), or the one earlier versions wrote under :data:`LEGACY_DIGEST_KEY`.
+    Only a record this library sealed counts (``bridge.verified_record``): a forged or
+    edited one, or one written by another process without a shared secret, is no digest.
     """
     if not isinstance(metadata, Mapping):
         return None
-    record = metadata.get(DIGEST_KEY)
-    if isinstance(record, Mapping) and record.get("digest") is True:
-        return record
-    legacy = metadata.get(LEGACY_DIGEST_KEY)
-    return legacy if isinstance(legacy, Mapping) else None
+    return verified_record(metadata.get(DIGEST_KEY))
 
 
 def digest_info(msg: AgentMessage) -> dict[str, Any] | None:
@@ -240,8 +242,9 @@ def digest_from_info(
     Restoring ``kept_count`` matters: the usage figures on the turns kept with the digest
     measured the longer transcript, and must not anchor the estimate once read back.
     """
-    if not isinstance(info, Mapping):
+    if verified_record(info, content_text(content)) is None:
         return None
+    assert isinstance(info, Mapping)
     digest = digest_from_record(content, info)
     return dataclasses.replace(digest, timestamp=timestamp) if timestamp is not None else digest
 

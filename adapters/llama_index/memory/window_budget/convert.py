@@ -232,7 +232,7 @@ def is_digest(message: ChatMessage) -> bool:
     The same question as the core's :func:`window_budget.is_digest`, asked of a
     ``ChatMessage``; ``is_digest_message`` is its former name, kept as an alias.
     """
-    return bridge.read_digest_record(message.additional_kwargs) is not None
+    return bridge.read_digest_record(message.additional_kwargs, message.content or "") is not None
 
 
 is_digest_message = is_digest
@@ -241,7 +241,7 @@ is_digest_message = is_digest
 
 def digest_covered(message: ChatMessage) -> int:
     """How many original messages a digest stands for (0 for any other message)."""
-    record = bridge.read_digest_record(message.additional_kwargs)
+    record = bridge.read_digest_record(message.additional_kwargs, message.content or "")
     if record is None:
         return 0
     return bridge.digest_from_record("", record).covered_count
@@ -257,7 +257,7 @@ def to_core(message: ChatMessage) -> AgentMessage:
     role = message.role
     # A digest is one whatever role a view gave it (``digest_role="system"`` hands it
     # over as a system message): a view passed back to ``set`` still folds as a digest.
-    record = bridge.read_digest_record(message.additional_kwargs)
+    record = bridge.read_digest_record(message.additional_kwargs, message.content or "")
     if record is not None:
         return bridge.digest_from_record(message.content or SESSION_HEADER, record)
     blocks = _content(message)

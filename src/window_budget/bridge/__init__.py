@@ -14,15 +14,28 @@ of named token counters, the walk that maps the core's result back onto native m
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
+from window_budget.bridge.counters import (
+    CounterFactory as CounterFactory,
+)
+from window_budget.bridge.counters import (
+    CounterRecogniser as CounterRecogniser,
+)
+from window_budget.bridge.counters import (
+    register_counter as register_counter,
+)
+from window_budget.bridge.counters import (
+    register_counter_kind as register_counter_kind,
+)
+from window_budget.bridge.counters import (
+    resolve_counter_spec as resolve_counter_spec,
+)
 from window_budget.budget._cache import ContentCache, fingerprint, key_size
-from window_budget.budget._counters import resolve_counter
 from window_budget.contract import (
     CompleteFn,
     CompleteOptions,
@@ -30,15 +43,49 @@ from window_budget.contract import (
     Context,
     Model,
     SyncCompleteFn,
-    TokenCounter,
 )
-from window_budget.errors import ConfigError
+from window_budget.memory.records import (
+    LEGACY_COVERED_KEY as LEGACY_COVERED_KEY,
+)
+from window_budget.memory.records import (
+    LEGACY_FLAG_KEY as LEGACY_FLAG_KEY,
+)
+from window_budget.memory.records import (
+    RECORD_KEY as RECORD_KEY,
+)
+from window_budget.memory.records import (
+    SEAL_FIELD as SEAL_FIELD,
+)
+from window_budget.memory.records import (
+    SECRET_ENV as SECRET_ENV,
+)
+from window_budget.memory.records import (
+    TEXT_FIELD as TEXT_FIELD,
+)
+from window_budget.memory.records import (
+    digest_from_record as digest_from_record,
+)
+from window_budget.memory.records import (
+    digest_of as digest_of,
+)
+from window_budget.memory.records import (
+    digest_record as digest_record,
+)
+from window_budget.memory.records import (
+    head_counts as head_counts,
+)
+from window_budget.memory.records import (
+    read_digest_record as read_digest_record,
+)
+from window_budget.memory.records import (
+    record_key as record_key,
+)
+from window_budget.memory.records import (
+    verified_record as verified_record,
+)
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
-    Content,
-    DigestMessage,
-    UserMessage,
 )
 
 __all__ = [
@@ -64,19 +111,14 @@ __all__ = [
     "pinned_count",
     "read_digest_record",
     "recall_digest",
+    "record_key",
     "register_counter",
     "register_counter_kind",
     "remember_digest",
     "resolve_counter_spec",
     "result_slots",
+    "verified_record",
 ]
-
-RECORD_KEY: Final = "window_budget"
-"""The one key (under a message's ``additional_kwargs``) that holds a digest's record."""
-LEGACY_FLAG_KEY: Final = "window_budget_digest"
-"""Older LlamaIndex digests: a flag under this key (still read)."""
-LEGACY_COVERED_KEY: Final = "window_budget_covered"
-"""Older LlamaIndex digests: the covered count under this key (still read)."""
 
 
 class Codec(Protocol):
@@ -196,200 +238,6 @@ def pinned_count(codec: Codec, messages: Sequence[Any]) -> int:
             break
         n += 1
     return n
-
-
-# -------------------------------------------------------------- the digest record
-
-_USER_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(UserMessage))
-_RECORD_NAMES: Final = {"covered_count": "covered", "kept_count": "kept"}
-"""Record names of fields whose short names stored threads already use."""
-_ALWAYS: Final = frozenset({"covered_count", "kept_count", "fallback"})
-"""Fields always written; any other is written only when it differs from its default."""
-
-
-def _digest_fields(kind: type[DigestMessage] = DigestMessage) -> list[dataclasses.Field[Any]]:
-    """The fields a digest adds to a user message, in declaration order."""
-    return [f for f in dataclasses.fields(kind) if f.init and f.name not in _USER_FIELDS]
-
-
-def _count(value: object) -> int | None:
-    """A stored count, or None when it is not a sane non-negative integer."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and 0 <= value < 1 << 53:
-        return value
-    return None
-
-
-def head_counts(records: Iterable[Mapping[str, Any] | None]) -> tuple[int, int]:
-    """``(covered, compactions)`` for a new digest of a dropped head.
-
-    ``records`` holds, per dropped message, its digest record (:func:`read_digest_record`)
-    or None for any other message. An earlier digest stands for the originals it covered,
-    wherever it sits in the head, any other message for itself; the new digest is one
-    compaction more than the most any of them had been through. Both adapters count so,
-    so their records agree.
-    """
-    covered = before = 0
-    for record in records:
-        if record is None:
-            covered += 1
-            continue
-        covered += _count(record.get("covered")) or 0
-        before = max(before, _count(record.get("compactions")) or 1)
-    return covered, before + 1
-
-
-def digest_record(digest: DigestMessage, **extra: Any) -> dict[str, Any]:
-    """The JSON-ready record a framework digest message carries under :data:`RECORD_KEY`.
-
-    Every field :class:`DigestMessage` adds to a user message is written (iterated, not
-    listed, so fields added later travel too; beyond the counts and ``fallback``, only
-    when it differs from its default), then ``extra`` (adapter bookkeeping such as
-    ``compactions`` or ``archive``). ``covered_count`` and ``kept_count`` are stored as
-    ``covered`` and ``kept``.
-    """
-    record: dict[str, Any] = {"digest": True}
-    for f in _digest_fields(type(digest)):
-        value = getattr(digest, f.name)
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        if f.name in _ALWAYS or value != default:
-            record[_RECORD_NAMES.get(f.name, f.name)] = value
-    record.update(extra)
-    return record
-
-
-def digest_of(text: str, source: object = None, **fields: Any) -> DigestMessage:
-    """The core digest a native digest message stands for, with ``fields`` set.
-
-    ``source`` is the core's own digest (``Summary.message``): when it is a
-    :class:`DigestMessage` every field it has (a fact ledger, say) is kept; anything else
-    gives a plain digest of ``text``. ``fields`` are the adapter's counts, e.g.
-    ``covered_count``. The record the native message carries is
-    ``digest_record(digest_of(...), **extra)``.
-    """
-    digest = source if isinstance(source, DigestMessage) else DigestMessage(text)
-    return dataclasses.replace(digest, **fields) if fields else digest
-
-
-def read_digest_record(kwargs: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The digest record in a message's ``additional_kwargs``, or None for other messages.
-
-    Reads :data:`RECORD_KEY` and the older LlamaIndex keys, so stored threads keep
-    working. Returns a new dict (the message is not touched).
-    """
-    if not kwargs:
-        return None
-    record = kwargs.get(RECORD_KEY)
-    if isinstance(record, Mapping) and record.get("digest") is True:
-        return dict(record)
-    if kwargs.get(LEGACY_FLAG_KEY) is True:
-        return {"digest": True, "covered": _count(kwargs.get(LEGACY_COVERED_KEY)) or 0}
-    return None
-
-
-def digest_from_record(
-    content: Content, record: Mapping[str, Any], *, kind: type[DigestMessage] = DigestMessage
-) -> DigestMessage:
-    """Rebuild the core's :class:`DigestMessage` from its text and a stored record.
-
-    The inverse of :func:`digest_record`: each digest field is taken from the record when
-    present. Counts that are not sane non-negative integers (a hand-edited or hostile
-    record) fall back to their defaults rather than reaching the budget math.
-    """
-    values: dict[str, Any] = {}
-    for f in _digest_fields(kind):
-        name = _RECORD_NAMES.get(f.name, f.name)
-        if name not in record:
-            continue
-        value = record[name]
-        if f.name in _RECORD_NAMES:
-            value = _count(value)
-            if value is None:
-                continue
-        elif f.name == "fallback":
-            value = value is True
-        values[f.name] = value
-    try:
-        return kind(content, **values)
-    except (TypeError, ValueError):
-        counts = {k: v for k, v in values.items() if k in _RECORD_NAMES}
-        return kind(content, **counts)
-
-
-# ---------------------------------------------------------------- named counters
-
-CounterFactory = Callable[[Any], TokenCounter | None]
-"""Builds a named counter; receives the adapter's context (its chat model or LLM)."""
-
-_COUNTERS: dict[str, CounterFactory] = {
-    "heuristic": lambda context: None,
-    "tiktoken": lambda context: resolve_counter("tiktoken"),
-}
-_COUNTERS_LOCK = threading.Lock()
-
-
-def register_counter(name: str, factory: CounterFactory) -> None:
-    """Make ``counter=name`` mean ``factory(context)`` in every adapter."""
-    with _COUNTERS_LOCK:
-        _COUNTERS[name] = factory
-
-
-CounterRecogniser = Callable[[Callable[..., Any]], TokenCounter | None]
-"""Turns a framework's own counting function into a counter, or None when it is not one."""
-
-_RECOGNISERS: list[CounterRecogniser] = []
-
-
-def register_counter_kind(recognise: CounterRecogniser) -> None:
-    """Teach every adapter a kind of counting callable (e.g. LangChain's message counters).
-
-    ``resolve_counter_spec`` asks each recogniser, in registration order, about a callable
-    that is not a :class:`~window_budget.contract.TokenCounter`; one that returns a counter claims
-    it,
-    and a recogniser that knows the callable is of its kind but unusable raises
-    ``ConfigError``. Unclaimed callables are ``str -> int`` functions.
-    """
-    with _COUNTERS_LOCK:
-        if recognise not in _RECOGNISERS:
-            _RECOGNISERS.append(recognise)
-
-
-def resolve_counter_spec(spec: object, context: Any = None) -> tuple[TokenCounter | None, str]:
-    """The counter a spec names and the name it serializes under.
-
-    ``spec`` is None or a registered name (``"heuristic"``, ``"tiktoken"``, and what the
-    adapters register, e.g. ``"model"``), ``"tiktoken:<encoding>"``, a
-    :class:`~window_budget.contract.TokenCounter` or a ``str -> int`` callable.
-
-    Raises:
-        ConfigError: a name that is neither registered nor a tiktoken encoding.
-
-    """
-    if spec is None:
-        return None, "heuristic"
-    if isinstance(spec, str):
-        factory = _COUNTERS.get(spec)
-        if factory is not None:
-            return factory(context), spec
-        if not spec.startswith("tiktoken:"):
-            raise ConfigError(
-                f"unknown counter {spec!r}; use one of {sorted(_COUNTERS)}, "
-                "'tiktoken:<encoding>', a TokenCounter or a str -> int function"
-            )
-    if callable(spec) and not hasattr(spec, "count"):
-        with _COUNTERS_LOCK:
-            recognisers = list(_RECOGNISERS)
-        for recognise in recognisers:
-            claimed = recognise(spec)
-            if claimed is not None:
-                return claimed, claimed.name
-    counter = resolve_counter(spec)  # type: ignore[arg-type]
-    if isinstance(spec, str):
-        return counter, spec
-    return counter, str(getattr(counter, "name", "custom"))
 
 
 # ------------------------------------------------------------ remembered digests
