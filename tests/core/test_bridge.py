@@ -58,19 +58,37 @@ def test_every_digest_field_survives_a_json_and_pickle_round_trip() -> None:
 
 def test_default_extra_fields_are_left_out_of_the_record() -> None:
     record = digest_record(LedgerDigest("d", covered_count=3))
-    assert record == {"digest": True, "covered": 3, "kept": None, "fallback": False}
-
-
-def test_old_records_are_read() -> None:
-    old_langchain = {
-        RECORD_KEY: {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
+    assert set(record) == {"digest", "covered", "kept", "fallback", "text_sha", "seal"}
+    assert {k: record[k] for k in ("digest", "covered", "kept", "fallback")} == {
+        "digest": True,
+        "covered": 3,
+        "kept": None,
+        "fallback": False,
     }
-    old_llama_index = {LEGACY_FLAG_KEY: True, LEGACY_COVERED_KEY: 7}
-    a = digest_from_record("t", read_digest_record(old_langchain) or {})
-    b = digest_from_record("t", read_digest_record(old_llama_index) or {})
+
+
+def test_only_a_record_the_library_sealed_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WINDOW_BUDGET_SECRET", "s3cret")
+    sealed = digest_record(DigestMessage("t", covered_count=10, kept_count=3), compactions=2)
+    a = digest_from_record("t", read_digest_record({RECORD_KEY: sealed}, "t") or {})
     assert (a.covered_count, a.kept_count) == (10, 3)
-    assert (b.covered_count, b.kept_count) == (7, None)
+    # Unsealed (older versions, or written by hand), edited, or moved onto other text: none.
+    unsealed = {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
+    assert read_digest_record({RECORD_KEY: unsealed}) is None
+    assert read_digest_record({LEGACY_FLAG_KEY: True, LEGACY_COVERED_KEY: 7}) is None
+    assert read_digest_record({RECORD_KEY: {**sealed, "covered": 2**53 - 1}}) is None
+    assert read_digest_record({RECORD_KEY: {**sealed, "facts": {"format": "x"}}}) is None
+    assert read_digest_record({RECORD_KEY: sealed}, "other text") is None
     assert read_digest_record({"other": 1}) is None
+    # Another secret (another deployment) is another key.
+    monkeypatch.setenv("WINDOW_BUDGET_SECRET", "other")
+    assert read_digest_record({RECORD_KEY: sealed}, "t") is None
+
+
+def test_without_a_secret_records_are_read_as_before() -> None:
+    old = {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
+    a = digest_from_record("t", read_digest_record({RECORD_KEY: old}) or {})
+    assert (a.covered_count, a.kept_count) == (10, 3)
     assert read_digest_record(None) is None
     assert read_digest_record({RECORD_KEY: {"digest": "yes"}}) is None
 

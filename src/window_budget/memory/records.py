@@ -39,9 +39,9 @@ __all__ = [
 RECORD_KEY: Final = "window_budget"
 """The one key (under a message's ``additional_kwargs``) that holds a digest's record."""
 LEGACY_FLAG_KEY: Final = "window_budget_digest"
-"""Older LlamaIndex digests: a flag under this key (unsealed, so no longer honoured)."""
+"""Older LlamaIndex digests: a flag under this key (read only without a secret)."""
 LEGACY_COVERED_KEY: Final = "window_budget_covered"
-"""Older LlamaIndex digests: the covered count under this key (no longer honoured)."""
+"""Older LlamaIndex digests: the covered count under this key."""
 
 
 _USER_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(UserMessage))
@@ -147,17 +147,21 @@ def digest_of(text: str, source: object = None, **fields: Any) -> DigestMessage:
 
 
 def verified_record(record: object, text: str | None = None) -> dict[str, Any] | None:
-    """``record`` as a new dict when this library sealed it, else None.
+    """``record`` as a new dict when it may be read as a digest's record, else None.
 
-    Given ``text``, the record must also be the one written for that text. A forged, edited
-    or foreign record is no digest.
+    With ``$WINDOW_BUDGET_SECRET`` set, only a record this library sealed under it counts
+    (and, given ``text``, only for that text): a forged, edited or foreign record is no
+    digest. Without it, a record sealed under another process's key cannot be told from a
+    forged one, and several workers share one store, so records are read as before (their
+    counts still checked); set the secret wherever clients can write message metadata.
     """
     if not isinstance(record, Mapping) or record.get("digest") is not True:
         return None
-    if not seal_matches(record_key(), _sealed(record), record.get(SEAL_FIELD)):
-        return None
-    if text is not None and record.get(TEXT_FIELD) != _text_sha(text):
-        return None
+    if os.environ.get(SECRET_ENV):
+        if not seal_matches(record_key(), _sealed(record), record.get(SEAL_FIELD)):
+            return None
+        if text is not None and record.get(TEXT_FIELD) != _text_sha(text):
+            return None
     return dict(record)
 
 
@@ -172,6 +176,8 @@ def read_digest_record(
     """
     if not kwargs:
         return None
+    if kwargs.get(LEGACY_FLAG_KEY) is True and not os.environ.get(SECRET_ENV):
+        return {"digest": True, "covered": _count(kwargs.get(LEGACY_COVERED_KEY)) or 0}
     return verified_record(kwargs.get(RECORD_KEY), text)
 
 

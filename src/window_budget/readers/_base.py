@@ -23,6 +23,7 @@ from window_budget.budget._usage import read_count
 from window_budget.errors import MessageError, ReadError
 from window_budget.memory.records import (
     RECORD_KEY,
+    SECRET_ENV,
     digest_from_record,
     digest_record,
     verified_record,
@@ -226,6 +227,9 @@ def find_digest_record(metadata: object) -> Mapping[str, Any] | None:
     """
     if not isinstance(metadata, Mapping):
         return None
+    legacy = metadata.get(LEGACY_DIGEST_KEY)
+    if isinstance(legacy, Mapping) and not os.environ.get(SECRET_ENV):
+        return legacy
     return verified_record(metadata.get(DIGEST_KEY))
 
 
@@ -242,9 +246,10 @@ def digest_from_info(
     Restoring ``kept_count`` matters: the usage figures on the turns kept with the digest
     measured the longer transcript, and must not anchor the estimate once read back.
     """
-    if verified_record(info, content_text(content)) is None:
+    if not isinstance(info, Mapping):
         return None
-    assert isinstance(info, Mapping)
+    if os.environ.get(SECRET_ENV) and verified_record(info, content_text(content)) is None:
+        return None
     digest = digest_from_record(content, info)
     return dataclasses.replace(digest, timestamp=timestamp) if timestamp is not None else digest
 

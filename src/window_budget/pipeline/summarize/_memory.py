@@ -27,6 +27,7 @@ from window_budget.pipeline.summarize.facts import (
     ledger_to_json,
     pin_priority,
 )
+from window_budget.pipeline.summarize.facts.text import cut_words
 
 __all__ = [
     "MEMORY_KEY",
@@ -42,6 +43,7 @@ __all__ = [
 MEMORY_KEY: Final = "memory"
 """Key of the store pointer inside a digest's facts record."""
 _POINTER_TOKENS: Final = 24  # {"memory":{"conversation":…,"version":N}} with a short name
+_FACT_CHARS: Final = 160  # a fact's text in a bounded record
 MIN_RECORD_TOKENS: Final = 200
 """The smallest room a digest's record gets; 1 % of the window when that is larger."""
 
@@ -67,6 +69,11 @@ def bounded_ledger(
     full = ledger_to_json(ledger)
     if _size(full, counter) <= max_tokens:
         return full
+    # Long texts (a pasted task, an error) are cut first: the record points, the text tells.
+    ledger = replace(
+        ledger,
+        facts=tuple(replace(f, text=cut_words(f.text, _FACT_CHARS)) for f in ledger.facts),
+    )
     ranked = sorted(
         range(len(ledger.facts)),
         key=lambda i: (-pin_priority(ledger.facts[i]), -ledger.facts[i].last, i),
