@@ -299,7 +299,7 @@ def test_the_ledger_rides_the_digest_and_survives_the_native_format() -> None:
     digest = result.messages[0]
     assert isinstance(digest, DigestMessage)
     assert digest.facts is not None
-    assert digest.facts["format"] == "window-budget/facts/1"
+    assert digest.facts["format"] == "window-budget/facts/2"
     assert message_from_dict(message_to_dict(digest)) == digest
     buffer = io.StringIO()
     write_native(result.messages, buffer)
@@ -329,14 +329,14 @@ def test_a_digest_without_its_ledger_is_read_from_its_text() -> None:
         None,
         [],
         {"format": "other"},
-        {"format": "window-budget/facts/1"},
-        {"format": "window-budget/facts/1", "facts": [["objective"]]},
+        {"format": "window-budget/facts/2"},
+        {"format": "window-budget/facts/2", "facts": [["objective"]]},
         {
-            "format": "window-budget/facts/1",
+            "format": "window-budget/facts/2",
             "facts": [["bogus", "k", "t", 0, 0, 1, None, "", "", None]],
         },
         {
-            "format": "window-budget/facts/1",
+            "format": "window-budget/facts/2",
             "facts": [["file", "k", 3, 0, 0, 1, None, "", "", None]],
         },
     ],

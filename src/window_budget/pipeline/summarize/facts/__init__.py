@@ -26,6 +26,7 @@ from window_budget.pipeline.summarize.facts.model import (
     Fact,
     FactKind,
     FactLedger,
+    Provenance,
     pin_priority,
 )
 from window_budget.pipeline.summarize.facts.render import render_ledger
@@ -42,6 +43,7 @@ __all__ = [
     "Fact",
     "FactKind",
     "FactLedger",
+    "Provenance",
     "extract_facts",
     "fact_line",
     "ledger_from_json",

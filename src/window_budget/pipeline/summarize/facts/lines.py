@@ -103,7 +103,12 @@ def fact_line(fact: Fact, root: str | None = None) -> str:
     if fact.kind == "command":
         return _command_line(fact, short=True)
     if fact.kind == "error":
-        return _error_text(fact, short=True)
+        text = _error_text(fact, short=True)
+        if fact.by == "tool":  # a tool's words, pinned as quoted data under its step
+            label, sep, said = text.partition(" failed: ")
+            if sep:
+                return f'{label} failed, its output said: "{said}"'
+        return text
     if fact.kind == "identifier":
         return code(fact.text)
     label = {

@@ -21,6 +21,7 @@ __all__ = [
     "Fact",
     "FactKind",
     "FactLedger",
+    "Provenance",
     "pin_priority",
 ]
 
@@ -40,8 +41,18 @@ FactKind: TypeAlias = Literal[
 """What a fact records; ``note`` is a line of a carried digest that had no ledger."""
 FACT_KINDS: Final[tuple[FactKind, ...]] = get_args(FactKind)
 """Every kind, in the order the ledger lists them."""
-LEDGER_FORMAT: Final = "window-budget/facts/1"
-"""The ``format`` value inside a serialized ledger; a parser refuses any other."""
+LEDGER_FORMAT: Final = "window-budget/facts/2"
+"""The ``format`` value inside a serialized ledger (``/1``, without provenance, is read too)."""
+Provenance: TypeAlias = Literal["user", "assistant", "tool", "digest", ""]
+"""Who stated a fact: the user typed it, the assistant wrote or did it, a tool's output
+said it, or only a carried digest's text does (``""``: an older ledger that did not say)."""
+_BY_KIND: Final[dict[str, Provenance]] = {
+    "objective": "user",
+    "ask": "user",
+    "constraint": "user",
+    "error": "tool",
+    "note": "digest",
+}
 MAX_FACTS: Final = 800
 """A ledger keeps at most this many facts (lowest priority, oldest first leave)."""
 
@@ -77,6 +88,9 @@ class Fact:
     """``error``: the step that failed; ``command``: how many runs failed; ``file``: a note."""
     resolved_by: int | None = None
     """``error``: archive position of the later step that succeeded, when one did."""
+    by: Provenance = ""
+    """Who stated it. Only the user's own text is an objective, an ask or a constraint; an
+    error's line is a tool's output, quoted wherever it is shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,13 +256,15 @@ class _Builder:
         detail: str = "",
         replace_text: bool = True,
         bump: int = 1,
+        by: Provenance | None = None,
     ) -> Fact:
         # One line each: a line break inside a fact must not start a heading in the digest.
         text, key = one_line(text), " ".join(key.split())
         full = f"{kind}\x00{key}"
         old = self.facts.get(full)
+        who = by or _BY_KIND.get(kind, "assistant")
         if old is None:
-            fact = Fact(kind, key, text, self.pos, self.pos, bump, self.pos, status, detail)
+            fact = Fact(kind, key, text, self.pos, self.pos, bump, self.pos, status, detail, by=who)
         else:
             fact = replace(
                 old,
@@ -258,6 +274,7 @@ class _Builder:
                 source=self.pos,
                 status=status or old.status,
                 detail=detail or old.detail,
+                by="user" if "user" in (who, old.by) else who,
             )
         self.facts[full] = fact
         return fact

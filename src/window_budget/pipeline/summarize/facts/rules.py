@@ -21,7 +21,13 @@ from window_budget.messages import (
     UserMessage,
     content_text,
 )
-from window_budget.pipeline.summarize.facts.model import Fact, FactLedger, _Builder, _capped
+from window_budget.pipeline.summarize.facts.model import (
+    Fact,
+    FactLedger,
+    Provenance,
+    _Builder,
+    _capped,
+)
 from window_budget.pipeline.summarize.facts.serial import ledger_from_json, ledger_from_text
 from window_budget.pipeline.summarize.facts.text import (
     _PLAN_LINE_RE,
@@ -116,7 +122,7 @@ def _add_idents(b: _Builder, text: str, *, by_user: bool) -> None:
                 continue
             old = b.get("identifier", value)
             status = "user" if by_user or (old is not None and old.status == "user") else "agent"
-            b.put("identifier", value, value, status=status)
+            b.put("identifier", value, value, status=status, by="user" if by_user else "assistant")
 
 
 def _tool_target(call: ToolCallBlock) -> tuple[str, str | None]:
@@ -273,13 +279,15 @@ def _on_todos(b: _Builder, arguments: Mapping[str, object]) -> None:
             b.put("plan", _norm_key(text), one_line(text), status=state)
 
 
-def _on_command(b: _Builder, command: str, status: str, output: str | None) -> None:
+def _on_command(
+    b: _Builder, command: str, status: str, output: str | None, *, by: Provenance = "assistant"
+) -> None:
     cmd = one_line(command)
     old = b.get("command", cmd)
     fails = int(old.detail or 0) if old is not None and old.detail.isdigit() else 0
     failed = status not in ("ok", "no result")
-    b.put("command", cmd, cmd, status=status, detail=str(fails + int(failed)))
-    b.put("step", "last", f"ran {code(cut_words(cmd, 160))} ({status})")
+    b.put("command", cmd, cmd, status=status, detail=str(fails + int(failed)), by=by)
+    b.put("step", "last", f"ran {code(cut_words(cmd, 160))} ({status})", by=by)
     if failed and output is not None and status != "cancelled":
         shown = code(cut_words(cmd, 160))
         _fail(b, cmd, f"{shown} ({status})" if status.startswith("exit") else shown, output)
@@ -362,7 +370,7 @@ def _on_shell(b: _Builder, msg: BashExecutionMessage) -> None:
             if msg.cancelled
             else (f"exit {msg.exit_code}" if msg.exit_code not in (0, None) else "ok")
         )
-        _on_command(b, command, status, msg.output)
+        _on_command(b, command, status, msg.output, by="user")  # the user ran it
 
 
 def merge_ledgers(old: FactLedger, new: FactLedger) -> FactLedger:

@@ -13,6 +13,7 @@ from window_budget.pipeline.summarize.facts.model import (
     Fact,
     FactKind,
     FactLedger,
+    Provenance,
     _Builder,
 )
 from window_budget.pipeline.summarize.facts.text import _PLAN_LINE_RE, _norm_key
@@ -30,7 +31,10 @@ _FIELDS: Final = (
     "status",
     "detail",
     "resolved_by",
+    "by",
 )
+_PROVENANCE: Final = frozenset({"user", "assistant", "tool", "digest", ""})
+_FORMATS: Final = {LEDGER_FORMAT: len(_FIELDS), "window-budget/facts/1": len(_FIELDS) - 1}
 
 
 def ledger_to_json(ledger: FactLedger) -> dict[str, Any]:
@@ -51,16 +55,21 @@ def ledger_from_json(raw: object) -> FactLedger:
         ValueError: ``raw`` is not a ledger this library wrote; the message says which part.
 
     """
-    if not isinstance(raw, Mapping) or raw.get("format") != LEDGER_FORMAT:
+    width = _FORMATS.get(raw.get("format")) if isinstance(raw, Mapping) else None  # type: ignore[arg-type]
+    if width is None:
         raise ValueError(f"digest facts: not a {LEDGER_FORMAT} ledger")
+    assert isinstance(raw, Mapping)
     rows = raw.get("facts")
     if not isinstance(rows, list):
         raise ValueError("digest facts: 'facts' must be a list")
     facts: list[Fact] = []
     for i, row in enumerate(rows):
-        if not isinstance(row, list) or len(row) != len(_FIELDS):
-            raise ValueError(f"digest facts: fact {i} must be a list of {len(_FIELDS)} values")
-        kind, key, text, first, last, count, source, status, detail, resolved_by = row
+        if not isinstance(row, list) or len(row) != width:
+            raise ValueError(f"digest facts: fact {i} must be a list of {width} values")
+        kind, key, text, first, last, count, source, status, detail, resolved_by = row[:10]
+        by: Provenance = row[10] if width > 10 else ""
+        if by not in _PROVENANCE:
+            raise ValueError(f"digest facts: fact {i} has an unknown provenance {by!r:.20}")
         ints = (first, last, count)
         if (
             kind not in FACT_KINDS
@@ -72,7 +81,9 @@ def ledger_from_json(raw: object) -> FactLedger:
             )
         ):
             raise ValueError(f"digest facts: fact {i} has a field of the wrong type")
-        facts.append(Fact(kind, key, text, first, last, count, source, status, detail, resolved_by))
+        facts.append(
+            Fact(kind, key, text, first, last, count, source, status, detail, resolved_by, by)
+        )
     archived, generations = raw.get("archived", 0), raw.get("generations", 0)
     masked_kept = raw.get("masked_kept", 0)
     if not all(
@@ -140,7 +151,8 @@ def ledger_from_text(text: str) -> FactLedger:
         else:
             b.put(this, _norm_key(item), item)
     if objective:
-        b.set(Fact("objective", "objective", " ".join(objective), -1, -1, 1, None))
-    facts = [replace(f, first=-1, last=-1, source=None) for f in b.facts.values()]
+        b.set(Fact("objective", "objective", " ".join(objective), -1, -1, 1, None, by="digest"))
+    # Only the digest's text says these: it may hold what a tool or a model wrote.
+    facts = [replace(f, first=-1, last=-1, source=None, by="digest") for f in b.facts.values()]
     facts.sort(key=lambda f: f.kind != "objective")
     return FactLedger(tuple(facts), 0, 1)
