@@ -9,6 +9,7 @@ are escaped, under a first line that says it is not an instruction.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import unicodedata
@@ -132,7 +133,8 @@ def _speaker(raw: Mapping[str, Any]) -> tuple[str, str]:
         case UserMessage():
             return "user", text
         case AssistantMessage():
-            return "assistant", text
+            calls = [f"call {c.name} {json.dumps(dict(c.arguments))}" for c in message.tool_calls]
+            return "assistant", "\n".join([text, *calls]).strip()
     return getattr(message, "role", "message"), text
 
 

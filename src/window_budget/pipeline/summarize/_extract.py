@@ -204,8 +204,12 @@ def render_local_digest(
     max_tokens: int,
     counter: TokenCounter | None,
     messages: Sequence[AgentMessage] = (),
+    recall: bool = False,
 ) -> str:
-    """The network-free digest body for ``ledger``: a note line, then the six headings."""
+    """The network-free digest body for ``ledger``: a note line, then the six headings.
+
+    ``recall``: a memory store keeps what is left out, so the last line points there.
+    """
     calls = [
         b
         for m in messages
@@ -219,4 +223,4 @@ def render_local_digest(
         f"_Network-free digest ({clamp_text(one_line(reason), 100)}): "
         f"{condensed} messages condensed, {len(calls)} tool calls{failed}._"
     )
-    return render_ledger(ledger, max_tokens=max_tokens, counter=counter, note=note)
+    return render_ledger(ledger, max_tokens=max_tokens, counter=counter, note=note, recall=recall)

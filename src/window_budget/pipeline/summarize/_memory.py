@@ -42,7 +42,7 @@ __all__ = [
 
 MEMORY_KEY: Final = "memory"
 """Key of the store pointer inside a digest's facts record."""
-_POINTER_TOKENS: Final = 24  # {"memory":{"conversation":…,"version":N}} with a short name
+_POINTER_TOKENS: Final = 32  # {"memory":{"conversation":…,"version":N}} with a short name
 _FACT_CHARS: Final = 160  # a fact's text in a bounded record
 MIN_RECORD_TOKENS: Final = 200
 """The smallest room a digest's record gets; 1 % of the window when that is larger."""
@@ -54,7 +54,8 @@ def record_budget(context_window: int | None) -> int:
 
 
 def _size(record: Mapping[str, Any], counter: TokenCounter | None) -> int:
-    return count_text(json.dumps(record, ensure_ascii=False, separators=(",", ":")), counter)
+    # As a framework's serializer writes it (JSON with spaces), not the tightest form.
+    return count_text(json.dumps(record), counter)
 
 
 def bounded_ledger(

@@ -105,9 +105,9 @@ def fact_line(fact: Fact, root: str | None = None) -> str:
     if fact.kind == "error":
         text = _error_text(fact, short=True)
         if fact.by == "tool":  # a tool's words, pinned as quoted data under its step
-            label, sep, said = text.partition(" failed: ")
+            step, sep, said = text.partition(" failed: ")
             if sep:
-                return f'{label} failed, its output said: "{said}"'
+                return f'{step} failed, its output said: "{said}"'
         return text
     if fact.kind == "identifier":
         return code(fact.text)

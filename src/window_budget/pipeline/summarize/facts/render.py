@@ -326,11 +326,25 @@ def _name(text: str, level: int) -> str:
     return _bare(text) if level >= 4 else code(cut_words(text, 100))
 
 
+def _archived_line(evicted: Mapping[str, Mapping[str, int]], recall: bool) -> str:
+    """The digest's last line: what it left out, and how the model reaches it."""
+    totals: dict[str, int] = {}
+    for kinds in evicted.values():
+        for kind, n in kinds.items():
+            totals[kind] = totals.get(kind, 0) + n
+    parts = [f"{n} {_KIND_LABEL.get(k, k)}" for k, n in sorted(totals.items())]
+    listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    if recall:
+        return f"_{listed} more are archived — call `recall` (words, a kind, or a #pointer)._"
+    return f"_{listed} more were left out of this digest._"
+
+
 def _render(
     objective: str,
     lines: Sequence[_Line],
     note: str | None,
     evicted: Mapping[str, Mapping[str, int]],
+    recall: bool = False,
 ) -> str:
     by: dict[str, list[str]] = {s: [] for s in DIGEST_SECTIONS}
     for line in sorted(lines, key=lambda ln: ln.order[0]):  # stable: ties keep their order
@@ -339,7 +353,7 @@ def _render(
     for section, kinds in evicted.items():
         if kinds:
             more = ", ".join(f"{n} {_KIND_LABEL.get(k, k)}" for k, n in sorted(kinds.items()))
-            by[section].append(f"+{more} more (kept in the digest's ledger)")
+            by[section].append(f"+{more} more")
 
     def bullets(section: str) -> str:
         return "\n".join(f"- {x}" for x in by[section]) if by[section] else "none"
@@ -359,6 +373,8 @@ def _render(
         f"# Plan\n{bullets('plan')}",
         f"# Carryover\n{bullets('carryover')}",
     ]
+    if any(evicted.values()):
+        parts.append(_archived_line(evicted, recall))
     return "\n\n".join(parts)
 
 
@@ -368,12 +384,14 @@ def render_ledger(
     max_tokens: int = 2000,
     counter: TokenCounter | None = None,
     note: str | None = None,
+    recall: bool = False,
 ) -> str:
     """The ledger as the six-heading digest body, within ``max_tokens``.
 
     Uses the room while facts remain and stays small when few exist. Under pressure it
     compresses (collapse uninformative commands, group files by directory, shorten prose at
-    word boundaries) before it evicts, and says how many facts of each kind it left out.
+    word boundaries) before it evicts, and says how many facts of each kind it left out —
+    with ``recall``, that they are archived and how to reach them.
     """
     facts = list(ledger.facts)
     root = ledger.root
@@ -411,11 +429,11 @@ def render_ledger(
             dropped += share.get(id(f), 1.0)
         kept = [f for f in rest if id(f) in alive]
         evicted = _evicted_counts(rest, alive)
-        text = _render(objective, _lines(kept, root, 4), note, evicted)
+        text = _render(objective, _lines(kept, root, 4), note, evicted, recall)
         over = count_text(text, counter) - max_tokens
         if over <= 0:
             return _refill(
-                objective, rest, order[:pos], alive, root, note, text, max_tokens, counter
+                objective, rest, order[:pos], alive, root, note, text, max_tokens, counter, recall
             )
     # Only the objective, the constraints and the skeleton are left, and still too long.
     from window_budget.pipeline.summarize._prompt import cut_to_tokens
@@ -435,6 +453,7 @@ def _refill(
     text: str,
     max_tokens: int,
     counter: TokenCounter | None,
+    recall: bool = False,
 ) -> str:
     """Evicting in batches overshoots: put back the best evicted facts while they fit."""
     misses = 0
@@ -443,7 +462,9 @@ def _refill(
             break
         alive.add(id(f))
         kept = [x for x in rest if id(x) in alive]
-        candidate = _render(objective, _lines(kept, root, 4), note, _evicted_counts(rest, alive))
+        candidate = _render(
+            objective, _lines(kept, root, 4), note, _evicted_counts(rest, alive), recall
+        )
         if count_text(candidate, counter) <= max_tokens:
             text = candidate
             misses = 0
