@@ -114,10 +114,17 @@ async def test_condense_plus_context_views_alternate(role: str) -> None:
     digest_roles_ok(await run_condense_plus_context(role), role)
 
 
-def test_user_role_puts_two_user_messages_in_a_row() -> None:
-    # The role chosen knowingly (and the form before digest_role existed).
+def test_user_role_hands_the_digest_over_as_a_plain_user_message() -> None:
+    # The role chosen knowingly (and the form before digest_role existed): no acknowledgement
+    # follows it, so where the cut lands before a user turn two user messages meet.
     llm = run_simple("user")
-    assert sum(doubled_users(r) for r in llm.requests) > 0
+    digests = digests_seen(llm)
+    assert digests
+    assert all(m.role == MessageRole.USER for m in digests)
+    for request in llm.requests:
+        for k, m in enumerate(request[:-1]):
+            if is_digest_message(m):
+                assert (request[k + 1].content or "") != "Understood."
 
 
 async def test_function_agent_views() -> None:

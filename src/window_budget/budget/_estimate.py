@@ -20,6 +20,7 @@ from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
     Content,
+    DigestMessage,
     ImageBlock,
     TextBlock,
     ThinkingBlock,
@@ -129,6 +130,10 @@ def message_parts(message: AgentMessage) -> tuple[list[str], int, int]:
             value = getattr(message, name)
             if value:
                 parts.append(_dump(dict(value)))
+    if isinstance(message, DigestMessage) and message.facts:
+        # The digest's record rides in the framework message's metadata, and some chains
+        # print that into the prompt (LlamaIndex's condense prompt does): it is billed.
+        parts.append(_dump(message.facts))
     return parts, blocks, images
 
 
