@@ -226,13 +226,27 @@ def _content(message: ChatMessage) -> list[Block]:
     return [core for core, _ in _content_origins(message)]
 
 
+_DIGEST_ROLES = frozenset({MessageRole.USER, MessageRole.SYSTEM})
+"""Where this memory writes digests (``digest_role="system"`` hands them over as system)."""
+
+
+def _record(message: ChatMessage) -> dict[str, Any] | None:
+    """The digest record of ``message``, only where the memory writes digests.
+
+    A record on a tool result or an assistant turn is that message's own metadata.
+    """
+    if message.role not in _DIGEST_ROLES:
+        return None
+    return bridge.read_digest_record(message.additional_kwargs, message.content or "")
+
+
 def is_digest(message: ChatMessage) -> bool:
     """True for a digest message this memory wrote (or an older version of it).
 
     The same question as the core's :func:`window_budget.is_digest`, asked of a
     ``ChatMessage``; ``is_digest_message`` is its former name, kept as an alias.
     """
-    return bridge.read_digest_record(message.additional_kwargs, message.content or "") is not None
+    return _record(message) is not None
 
 
 is_digest_message = is_digest
@@ -241,7 +255,7 @@ is_digest_message = is_digest
 
 def digest_covered(message: ChatMessage) -> int:
     """How many original messages a digest stands for (0 for any other message)."""
-    record = bridge.read_digest_record(message.additional_kwargs, message.content or "")
+    record = _record(message)
     if record is None:
         return 0
     return bridge.digest_from_record("", record).covered_count
@@ -257,7 +271,7 @@ def to_core(message: ChatMessage) -> AgentMessage:
     role = message.role
     # A digest is one whatever role a view gave it (``digest_role="system"`` hands it
     # over as a system message): a view passed back to ``set`` still folds as a digest.
-    record = bridge.read_digest_record(message.additional_kwargs, message.content or "")
+    record = _record(message)
     if record is not None:
         return bridge.digest_from_record(message.content or SESSION_HEADER, record)
     blocks = _content(message)
