@@ -21,8 +21,9 @@ def words(text: str) -> list[str]:
 def rank(query: str, documents: Sequence[str], *, limit: int) -> list[int]:
     """Indexes of the ``limit`` documents that best match ``query`` (BM25), best first.
 
-    Documents with no query word are never returned; ties keep document order, so the
-    ranking is deterministic.
+    Documents with no query word are never returned; one that holds the whole query as
+    written (``svc_007``, a path) ranks above those that share only some of its words; ties
+    keep document order, so the ranking is deterministic.
 
     >>> rank("loader toml", ["fix the loader", "port to toml loader", "unrelated"], limit=5)
     [1, 0]
@@ -38,6 +39,7 @@ def rank(query: str, documents: Sequence[str], *, limit: int) -> list[int]:
     for t in terms:
         df = sum(1 for b in bags if t in b)
         idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    phrase = " ".join(query.split()).casefold()
     scored = []
     for i, bag in enumerate(bags):
         score = 0.0
@@ -46,6 +48,7 @@ def rank(query: str, documents: Sequence[str], *, limit: int) -> list[int]:
             if tf:
                 score += idf[t] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths[i] / mean))
         if score > 0:
-            scored.append((-score, i))
+            exact = len(terms) > 1 and phrase in " ".join(documents[i].split()).casefold()
+            scored.append((-score - (1000.0 if exact else 0.0), i))
     scored.sort()
     return [i for _, i in scored[:limit]]
