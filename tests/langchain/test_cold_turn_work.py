@@ -244,7 +244,7 @@ def test_the_middleware_recognises_a_checkpointed_thread_every_turn(work: dict[s
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the passes that read messages: type scans, field dicts, fingerprints, estimates."""
-    from langchain_window_budget import condense
+    from langchain_window_budget import _sessions
     from window_budget import bridge
     from window_budget.budget import _ledger as ledger
 
@@ -257,8 +257,8 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
         return wrapper
 
-    monkeypatch.setattr(condense, "as_message_list", counted("scanned", condense.as_message_list))
-    monkeypatch.setattr(condense, "message_fields", counted("fields", condense.message_fields))
+    monkeypatch.setattr(_sessions, "as_message_list", counted("scanned", _sessions.as_message_list))
+    monkeypatch.setattr(_sessions, "message_fields", counted("fields", _sessions.message_fields))
     monkeypatch.setattr(bridge, "head_chain", counted("fingerprinted", bridge.head_chain))
     monkeypatch.setattr(ledger, "cached_estimates", counted("estimated", ledger.cached_estimates))
     return counts

@@ -234,7 +234,7 @@ def test_a_remembered_head_is_not_reused_where_the_cut_would_orphan_a_result(
     earlier = engine.run([*head, HumanMessage("never mind", id="h-late")], force=True)
     assert earlier.digest is not None
     chain = bridge.head_chain(
-        engine._session(head, None).converter.codec, head, engine._digest_seed
+        engine._sessions.get(head, None).converter.codec, head, engine._digest_seed
     )
     bridge.remember_digest(chain, len(head), earlier.digest, engine._digest_seed)
     # The same head, now followed by the result of the call it left open.

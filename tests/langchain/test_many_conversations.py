@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
 
-from langchain_window_budget import LangChainCondenser, _convert, condense
+from langchain_window_budget import LangChainCondenser, _convert, _sessions
 from window_budget import BudgetPolicy
 from window_budget.pipeline import _condenser
 
@@ -105,20 +105,20 @@ def test_the_middleware_keeps_every_thread_warm_while_threads_interleave(
 def test_remembered_conversations_are_bounded_by_count_and_by_messages(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(condense, "SESSIONS", 3)
+    monkeypatch.setattr(_sessions, "SESSIONS", 3)
     monkeypatch.setattr(_condenser, "LEDGERS", 2)
     engine = LangChainCondenser(context_window=WINDOW)
     for k in range(6):
         engine.run(reload(thread_of(f"u{k}", 5)))
-        assert len(engine._sessions) <= 3
+        assert len(engine._sessions.by_key) <= 3
         assert len(engine.condenser._ledgers) <= 2
-    monkeypatch.setattr(condense, "SESSION_MESSAGES", 50)
+    monkeypatch.setattr(_sessions, "SESSION_MESSAGES", 50)
     for k in range(4):
         engine.run(reload(thread_of(f"v{k}", 5)))  # 20 messages each
-        assert sum(len(s.seen) for s in engine._sessions.values()) <= 50
-    assert len(engine._sessions) == 2
+        assert sum(len(s.seen) for s in engine._sessions.by_key.values()) <= 50
+    assert len(engine._sessions.by_key) == 2
     engine.run(reload(thread_of("big", 30)))  # alone over the bound: still remembered
-    assert len(engine._sessions) == 1
+    assert len(engine._sessions.by_key) == 1
 
 
 Turn = tuple[int, int, bool]

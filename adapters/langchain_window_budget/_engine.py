@@ -1,0 +1,391 @@
+"""The LangChain-side engine: :class:`LangChainCondenser`.
+
+It converts a LangChain transcript, runs the core's gate → slice → summarize on the
+converted copy, and maps the result back: the caller's own message objects for the kept
+tail, one digest ``HumanMessage`` for the dropped head. The middleware, the chat-history
+wrapper, the LCEL transformer and ``condense_messages`` are thin layers over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_window_budget import _remembered
+from langchain_window_budget._convert import (
+    Converted,
+    Converter,
+    build_digest,
+    chat_model_id,
+    digest_record,
+    mark_usage_stale,
+    shortened_copy,
+    to_core,
+)
+from langchain_window_budget._result import LangChainResult
+from langchain_window_budget._sessions import Session, Sessions, as_message_list
+from langchain_window_budget._window import (
+    CounterSpec,
+    OnSummarizerError,
+    resolve_counter,
+    resolve_window,
+)
+from langchain_window_budget.completer import make_completers
+from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes
+from window_budget import bridge
+from window_budget.budget import estimate_tokens
+from window_budget.contract import BudgetPolicy, CondenseResult, Model
+from window_budget.errors import ConfigError
+from window_budget.pipeline import WindowCondenser, check_window, create_condenser
+
+__all__ = ["ArchiveFn", "LangChainCondenser"]
+
+ArchiveFn = Callable[[list[BaseMessage]], Mapping[str, Any] | None]
+"""Called with the dropped messages before the digest is built; returns where they went."""
+
+
+class LangChainCondenser:
+    """Gate → slice → summarize over LangChain messages, with a chat model as summarizer.
+
+    Args:
+        model: the chat model whose window is guarded; it writes the summaries unless
+            ``summarizer`` is given. ``None`` means the network-free digest only.
+        context_window: tokens the model accepts; defaults to ``model.profile
+            ["max_input_tokens"]``.
+        policy: thresholds and tail size (the core's defaults when None).
+        counter: see :data:`CounterSpec`.
+        summarizer: a different chat model for the summaries; its own window (its profile's
+            ``max_input_tokens``) sizes the summary requests, so a long head is summarized
+            in chunks that fit it.
+        use_usage: anchor the count on ``AIMessage.usage_metadata`` (default). Pass False
+            when the result is not stored, so replies measured a list other than the input.
+        on_summarizer_error: ``"raise"`` makes a failing summary call raise
+            ``SummarizerError`` (the transcript is left unchanged), as LangChain's own
+            ``SummarizationMiddleware`` does; ``"fallback"`` writes the network-free digest
+            and logs a warning (logger ``window_budget.pipeline.summarize``). None keeps the
+            policy's.
+        trigger: when to condense, in ``SummarizationMiddleware``'s forms (see
+            :mod:`langchain_window_budget.sizes`); the policy's ``trigger_ratio`` when None.
+        keep: how much to keep verbatim: ``("messages", N)``, ``("tokens", N)`` or
+            ``("fraction", f)``; the policy's ``keep_recent`` when None.
+        remember_digests: for callers that do not store the result (the LCEL transformer,
+            :func:`condense_messages`): remember, process-wide and bounded, the digest
+            written for each head, and when a later transcript starts with that same head
+            put the digest in its place instead of summarizing it again. Only what newly
+            left the tail is then summarized, carrying the remembered digest.
+
+    Without ``policy``, ``BudgetPolicy.for_window(context_window)``: the tail and the digest
+    scale with the window, so a small window is not summarized on every other turn.
+
+    Raises:
+        ConfigError: no window can be found, or the window leaves too little beside
+            ``reserve_tokens``; the message says what to pass.
+
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel | None = None,
+        *,
+        context_window: int | None = None,
+        policy: BudgetPolicy | None = None,
+        counter: CounterSpec = None,
+        summarizer: BaseChatModel | None = None,
+        use_usage: bool = True,
+        remember_digests: bool = False,
+        on_summarizer_error: OnSummarizerError | None = None,
+        trigger: TriggerSpec | None = None,
+        keep: ContextSize | None = None,
+    ) -> None:
+        window = resolve_window(model, context_window)
+        policy = policy if policy is not None else BudgetPolicy.for_window(window)
+        if on_summarizer_error is not None:
+            policy = replace(policy, on_summarizer_error=on_summarizer_error)
+        policy, self._size_trigger = apply_sizes(policy, window, trigger=trigger, keep=keep)
+        check_window(window, policy)
+        self.remember_digests = remember_digests
+        """Whether digests of heads already summarized are reused (see the class docstring)."""
+        self.chat_model = model
+        """The guarded chat model."""
+        writer = summarizer or model
+        complete = complete_sync = None
+        if writer is not None:
+            complete, complete_sync = make_completers(writer)
+        model_id = chat_model_id(model) if model is not None else None
+        self.counter = resolve_counter(counter, model)
+        """The resolved token counter (None is the heuristic)."""
+        summarizer_model = None
+        if summarizer is not None and summarizer is not model:
+            try:
+                summarizer_window = resolve_window(summarizer, None)
+            except ConfigError:  # no profile: the guarded window is the best guess
+                summarizer_window = window
+            summarizer_model = Model(
+                chat_model_id(summarizer) or "langchain-summarizer", summarizer_window
+            )
+        self.condenser: WindowCondenser = create_condenser(
+            model=Model(model_id or "langchain", window),
+            complete=complete,
+            complete_sync=complete_sync,
+            policy=policy,
+            counter=self.counter,
+            summarizer_model=summarizer_model,
+            memory=None,  # the digest's bounded record carries the ledger
+        )
+        """The core condenser doing the work."""
+        self._model_id = model_id
+        self._use_usage = use_usage
+        # Per conversation (a middleware's thread, say) what the engine saw last turn, so
+        # one engine serving many conversations that take turns keeps each one warm.
+        self._sessions = Sessions(self._new_converter)
+        # What makes two digests of one head interchangeable: the writer and the policy.
+        self._digest_seed = (
+            "langchain",
+            model_id,
+            chat_model_id(writer) if writer else None,
+            repr(self.condenser.policy),
+            window,
+        )
+
+    def _new_converter(self) -> Converter:
+        return Converter(model_id=self._model_id, counter=self.counter, use_usage=self._use_usage)
+
+    @property
+    def reused_prefix(self) -> int:
+        """Messages of the last run recognised as the previous run's, though new objects.
+
+        Recognised field for field (for tests and benchmarks).
+        """
+        return self._sessions.reused_prefix
+
+    @property
+    def context_window(self) -> int:
+        """The window being guarded."""
+        model = self.condenser.deps.model
+        assert model is not None
+        return model.context_window
+
+    @property
+    def policy(self) -> BudgetPolicy:
+        """The policy in force."""
+        return self.condenser.policy
+
+    @property
+    def use_usage(self) -> bool:
+        """Whether the gate anchors on ``AIMessage.usage_metadata``."""
+        return self._use_usage
+
+    def ignore_usage(self) -> None:
+        """Stop anchoring on ``usage_metadata`` (for callers that do not store the result)."""
+        with self._sessions.lock:
+            self._use_usage = False
+            self._sessions.by_key.clear()
+
+    def _finish(
+        self,
+        messages: Sequence[BaseMessage],
+        conv: Converted,
+        result: CondenseResult,
+        archive: ArchiveFn | None,
+        unchanged: Sequence[BaseMessage] | None = None,
+    ) -> LangChainResult:
+        if result.messages is conv.core:
+            return LangChainResult(messages if unchanged is None else unchanged, [], None, result)
+        # The core ran on ``conv.core``; ``conv.origin`` says where each came from.
+        natives = [messages[i] for i in conv.origin]
+
+        def make_digest(mapped: bridge.Mapped[BaseMessage]) -> BaseMessage:
+            summary = result.summary
+            assert summary is not None
+            dropped = mapped.dropped
+            covered, compactions = bridge.head_counts(map(digest_record, dropped))
+            where = archive(dropped) if archive is not None else None
+            return build_digest(
+                summary.text,
+                covered=covered,
+                kept=len(mapped.tail),
+                compactions=compactions,
+                fallback=summary.fallback,
+                archive=where,
+                source=summary.message,
+                audit=summary.audit,
+            )
+
+        mapped = bridge.map_result(
+            natives, conv.core, result, copy=shortened_copy, make_digest=make_digest
+        )
+        out = mapped.messages
+        if mapped.digest is None:
+            # No digest records how many kept replies predate this run: mark their usage
+            # figures (they measured the longer list) so no later gate anchors on them.
+            out = [mark_usage_stale(m) for m in out]
+            if archive is not None and mapped.dropped:
+                archive(mapped.dropped)
+        digest = cast(HumanMessage | None, mapped.digest)
+        out_list: list[BaseMessage] = [*messages[: conv.pinned], *out]
+        return LangChainResult(out_list, mapped.dropped, digest, result, mapped.replaced)
+
+    # -- drivers ---------------------------------------------------------------
+
+    def run(
+        self,
+        messages: Sequence[Any],
+        *,
+        force: bool = False,
+        extra_pinned_tokens: int = 0,
+        archive: ArchiveFn | None = None,
+        own_objects: bool = True,
+        conversation: Hashable | None = None,
+    ) -> LangChainResult:
+        """Condense ``messages`` when over budget (or always, with ``force``); sync.
+
+        ``extra_pinned_tokens`` counts a system prompt kept outside ``messages``. Dicts,
+        ``(role, text)`` tuples and strings are converted with LangChain's
+        ``convert_to_messages`` first (the output then holds the converted objects).
+        ``own_objects=False``: when nothing is done, the result's ``messages`` may hold
+        objects equal, field for field, to the input's instead of the input itself (for a
+        caller that keeps the result but not the input, so that a thread's previous list
+        is not kept alive; the middleware does so). ``conversation`` names the
+        conversation (the middleware passes the thread id) so that an engine serving many
+        keeps what it knows of each apart; without it the first non-system message's id
+        decides.
+
+        Raises:
+            BudgetError: the result cannot fit (e.g. the system prompt alone is too large).
+            SummarizerError: the summarizer failed and the policy says to raise.
+
+        """
+        prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
+        result = self.condenser.run_sync(
+            prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
+        )
+        return self._complete(prep, result, archive, own_objects)
+
+    async def arun(
+        self,
+        messages: Sequence[Any],
+        *,
+        force: bool = False,
+        extra_pinned_tokens: int = 0,
+        archive: ArchiveFn | None = None,
+        own_objects: bool = True,
+        conversation: Hashable | None = None,
+    ) -> LangChainResult:
+        """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``)."""
+        prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
+        result = await self.condenser.run(
+            prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
+        )
+        return self._complete(prep, result, archive, own_objects)
+
+    def _prepare(
+        self,
+        messages: Sequence[Any],
+        force: bool,
+        extra_pinned_tokens: int,
+        conversation: Hashable | None,
+    ) -> _Prepared:
+        """Everything before the core runs, shared by :meth:`run` and :meth:`arun`."""
+        sessions = self._sessions
+        session = sessions.get(messages, conversation)
+        messages = sessions.message_list(messages, session)
+        canon = sessions.canonical(messages, session)
+        force = force or self._counted_trigger(canon, extra_pinned_tokens, conversation)
+        try:
+            recall = self._head_view(messages, force, session, canon)
+            view = recall.view if recall is not None else messages
+            converted = recall.canon if recall is not None else canon
+            conv = sessions.convert(converted, session)
+        finally:
+            # The key memo holds this run's messages: never let it keep a thread alive.
+            session.converter.forget()
+        return _Prepared(
+            view, converted, conv, recall, force, conv.pinned_tokens + extra_pinned_tokens
+        )
+
+    def _complete(
+        self, prep: _Prepared, result: CondenseResult, archive: ArchiveFn | None, own_objects: bool
+    ) -> LangChainResult:
+        """Everything after the core ran, shared by :meth:`run` and :meth:`arun`."""
+        out = self._finish(
+            prep.view, prep.conv, result, archive, None if own_objects else prep.converted
+        )
+        return _remembered.remember(prep.recall, out, self._digest_seed)
+
+    def _head_view(
+        self,
+        messages: Sequence[BaseMessage],
+        force: bool,
+        session: Session,
+        canon: Sequence[BaseMessage],
+    ) -> _remembered.HeadView | None:
+        """The remembered digest's view of ``messages``, when digests are remembered."""
+        if not self.remember_digests:
+            return None
+        lock = self._sessions.lock
+        return _remembered.head_view(messages, force, session, self._digest_seed, lock, canon)
+
+    def _counted_trigger(
+        self,
+        messages: Sequence[BaseMessage],
+        extra_pinned_tokens: int,
+        conversation: Hashable | None,
+    ) -> bool:
+        """True when a ``("messages", N)`` trigger clause holds for ``messages``."""
+        trigger = self._size_trigger
+        if trigger is None:
+            return False
+        tokens = (
+            self.estimate(
+                messages, extra_pinned_tokens=extra_pinned_tokens, conversation=conversation
+            )
+            if trigger.needs_tokens()
+            else None
+        )
+        return trigger.met(len(messages), tokens)
+
+    def estimate(
+        self,
+        messages: Sequence[Any],
+        *,
+        extra_pinned_tokens: int = 0,
+        conversation: Hashable | None = None,
+    ) -> int:
+        """The gate's token figure for ``messages`` (pinned system messages included)."""
+        sessions = self._sessions
+        session = sessions.get(messages, conversation)
+        try:
+            listed = sessions.message_list(messages, session)
+            conv = sessions.convert(sessions.canonical(listed, session), session)
+        finally:
+            session.converter.forget()
+        decision = self.condenser.decide(
+            conv.core, pinned_tokens=conv.pinned_tokens + extra_pinned_tokens
+        )
+        return int(decision.tokens_before)
+
+    def count_messages(self, messages: Sequence[Any]) -> int:
+        """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
+        return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A run's input made ready for the core (shared by the sync and async drivers)."""
+
+    view: Sequence[BaseMessage]
+    """What the caller's objects are mapped back onto (with a remembered digest, if any)."""
+    converted: Sequence[BaseMessage]
+    """The equal stand-ins the engine converted."""
+    conv: Converted
+    """Their core messages and pinned tokens."""
+    recall: _remembered.HeadView | None
+    """The remembered digest used, if any."""
+    force: bool
+    """Whether the run compacts whatever the gate says."""
+    pinned_tokens: int
+    """Pinned system messages plus the caller's extra pinned tokens."""

@@ -1,0 +1,178 @@
+"""The LCEL transformer: :class:`WindowBudgetRunnable` for ``prompt | condenser | model``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.prompt_values import ChatPromptValue, PromptValue
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from pydantic import ConfigDict, PrivateAttr
+
+from langchain_window_budget._engine import LangChainCondenser
+from langchain_window_budget._result import LangChainResult
+from langchain_window_budget._sessions import as_message_list
+from langchain_window_budget._window import OnSummarizerError
+from window_budget.contract import BudgetPolicy
+from window_budget.errors import ConfigError
+
+__all__ = ["TransformerIO", "WindowBudgetRunnable"]
+
+
+def _as_messages(value: object) -> tuple[Sequence[BaseMessage], bool]:
+    if isinstance(value, PromptValue):
+        return value.to_messages(), True
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return as_message_list(value), False
+    raise TypeError(
+        f"the window-budget transformer takes a list of messages or a chat prompt value, "
+        f"not {type(value).__name__}; put it after a ChatPromptTemplate or pass messages"
+    )
+
+
+TransformerIO = list[AnyMessage] | ChatPromptValue
+"""What the transformer takes and gives: a list of messages or a chat prompt value."""
+
+
+def _as_size(value: Any) -> Any:
+    """A size read back from JSON (lists) as the tuples ``trigger`` / ``keep`` take."""
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str):
+        return (value[0], value[1])
+    if isinstance(value, list):
+        return [_as_size(item) for item in value]
+    return value
+
+
+class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
+    """A ``Runnable`` that condenses the messages flowing through it: ``prompt | this | model``.
+
+    Takes a list of messages or a chat prompt value; returns the same object when the
+    transcript is under budget, else ``[*system, digest, *kept]`` (a ``ChatPromptValue`` when
+    it was given one). The digest is not stored anywhere: pair it with
+    :class:`~langchain_window_budget.CondensingChatMessageHistory` to make it persistent.
+
+    Because the result is not stored, each reply's ``usage_metadata`` measured a list other
+    than the next input; the transformer therefore never anchors on it (it calls
+    ``engine.ignore_usage()``) and counts every message itself.
+
+    It is serializable the LangChain way (``dumps`` / ``loads`` from ``langchain_core.load``)
+    when its parts are: the chat models must be serializable themselves and the counter a
+    name (``None``, ``"tiktoken"``, ``"model"``); a callable counter makes ``to_json``
+    report it not serializable, as LangChain does for any such object. Load it with
+    ``loads(text, allowed_objects=[WindowBudgetRunnable, <your chat model class>],
+    valid_namespaces=["langchain_window_budget"])``.
+    """
+
+    model: BaseChatModel | None = None
+    """The guarded chat model; it writes the digests unless ``summarizer`` is given."""
+    context_window: int | None = None
+    """Tokens the model accepts (else its profile, else the table of models)."""
+    policy: dict[str, Any] | None = None
+    """The :class:`~window_budget.BudgetPolicy` as a dict of its fields (a policy object
+    given to the constructor is stored so); None is the window-scaled default."""
+    counter: Any = None
+    """See :data:`CounterSpec`."""
+    summarizer: BaseChatModel | None = None
+    """A different chat model for the digests."""
+    on_summarizer_error: OnSummarizerError | None = None
+    """``"raise"`` to raise ``SummarizerError`` when the summary call fails."""
+    trigger: Any = None
+    """When to condense, in ``SummarizationMiddleware``'s forms (see ``sizes``)."""
+    keep: Any = None
+    """How much to keep verbatim, in ``SummarizationMiddleware``'s forms."""
+
+    _engine: LangChainCondenser = PrivateAttr()
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Build the transformer; keyword arguments as :func:`condense_messages` takes them.
+
+        Raises:
+            ConfigError: no window can be found, or a size or the policy is malformed.
+
+        """
+        policy = kwargs.get("policy")
+        if isinstance(policy, BudgetPolicy):
+            kwargs["policy"] = {f.name: getattr(policy, f.name) for f in fields(policy)}
+        for name in ("trigger", "keep"):
+            kwargs[name] = _as_size(kwargs.get(name))
+        super().__init__(**kwargs)
+        try:
+            policy_obj = None if self.policy is None else BudgetPolicy(**self.policy)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"policy {self.policy!r} is not a BudgetPolicy: {exc}") from exc
+        engine = LangChainCondenser(
+            self.model,
+            context_window=self.context_window,
+            policy=policy_obj,
+            counter=self.counter,
+            summarizer=self.summarizer,
+            remember_digests=True,
+            on_summarizer_error=self.on_summarizer_error,
+            trigger=self.trigger,
+            keep=self.keep,
+        )
+        engine.ignore_usage()
+        self._engine = engine
+
+    @property
+    def engine(self) -> LangChainCondenser:
+        """The condenser doing the work (usage anchoring switched off)."""
+        return self._engine
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """True: the transformer is saved by its configuration."""
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        """``["langchain_window_budget", "condense"]``, the module it loads from."""
+        return ["langchain_window_budget", "condense"]
+
+    def to_json(self) -> Any:
+        """LangChain's serialized form; "not implemented" when the counter is a callable."""
+        if self.counter is not None and not isinstance(self.counter, str):
+            return self.to_json_not_implemented()
+        return super().to_json()
+
+    @property
+    def InputType(self) -> Any:
+        """A list of messages or a chat prompt value."""
+        return TransformerIO
+
+    @property
+    def OutputType(self) -> Any:
+        """The same kinds as the input (the input object itself when under budget)."""
+        return TransformerIO
+
+    def _apply(self, value: Any) -> Any:
+        messages, was_prompt = _as_messages(value)
+        result = self._engine.run(messages)
+        return self._wrap(value, result, was_prompt)
+
+    async def _aapply(self, value: Any) -> Any:
+        messages, was_prompt = _as_messages(value)
+        result = await self._engine.arun(messages)
+        return self._wrap(value, result, was_prompt)
+
+    @staticmethod
+    def _wrap(value: Any, result: LangChainResult, was_prompt: bool) -> Any:
+        if not result.changed:
+            return value
+        out = list(result.messages)
+        return ChatPromptValue(messages=out) if was_prompt else out
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Condense one transcript (the input object itself comes back when under budget)."""
+        return self._call_with_config(self._apply, input, config, run_type="chain", **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """The async twin of :meth:`invoke`."""
+        return await self._acall_with_config(
+            self._aapply, input, config, run_type="chain", **kwargs
+        )

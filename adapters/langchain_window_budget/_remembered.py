@@ -1,0 +1,152 @@
+"""Remembered digests: a head summarized before is put back as its digest, not summarized again.
+
+For callers that do not store the result (the LCEL transformer, ``condense_messages``): the
+digest written for each head is remembered process-wide (``window_budget.bridge``), keyed
+by running fingerprints of the head's messages, and a later transcript that starts with the
+same head gets the digest in its place. Only what newly left the tail is then summarized.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    FunctionMessage,
+    HumanMessage,
+    ToolMessage,
+)
+
+from langchain_window_budget._result import LangChainResult
+from langchain_window_budget._sessions import Session, holds_objects
+from window_budget import bridge
+
+__all__ = ["HeadView", "head_view", "legal_cut", "remember"]
+
+
+@dataclass(frozen=True, slots=True)
+class HeadView:
+    """A transcript as the engine runs it when digests are remembered."""
+
+    view: Sequence[BaseMessage]
+    """The transcript, or it with a remembered digest in place of its head."""
+    pinned: int
+    """Leading system messages."""
+    chain: list[int]
+    """Fingerprints of the original body's prefixes."""
+    length: int
+    """How many body messages the remembered digest stands for (0: none used)."""
+    digest: HumanMessage | None
+    """The remembered digest put in, if any."""
+    head: list[BaseMessage] = field(default_factory=list)
+    """The originals it stands for."""
+    canon: Sequence[BaseMessage] = ()
+    """``view`` with the engine's stand-ins for unchanged messages (what is converted)."""
+
+
+def legal_cut(body: Sequence[BaseMessage], cut: int) -> bool:
+    """True when cutting ``body`` before ``cut`` splits no tool call from its result."""
+    if cut < len(body) and isinstance(body[cut], ToolMessage | FunctionMessage):
+        return False
+    open_calls: set[str] = set()
+    for m in body[:cut]:
+        if isinstance(m, AIMessage):
+            open_calls.update(str(c.get("id")) for c in m.tool_calls)
+        elif isinstance(m, ToolMessage):
+            open_calls.discard(str(m.tool_call_id))
+    if not open_calls:
+        return True
+    return not any(
+        isinstance(m, ToolMessage) and str(m.tool_call_id) in open_calls for m in body[cut:]
+    )
+
+
+def head_view(
+    messages: Sequence[BaseMessage],
+    force: bool,
+    session: Session,
+    seed: Hashable,
+    lock: threading.Lock,
+    canon: Sequence[BaseMessage] | None = None,
+) -> HeadView:
+    """The transcript with a remembered digest in place of its head, when one is known.
+
+    ``canon`` is the engine's stand-in for ``messages`` (equal position by position; see
+    ``Sessions.canonical``); the fingerprints are taken on it, the views built of both.
+    ``seed`` names what makes two digests of one head interchangeable (the writer and the
+    policy); ``lock`` guards ``session``.
+    """
+    canon = messages if canon is None else canon
+    codec = session.converter.codec
+    pinned = bridge.pinned_count(codec, canon)
+    chain = _chain(codec, canon, pinned, session, seed, lock)
+    hit = None if force else bridge.recall_digest(chain, seed)
+    if hit is None:
+        return HeadView(messages, pinned, chain, 0, None, canon=canon)
+    length, digest = hit
+    body = canon[pinned:]
+    if not legal_cut(body, length):
+        # The same head, but what follows answers a call in it: cutting there would
+        # orphan a tool result. Summarize afresh.
+        return HeadView(messages, pinned, chain, 0, None, canon=canon)
+    view = [*messages[:pinned], digest, *messages[pinned + length :]]
+    canon_view = view if canon is messages else [*canon[:pinned], digest, *body[length:]]
+    return HeadView(
+        view,
+        pinned,
+        chain,
+        length,
+        digest,
+        list(messages[pinned : pinned + length]),
+        canon=canon_view,
+    )
+
+
+def _chain(
+    codec: Any,
+    canon: Sequence[BaseMessage],
+    pinned: int,
+    session: Session,
+    seed: Hashable,
+    lock: threading.Lock,
+) -> list[int]:
+    """The head fingerprints of ``canon[pinned:]``, extending last call's when it only grew."""
+    with lock:
+        src, chain = session.chain_src, session.chain_last
+        k = len(src)
+        if (
+            pinned == session.chain_pinned
+            and len(chain) == k - pinned
+            and holds_objects(canon, src)
+        ):
+            if len(canon) == k:
+                return chain  # the same list again: nothing to fingerprint
+            chain = bridge.head_chain(codec, canon[k:], seed, prev=chain)
+        else:
+            chain = bridge.head_chain(codec, canon[pinned:], seed)
+        session.chain_src, session.chain_last, session.chain_pinned = list(canon), chain, pinned
+        return chain
+
+
+def remember(view: HeadView | None, out: LangChainResult, seed: Hashable) -> LangChainResult:
+    """Remember the digest ``out`` wrote for its head; ``out`` in the caller's terms.
+
+    When ``view`` put a remembered digest in, the originals it stood for are added to what
+    ``out`` dropped, and ``out`` is marked ``reused``.
+    """
+    if view is None:
+        return out
+    reused = view.digest is not None
+    dropped = out.dropped
+    if reused and dropped and dropped[0] is view.digest:
+        dropped = dropped[1:]  # the remembered digest stood for ``view.head``
+    originals = len(view.head) + len(dropped)
+    if out.digest is not None:
+        bridge.remember_digest(view.chain, originals, out.digest, seed)
+    if not reused:
+        return out
+    return replace(out, dropped=[*view.head, *dropped], reused=True)

@@ -1,0 +1,59 @@
+"""One run's account in LangChain terms: :class:`LangChainResult`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from window_budget.contract import CondenseResult
+from window_budget.pipeline.summarize import DigestAudit
+
+__all__ = ["LangChainResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class LangChainResult:
+    """One run of :class:`LangChainCondenser`, in LangChain terms."""
+
+    messages: Sequence[BaseMessage]
+    """The output: the input object itself when nothing was done, else a new list of
+    ``[*pinned system messages, digest, *kept tail]``."""
+    dropped: list[BaseMessage]
+    """The caller's messages that left the transcript (folded into the digest, or the
+    originals of masked tool outputs)."""
+    digest: HumanMessage | None
+    """The digest message, when one was written."""
+    core: CondenseResult
+    """The core's full account (estimates, limit, reason, plan)."""
+    replaced: list[BaseMessage] = field(default_factory=list)
+    """The caller's originals of the messages the output carries *shortened* copies of;
+    with ``dropped``, every word of the input that the output lacks."""
+    reused: bool = False
+    """True when a digest written earlier for the same head was put in its place (no
+    summary call for that head; see ``remember_digests``)."""
+
+    @property
+    def masked(self) -> int:
+        """How many old tool outputs this run replaced by a placeholder (no digest then).
+
+        The output holds copies of those tool messages (same id, ``tool_call_id`` and
+        name, the placeholder as content); their originals are in :attr:`dropped`.
+        """
+        return len(self.core.masked)
+
+    @property
+    def tokens_freed(self) -> int:
+        """Estimated tokens this run took out of the transcript."""
+        return self.core.tokens_freed
+
+    @property
+    def changed(self) -> bool:
+        """True when the output differs from the input."""
+        return self.reused or self.core.changed
+
+    @property
+    def audit(self) -> DigestAudit | None:
+        """The audit of this run's model-written digest (also in the digest's record)."""
+        return self.core.audit

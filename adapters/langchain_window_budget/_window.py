@@ -1,0 +1,100 @@
+"""Which window an engine guards and how it counts: the window lookup and the counter specs.
+
+A LangChain chat model states its window in its profile (``max_input_tokens``) or names a
+model window-budget's table of models knows; counters are given by name (``"tiktoken"``,
+``"model"``), as a callable, or as one of LangChain's message counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from langchain_window_budget._convert import chat_model_id
+from langchain_window_budget.completer import model_token_counter
+from langchain_window_budget.counting import recognise
+from window_budget.bridge import register_counter, register_counter_kind, resolve_counter_spec
+from window_budget.budget import lookup_model, model_for
+from window_budget.contract import TokenCounter
+from window_budget.errors import ConfigError
+
+__all__ = ["CounterSpec", "OnSummarizerError", "resolve_counter", "resolve_window"]
+
+CounterSpec = (
+    TokenCounter
+    | Callable[[str], int]
+    | Callable[[list[BaseMessage]], int]
+    | Literal["heuristic", "tiktoken", "model"]
+    | None
+)
+"""How to count tokens: the heuristic (None), ``"tiktoken"``, ``"model"`` (the chat model's
+``get_num_tokens_from_messages``), a :class:`~window_budget.contract.TokenCounter`, a ``str ->
+int``,
+or LangChain's message counters (``count_tokens_approximately``, a model's
+``get_num_tokens_from_messages``, any ``list[BaseMessage] -> int``; told apart by their
+signature, see :mod:`langchain_window_budget.counting`)."""
+
+OnSummarizerError = Literal["fallback", "raise"]
+
+
+def resolve_window(chat_model: object, context_window: int | None) -> int:
+    """The window to guard: the argument, else the model's profile, else the core's table.
+
+    Without ``context_window``, the chat model profile's ``max_input_tokens`` is used, then
+    the window of the model it names (``model_name`` / ``model``, then ``_llm_type``) in
+    window-budget's table of models (:func:`window_budget.budget._models.model_for`).
+
+    Raises:
+        ConfigError: none of them is available; the message says what to pass.
+
+    """
+    if context_window is not None:
+        if (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window <= 0
+        ):
+            raise ConfigError(f"context_window must be a positive int, got {context_window!r}")
+        return context_window
+    profile = getattr(chat_model, "profile", None)
+    if isinstance(profile, Mapping):
+        limit = profile.get("max_input_tokens")
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            return limit
+    name = type(chat_model).__name__ if chat_model is not None else "no chat model"
+    model_id = chat_model_id(chat_model) if chat_model is not None else None
+    if model_id is None and chat_model is not None:
+        llm_type = getattr(chat_model, "_llm_type", None)
+        model_id = llm_type if isinstance(llm_type, str) and llm_type else None
+    if model_id is not None and lookup_model(model_id) is not None:
+        return model_for(model_id, context_window=None).context_window
+    what = (
+        f"model {model_id!r} is not in window-budget's table of models and "
+        if model_id is not None
+        else ""
+    )
+    raise ConfigError(
+        f"cannot tell the context window of {name} ({what}it has no profile with "
+        "max_input_tokens); pass context_window=<tokens>, e.g. context_window=128_000"
+    )
+
+
+def _model_counter(chat_model: BaseChatModel | None) -> TokenCounter:
+    if chat_model is None:
+        raise ConfigError('counter="model" needs a chat model; pass model=<chat model>')
+    return model_token_counter(chat_model)
+
+
+register_counter("model", _model_counter)
+register_counter_kind(recognise)  # count_tokens_approximately & co. count messages, not text
+
+
+def resolve_counter(
+    counter: CounterSpec,
+    chat_model: BaseChatModel | None,
+) -> TokenCounter | None:
+    """The token counter ``counter`` names (None is the heuristic), for ``chat_model``."""
+    return resolve_counter_spec(counter, chat_model)[0]
