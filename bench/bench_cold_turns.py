@@ -291,7 +291,7 @@ def bench_condense(n: int, runs: int) -> None:
     from langchain_core.messages.utils import count_tokens_approximately
 
     from langchain_window_budget import LangChainCondenser, condense_messages
-    from langchain_window_budget._convert import message_fields
+    from langchain_window_budget._identity import message_fields
 
     print(f"\ncondense_messages at {n:,} messages (under budget: the common turn)")
     history = lc_transcript(n)

@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         'langchain_window_budget needs LangChain; pip install "window-budget[langchain]"'
     ) from exc
 
-from langchain_window_budget._convert import (
+from langchain_window_budget._digest import (
     DIGEST_KEY,
     digest_record,
     is_digest,

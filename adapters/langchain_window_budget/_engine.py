@@ -19,15 +19,14 @@ from langchain_window_budget import _remembered
 from langchain_window_budget._convert import (
     Converted,
     Converter,
-    build_digest,
     chat_model_id,
-    digest_record,
     mark_usage_stale,
-    shortened_copy,
     to_core,
 )
+from langchain_window_budget._digest import build_digest, digest_record
 from langchain_window_budget._result import LangChainResult
 from langchain_window_budget._sessions import Session, Sessions, as_message_list
+from langchain_window_budget._shorten import shortened_copy
 from langchain_window_budget._window import (
     CounterSpec,
     OnSummarizerError,

@@ -17,7 +17,8 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 
-from langchain_window_budget._convert import Converted, Converter, MessageFields, message_fields
+from langchain_window_budget._convert import Converted, Converter
+from langchain_window_budget._identity import MessageFields, message_fields
 
 __all__ = [
     "SESSIONS",

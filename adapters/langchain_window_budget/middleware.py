@@ -34,7 +34,8 @@ from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
-from langchain_window_budget._convert import mark_usage_stale, register_node_name
+from langchain_window_budget._convert import mark_usage_stale
+from langchain_window_budget._digest import register_node_name
 from langchain_window_budget.condense import (
     CounterSpec,
     LangChainCondenser,

@@ -21,7 +21,7 @@ from langchain_core.messages import (
 )
 
 from langchain_window_budget import LangChainCondenser, _convert, condense_messages
-from langchain_window_budget._convert import same_messages
+from langchain_window_budget._identity import same_messages
 from window_budget import BudgetPolicy
 
 from .conftest import tool_loop
@@ -47,7 +47,7 @@ def work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return wrapper
 
     monkeypatch.setattr(_convert, "message_key", counted("keys", _convert.message_key))
-    monkeypatch.setattr(_convert, "_same_message", counted("compared", _convert._same_message))
+    monkeypatch.setattr(_convert, "same_message", counted("compared", _convert.same_message))
     monkeypatch.setattr(_convert, "to_core", counted("converted", _convert.to_core))
     from window_budget import bridge
 

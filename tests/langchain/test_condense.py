@@ -571,7 +571,7 @@ def test_lcel_transformer_counts_every_message_even_with_plausible_usage() -> No
 
 
 def test_a_digest_deeper_in_the_head_is_counted_as_what_it_covered() -> None:
-    from langchain_window_budget._convert import build_digest, digest_record
+    from langchain_window_budget._digest import build_digest, digest_record
 
     older = build_digest("older digest", covered=10, kept=0, compactions=2, fallback=True)
     deeper = build_digest("written elsewhere", covered=5, kept=0, compactions=3, fallback=True)

@@ -13,14 +13,9 @@ from langchain_core.messages import (
 )
 
 from langchain_window_budget import LangChainCondenser, digest_record, is_window_budget_digest
-from langchain_window_budget._convert import (
-    Converter,
-    OpaqueMessage,
-    build_digest,
-    chat_model_id,
-    shortened_copy,
-    to_core,
-)
+from langchain_window_budget._convert import Converter, OpaqueMessage, chat_model_id, to_core
+from langchain_window_budget._digest import build_digest
+from langchain_window_budget._shorten import shortened_copy
 from window_budget import (
     AssistantMessage,
     CompactionSummaryMessage,

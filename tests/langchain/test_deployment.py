@@ -19,6 +19,7 @@ from langchain_window_budget import (
     LangChainCondenser,
     WindowBudgetMiddleware,
     _convert,
+    _digest,
     condense_messages,
 )
 from window_budget import BudgetPolicy, estimate_tokens
@@ -277,7 +278,7 @@ def test_every_digest_field_survives_checkpointer_json_and_pickle(
 
     facts = {"objective": "ship the release", "files": ["setup.py"], "n": 2}
     source = LedgerDigest("[digest]", facts=facts)
-    digest = _convert.build_digest(
+    digest = _digest.build_digest(
         "digest text", covered=9, kept=3, compactions=1, fallback=False, source=source
     )
     agent = create_agent(recording_model, tools=[], checkpointer=InMemorySaver())
@@ -289,7 +290,7 @@ def test_every_digest_field_survives_checkpointer_json_and_pickle(
         messages_from_dict(messages_to_dict([digest]))[0],
         pickle.loads(pickle.dumps(digest)),
     ):
-        record = _convert.digest_record(back)
+        record = _digest.digest_record(back)
         assert record is not None
         assert record["facts"] == facts
         rebuilt = bridge.digest_from_record(back.content, record, kind=LedgerDigest)
