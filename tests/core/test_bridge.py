@@ -85,6 +85,30 @@ def test_only_a_record_the_library_sealed_is_read(monkeypatch: pytest.MonkeyPatc
     assert read_digest_record({RECORD_KEY: sealed}, "t") is None
 
 
+def test_a_store_key_seals_records_and_verifies_them_strictly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("WINDOW_BUDGET_SECRET", raising=False)
+    key = b"k" * 32
+    sealed = digest_record(DigestMessage("t", covered_count=10), key=key, compactions=2)
+    back = read_digest_record({RECORD_KEY: sealed}, "t", key=key)
+    assert back is not None
+    assert (back["covered"], back["compactions"]) == (10, 2)
+    # Strict even without the secret: forged, edited, moved, legacy or another key's.
+    forged = {"digest": True, "covered": 2**53 - 1, "kept": 0, "fallback": False}
+    assert read_digest_record({RECORD_KEY: forged}, "t", key=key) is None
+    assert read_digest_record({RECORD_KEY: {**sealed, "covered": 2**53 - 1}}, "t", key=key) is None
+    assert read_digest_record({RECORD_KEY: sealed}, "other text", key=key) is None
+    assert read_digest_record({LEGACY_FLAG_KEY: True, LEGACY_COVERED_KEY: 7}, key=key) is None
+    assert read_digest_record({RECORD_KEY: sealed}, "t", key=b"x" * 32) is None
+    process_sealed = digest_record(DigestMessage("t", covered_count=10))
+    assert read_digest_record({RECORD_KEY: process_sealed}, "t", key=key) is None
+    # The store's key is the one that counts, whatever the secret says.
+    monkeypatch.setenv("WINDOW_BUDGET_SECRET", "s3cret")
+    assert read_digest_record({RECORD_KEY: sealed}, "t", key=key) is not None
+    assert read_digest_record({RECORD_KEY: sealed}, "t") is None
+
+
 def test_without_a_secret_records_are_read_as_before() -> None:
     old = {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
     a = digest_from_record("t", read_digest_record({RECORD_KEY: old}) or {})

@@ -5,7 +5,9 @@ line of a transcript file) carries the core digest's fields under :data:`RECORD_
 free-form metadata: the counts, the bounded ledger, the pointer into the memory store. Anyone
 can write that metadata, so the record is sealed (an HMAC under :func:`record_key`, over the
 record and a hash of the digest's text) and read back only when the seal verifies; anything
-else is an ordinary message of its role.
+else is an ordinary message of its role. An adapter with a memory store passes the store's
+key (``key=store.key``): records are then sealed with it and verified strictly, in every
+process that shares the store.
 """
 
 from __future__ import annotations
@@ -112,14 +114,17 @@ def _sealed(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k != SEAL_FIELD}
 
 
-def digest_record(digest: DigestMessage, **extra: Any) -> dict[str, Any]:
+def digest_record(
+    digest: DigestMessage, *, key: bytes | None = None, **extra: Any
+) -> dict[str, Any]:
     """The JSON-ready record a framework digest message carries under :data:`RECORD_KEY`.
 
     Every field :class:`DigestMessage` adds to a user message is written (iterated, not
     listed, so fields added later travel too; beyond the counts and ``fallback``, only
     when it differs from its default), then ``extra`` (adapter bookkeeping such as
     ``compactions`` or ``archive``). ``covered_count`` and ``kept_count`` are stored as
-    ``covered`` and ``kept``.
+    ``covered`` and ``kept``. The record is sealed with ``key`` (a memory store's), else
+    with :func:`record_key`.
     """
     record: dict[str, Any] = {"digest": True}
     for f in _digest_fields(type(digest)):
@@ -129,7 +134,7 @@ def digest_record(digest: DigestMessage, **extra: Any) -> dict[str, Any]:
             record[_RECORD_NAMES.get(f.name, f.name)] = value
     record.update(extra)
     record[TEXT_FIELD] = _text_sha(content_text(digest.content))
-    record[SEAL_FIELD] = make_seal(record_key(), _sealed(record))
+    record[SEAL_FIELD] = make_seal(record_key() if key is None else key, _sealed(record))
     return record
 
 
@@ -146,19 +151,24 @@ def digest_of(text: str, source: object = None, **fields: Any) -> DigestMessage:
     return dataclasses.replace(digest, **fields) if fields else digest
 
 
-def verified_record(record: object, text: str | None = None) -> dict[str, Any] | None:
+def verified_record(
+    record: object, text: str | None = None, *, key: bytes | None = None
+) -> dict[str, Any] | None:
     """``record`` as a new dict when it may be read as a digest's record, else None.
 
-    With ``$WINDOW_BUDGET_SECRET`` set, only a record this library sealed under it counts
-    (and, given ``text``, only for that text): a forged, edited or foreign record is no
-    digest. Without it, a record sealed under another process's key cannot be told from a
-    forged one, and several workers share one store, so records are read as before (their
-    counts still checked); set the secret wherever clients can write message metadata.
+    Given ``key`` (a memory store's), only a record sealed under it counts, and, given
+    ``text``, only for that text: a forged, edited, moved or foreign record is no digest.
+    Without ``key`` the same holds under ``$WINDOW_BUDGET_SECRET`` when it is set. Without
+    either, a record sealed under another process's key cannot be told from a forged one,
+    and several workers share one store, so records are read as before (their counts still
+    checked); set the secret, or use a memory store, wherever clients can write message
+    metadata.
     """
     if not isinstance(record, Mapping) or record.get("digest") is not True:
         return None
-    if os.environ.get(SECRET_ENV):
-        if not seal_matches(record_key(), _sealed(record), record.get(SEAL_FIELD)):
+    if key is not None or os.environ.get(SECRET_ENV):
+        seal_key = record_key() if key is None else key
+        if not seal_matches(seal_key, _sealed(record), record.get(SEAL_FIELD)):
             return None
         if text is not None and record.get(TEXT_FIELD) != _text_sha(text):
             return None
@@ -166,19 +176,19 @@ def verified_record(record: object, text: str | None = None) -> dict[str, Any] |
 
 
 def read_digest_record(
-    kwargs: Mapping[str, Any] | None, text: str | None = None
+    kwargs: Mapping[str, Any] | None, text: str | None = None, *, key: bytes | None = None
 ) -> dict[str, Any] | None:
     """The digest record in a message's ``additional_kwargs``, or None for other messages.
 
-    Only a record this library sealed counts (:func:`verified_record`); pass the message's
-    ``text`` to check the record belongs to it. Returns a new dict (the message is not
-    touched).
+    Only a record this library sealed counts (:func:`verified_record`; ``key`` is the
+    memory store's, when there is one); pass the message's ``text`` to check the record
+    belongs to it. Returns a new dict (the message is not touched).
     """
     if not kwargs:
         return None
-    if kwargs.get(LEGACY_FLAG_KEY) is True and not os.environ.get(SECRET_ENV):
+    if kwargs.get(LEGACY_FLAG_KEY) is True and key is None and not os.environ.get(SECRET_ENV):
         return {"digest": True, "covered": _count(kwargs.get(LEGACY_COVERED_KEY)) or 0}
-    return verified_record(kwargs.get(RECORD_KEY), text)
+    return verified_record(kwargs.get(RECORD_KEY), text, key=key)
 
 
 def digest_from_record(

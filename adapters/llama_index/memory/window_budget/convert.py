@@ -302,7 +302,7 @@ def make_digest_chat_message(
     ``compactions`` (see :func:`window_budget.bridge.head_counts`) when known.
     """
     digest = bridge.digest_of(text, source, covered_count=covered)
-    extra = {} if compactions is None else {"compactions": compactions}
+    extra: dict[str, Any] = {} if compactions is None else {"compactions": compactions}
     return ChatMessage(
         role=MessageRole.USER,
         content=text,
