@@ -6,6 +6,8 @@ Install with ``pip install "window-budget[langchain]"``.
 - :func:`condense_messages` / :class:`WindowBudgetRunnable` for ``prompt | condenser | model``.
 - :class:`CondensingChatMessageHistory` for ``RunnableWithMessageHistory`` chains.
 - :func:`make_completers` turns any chat model into the core's completer pair.
+- :class:`LangGraphMemoryStore` keeps digests' ledgers and folded messages in a LangGraph
+  store.
 
 >>> from langchain_core.messages import HumanMessage
 >>> from langchain_window_budget import condense_messages
@@ -46,6 +48,7 @@ __all__ = [
     "CondensingChatMessageHistory",
     "LangChainCondenser",
     "LangChainResult",
+    "LangGraphMemoryStore",
     "WindowBudgetMiddleware",
     "WindowBudgetRunnable",
     "acondense_messages",
@@ -69,4 +72,8 @@ def __getattr__(name: str) -> object:
                 'pip install "window-budget[langchain]"'
             ) from exc
         return WindowBudgetMiddleware
+    if name == "LangGraphMemoryStore":  # needs langgraph's stores
+        from langchain_window_budget.store import LangGraphMemoryStore
+
+        return LangGraphMemoryStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

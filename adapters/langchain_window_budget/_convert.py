@@ -13,6 +13,7 @@ is converted once, not once per turn.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
@@ -174,11 +175,19 @@ def _opaque(message: object) -> OpaqueMessage:
 
 
 def to_core(
-    message: object, *, trust_usage: bool = True, model_id: str | None = None
+    message: object,
+    *,
+    trust_usage: bool = True,
+    model_id: str | None = None,
+    key: bytes | None = None,
 ) -> AgentMessage:
-    """The core's view of one LangChain message (a new value; ``message`` is not touched)."""
+    """The core's view of one LangChain message (a new value; ``message`` is not touched).
+
+    A ``HumanMessage`` is a digest only when its record verifies (under ``key``, the memory
+    store's, when given); any other is the user's message it looks like.
+    """
     if isinstance(message, HumanMessage):
-        record = digest_record(message)
+        record = digest_record(message, key=key)
         content = core_content(message.content)
         if record is not None:
             if isinstance(content, str) and not content.startswith(SESSION_HEADER):
@@ -221,12 +230,19 @@ _MEMO_LIMIT = 50_000
 class LangChainCodec:
     """The bridge codec for LangChain messages (see :class:`window_budget.bridge.Codec`)."""
 
-    def __init__(self, *, trust_usage: bool = True, model_id: str | None = None) -> None:
+    def __init__(
+        self, *, trust_usage: bool = True, model_id: str | None = None, key: bytes | None = None
+    ) -> None:
         self.trust_usage = trust_usage
         """Whether ``usage_metadata`` becomes the core's usage (the anchor)."""
         self.model_id = model_id
         """Id of the guarded model."""
-        self.name = f"langchain:{trust_usage}:{model_id}"
+        self.record_key = key
+        """The memory store's key digest records are verified with (None: the default)."""
+        # A digest honoured under one key is an ordinary message under another: the key
+        # is part of the cache keys, by a hash that tells nothing of it.
+        sealed = hashlib.sha256(key).hexdigest()[:16] if key is not None else "-"
+        self.name = f"langchain:{trust_usage}:{model_id}:{sealed}"
         """Names the codec and its options (part of every cache key)."""
         # One run asks for a message's key twice (remembered digests, then conversion):
         # an identity memo makes the second time a dict lookup.
@@ -262,7 +278,9 @@ class LangChainCodec:
 
     def to_core(self, message: object) -> AgentMessage:
         """See :func:`to_core`."""
-        return to_core(message, trust_usage=self.trust_usage, model_id=self.model_id)
+        return to_core(
+            message, trust_usage=self.trust_usage, model_id=self.model_id, key=self.record_key
+        )
 
     def is_pinned(self, message: object) -> bool:
         """Leading ``SystemMessage`` objects are pinned."""
@@ -296,15 +314,22 @@ class Converter:
     """
 
     def __init__(
-        self, *, model_id: str | None = None, counter: Any = None, use_usage: bool = True
+        self,
+        *,
+        model_id: str | None = None,
+        counter: Any = None,
+        use_usage: bool = True,
+        key: bytes | None = None,
     ) -> None:
         self.model_id = model_id
         """Id of the guarded model (compared with each reply's ``model_name``)."""
         self.use_usage = use_usage
         """False: never anchor on ``usage_metadata`` (the caller does not store the result)."""
         self._counter = counter
-        self._trusted = LangChainCodec(trust_usage=use_usage, model_id=model_id)
-        self._untrusted = LangChainCodec(trust_usage=False, model_id=model_id)
+        self.record_key = key
+        """The memory store's key digest records are verified with (None: the default)."""
+        self._trusted = LangChainCodec(trust_usage=use_usage, model_id=model_id, key=key)
+        self._untrusted = LangChainCodec(trust_usage=False, model_id=model_id, key=key)
         self._last_input: list[object] = []
         self._last: Converted | None = None
         self._ids: set[int] = set()  # ids of ``_last.core``: a repeated object is re-made
@@ -429,8 +454,7 @@ class Converter:
         """The codec for messages whose usage figures are trusted."""
         return self._trusted
 
-    @staticmethod
-    def _find_stale(messages: Sequence[object], start: int) -> int:
+    def _find_stale(self, messages: Sequence[object], start: int) -> int:
         """Last index whose usage figure predates the newest digest (-1 when none does).
 
         The tail a compaction kept still carries the usage its model reported *before*
@@ -440,7 +464,7 @@ class Converter:
             m = messages[i]
             if type(m) is not HumanMessage or not m.additional_kwargs:
                 continue  # the common case, without the record lookup
-            record = digest_record(m)
+            record = digest_record(m, key=self.record_key)
             if record is not None:
                 kept = record.get("kept")
                 return i + (kept if isinstance(kept, int) and kept >= 0 else 0)

@@ -33,7 +33,7 @@ DIGEST_KEY = bridge.RECORD_KEY
 """Key under ``additional_kwargs`` that marks a window-budget digest and holds its record."""
 
 
-def digest_record(message: object) -> dict[str, Any] | None:
+def digest_record(message: object, *, key: bytes | None = None) -> dict[str, Any] | None:
     """The record a window-budget digest carries, or None for any other message.
 
     ``covered`` and ``kept`` count the messages it stands for and the turns kept with it;
@@ -41,11 +41,12 @@ def digest_record(message: object) -> dict[str, Any] | None:
     ``DigestMessage`` travels too, with ``compactions``, ``archive`` (where the dropped
     head went) and, for a model-written digest, ``audit`` (``in_ledger``, ``checked``,
     ``found``, ``appended``, ``left_out``: the facts the model's text kept and those
-    pinned back) from this adapter.
+    pinned back) from this adapter. ``key`` is the memory store's: only a record sealed with
+    it (for this text) counts then; without it, see ``window_budget.memory.records``.
     """
     if not isinstance(message, HumanMessage):
         return None
-    return bridge.read_digest_record(message.additional_kwargs, message.text)
+    return bridge.read_digest_record(message.additional_kwargs, message.text, key=key)
 
 
 _NODE_NAMES: set[str] = set()
@@ -99,12 +100,14 @@ def build_digest(
     archive: Mapping[str, Any] | None = None,
     source: object = None,
     audit: DigestAudit | None = None,
+    key: bytes | None = None,
 ) -> HumanMessage:
     """The digest as LangChain carries it: a ``HumanMessage`` with the bridge's record.
 
     ``source`` is the core's digest (``Summary.message``): every field it has beyond the
     counts given here (a fact ledger, say) travels in the record too. ``audit`` (the check of a
-    model-written digest against the fact ledger) is recorded under ``"audit"``.
+    model-written digest against the fact ledger) is recorded under ``"audit"``. The record
+    is sealed with ``key`` (the memory store's) when given.
     """
     digest = bridge.digest_of(
         text, source, covered_count=covered, kept_count=kept, fallback=fallback
@@ -116,6 +119,6 @@ def build_digest(
         extra["audit"] = dataclasses.asdict(audit)
     return HumanMessage(
         content=text,
-        additional_kwargs={DIGEST_KEY: bridge.digest_record(digest, **extra)},
+        additional_kwargs={DIGEST_KEY: bridge.digest_record(digest, key=key, **extra)},
         id=f"window-budget-digest-{uuid.uuid4().hex}",
     )

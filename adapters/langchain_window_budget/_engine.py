@@ -8,8 +8,10 @@ wrapper, the LCEL transformer and ``condense_messages`` are thin layers over it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -37,7 +39,7 @@ from langchain_window_budget.completer import make_completers
 from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes
 from window_budget import bridge
 from window_budget.budget import estimate_tokens
-from window_budget.contract import BudgetPolicy, CondenseResult, Model
+from window_budget.contract import BudgetPolicy, CondenseResult, MemoryStore, Model
 from window_budget.errors import ConfigError
 from window_budget.pipeline import WindowCondenser, check_window, create_condenser
 
@@ -76,6 +78,12 @@ class LangChainCondenser:
             written for each head, and when a later transcript starts with that same head
             put the digest in its place instead of summarizing it again. Only what newly
             left the tail is then summarized, carrying the remembered digest.
+        memory: a memory store (:class:`~window_budget.memory.MemoryStore`, e.g.
+            :class:`~langchain_window_budget.LangGraphMemoryStore`): each digest's full fact
+            ledger and the messages it folded go there, keyed by the ``conversation`` each
+            run names, and digest records are sealed with the store's key and verified
+            strictly (a forged or edited record is an ordinary message). None: the digest's
+            bounded record carries the ledger, as before.
 
     Without ``policy``, ``BudgetPolicy.for_window(context_window)``: the tail and the digest
     scale with the window, so a small window is not summarized on every other turn.
@@ -99,6 +107,7 @@ class LangChainCondenser:
         on_summarizer_error: OnSummarizerError | None = None,
         trigger: TriggerSpec | None = None,
         keep: ContextSize | None = None,
+        memory: MemoryStore | None = None,
     ) -> None:
         window = resolve_window(model, context_window)
         policy = policy if policy is not None else BudgetPolicy.for_window(window)
@@ -133,9 +142,11 @@ class LangChainCondenser:
             policy=policy,
             counter=self.counter,
             summarizer_model=summarizer_model,
-            memory=None,  # the digest's bounded record carries the ledger
+            memory=memory,  # None: the digest's bounded record carries the ledger
         )
         """The core condenser doing the work."""
+        self.memory = memory
+        """The memory store, or None (see the class docstring)."""
         self._model_id = model_id
         self._use_usage = use_usage
         # Per conversation (a middleware's thread, say) what the engine saw last turn, so
@@ -148,10 +159,41 @@ class LangChainCondenser:
             chat_model_id(writer) if writer else None,
             repr(self.condenser.policy),
             window,
+            None if memory is None else id(memory),  # its key seals the digest
         )
 
     def _new_converter(self) -> Converter:
-        return Converter(model_id=self._model_id, counter=self.counter, use_usage=self._use_usage)
+        return Converter(
+            model_id=self._model_id,
+            counter=self.counter,
+            use_usage=self._use_usage,
+            key=self.record_key,
+        )
+
+    @property
+    def record_key(self) -> bytes | None:
+        """The key digest records are sealed and verified with: the memory store's, or None.
+
+        None leaves it to ``window_budget.memory.records`` (``$WINDOW_BUDGET_SECRET``, else
+        this process's key).
+        """
+        return None if self.memory is None else self.memory.key
+
+    def store_name(self, conversation: Hashable | None) -> str | None:
+        """What ``conversation`` is called in the memory store (None without a store).
+
+        Raises:
+            ConfigError: there is a memory store and ``conversation`` is not a name.
+
+        """
+        if self.memory is None:
+            return None
+        if not isinstance(conversation, str) or not conversation:
+            raise ConfigError(
+                "with a memory store, each run names its conversation: pass "
+                f"conversation=<thread or session id> (a str), not {conversation!r:.40}"
+            )
+        return conversation
 
     @property
     def reused_prefix(self) -> int:
@@ -196,12 +238,13 @@ class LangChainCondenser:
             return LangChainResult(messages if unchanged is None else unchanged, [], None, result)
         # The core ran on ``conv.core``; ``conv.origin`` says where each came from.
         natives = [messages[i] for i in conv.origin]
+        key = self.record_key
 
         def make_digest(mapped: bridge.Mapped[BaseMessage]) -> BaseMessage:
             summary = result.summary
             assert summary is not None
             dropped = mapped.dropped
-            covered, compactions = bridge.head_counts(map(digest_record, dropped))
+            covered, compactions = bridge.head_counts(digest_record(m, key=key) for m in dropped)
             where = archive(dropped) if archive is not None else None
             return build_digest(
                 summary.text,
@@ -212,10 +255,15 @@ class LangChainCondenser:
                 archive=where,
                 source=summary.message,
                 audit=summary.audit,
+                key=key,
             )
 
         mapped = bridge.map_result(
-            natives, conv.core, result, copy=shortened_copy, make_digest=make_digest
+            natives,
+            conv.core,
+            result,
+            copy=partial(shortened_copy, key=key),
+            make_digest=make_digest,
         )
         out = mapped.messages
         if mapped.digest is None:
@@ -251,16 +299,21 @@ class LangChainCondenser:
         is not kept alive; the middleware does so). ``conversation`` names the
         conversation (the middleware passes the thread id) so that an engine serving many
         keeps what it knows of each apart; without it the first non-system message's id
-        decides.
+        decides. With a memory store it is required: it names the conversation there.
 
         Raises:
             BudgetError: the result cannot fit (e.g. the system prompt alone is too large).
             SummarizerError: the summarizer failed and the policy says to raise.
+            ConfigError: a memory store and no ``conversation`` name.
 
         """
+        stored_as = self.store_name(conversation)
         prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
         result = self.condenser.run_sync(
-            prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
+            prep.conv.core,
+            force=prep.force,
+            pinned_tokens=prep.pinned_tokens,
+            conversation=stored_as,
         )
         return self._complete(prep, result, archive, own_objects)
 
@@ -274,10 +327,29 @@ class LangChainCondenser:
         own_objects: bool = True,
         conversation: Hashable | None = None,
     ) -> LangChainResult:
-        """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``)."""
+        """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``).
+
+        Over an async-only memory store (``AsyncPostgresStore``: it refuses sync calls on its
+        event loop) the whole run, :meth:`run`, goes to a worker thread instead, the summary
+        call then using the model's sync ``invoke``.
+        """
+        if getattr(self.memory, "async_only", False):
+            return await asyncio.to_thread(
+                self.run,
+                messages,
+                force=force,
+                extra_pinned_tokens=extra_pinned_tokens,
+                archive=archive,
+                own_objects=own_objects,
+                conversation=conversation,
+            )
+        stored_as = self.store_name(conversation)
         prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
         result = await self.condenser.run(
-            prep.conv.core, force=prep.force, pinned_tokens=prep.pinned_tokens
+            prep.conv.core,
+            force=prep.force,
+            pinned_tokens=prep.pinned_tokens,
+            conversation=stored_as,
         )
         return self._complete(prep, result, archive, own_objects)
 

@@ -81,13 +81,16 @@ def _rebuilt_content(
     ]
 
 
-def shortened_copy(original: BaseMessage, shortened: AgentMessage) -> BaseMessage:
+def shortened_copy(
+    original: BaseMessage, shortened: AgentMessage, *, key: bytes | None = None
+) -> BaseMessage:
     """A copy of ``original`` carrying the shortened text of ``shortened``.
 
     Block by block, in the original's own shape: ids, tool calls, block types and
     ``additional_kwargs`` are kept; a shortened ``reasoning_content`` stays in
     ``additional_kwargs``; images, files, audio and video become a short text placeholder;
     signed or redacted thinking is left intact. Returns ``original`` when nothing changed.
+    ``key`` is the memory store's (it tells a digest from a look-alike).
     """
     summary = getattr(shortened, "summary", None)
     if isinstance(summary, str) and getattr(shortened, "content", None) is None:
@@ -99,7 +102,7 @@ def shortened_copy(original: BaseMessage, shortened: AgentMessage) -> BaseMessag
         if (
             isinstance(original.content, str)
             and isinstance(original, HumanMessage)
-            and digest_record(original) is not None
+            and digest_record(original, key=key) is not None
             and content.startswith(SESSION_HEADER)
             and not original.content.startswith(SESSION_HEADER)
         ):
