@@ -7,7 +7,7 @@ Install with ``pip install "window-budget[langchain]"``.
 - :class:`CondensingChatMessageHistory` for ``RunnableWithMessageHistory`` chains.
 - :func:`make_completers` turns any chat model into the core's completer pair.
 - :class:`LangGraphMemoryStore` keeps digests' ledgers and folded messages in a LangGraph
-  store.
+  store; :func:`recall_tool` gives a chain the ``recall`` tool over it.
 
 >>> from langchain_core.messages import HumanMessage
 >>> from langchain_window_budget import condense_messages
@@ -41,6 +41,7 @@ from langchain_window_budget.history import (
     ArchiveChatMessageHistory,
     CondensingChatMessageHistory,
 )
+from langchain_window_budget.recall import recall_tool
 
 __all__ = [
     "DIGEST_KEY",
@@ -58,6 +59,7 @@ __all__ = [
     "is_window_budget_digest",
     "make_completers",
     "model_token_counter",
+    "recall_tool",
 ]
 
 

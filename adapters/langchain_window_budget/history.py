@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Generator, Sequence
+from collections.abc import AsyncIterator, Generator, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -131,7 +131,10 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             same model objects and settings, so a wrapper built per request (as
             ``RunnableWithMessageHistory``'s factory does) finds the conversation already
             known — named by the wrapped history's ``session_id`` when it has one — and a
-            turn costs what was appended.
+            turn costs what was appended. An engine with a memory store
+            (``LangChainCondenser(model, memory=LangGraphMemoryStore(store))``) files each
+            digest's ledger and folded messages under the ``session_id``, which
+            ``recall_tool(store, session_id)`` then reads.
 
     ``clear()`` empties the live history only; the archive keeps what it holds. A
     compaction is all or nothing for the caller: the wrapped history's ``clear()`` is
@@ -175,11 +178,13 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         )
         """The condenser doing the work."""
         session = getattr(history, "session_id", None)
-        self._conversation = (
-            ("history", type(history).__qualname__, session)
-            if isinstance(session, str | int) and not isinstance(session, bool)
-            else None
-        )
+        self._conversation: Hashable | None = None
+        if isinstance(session, str | int) and not isinstance(session, bool):
+            # An engine with a memory store files the session under its id (see recall_tool).
+            stored = self.engine.memory is not None
+            self._conversation = (
+                str(session) if stored else ("history", type(history).__qualname__, session)
+            )
         self.system_prompt_tokens = system_prompt_tokens
         """Tokens counted on top of the history (the chain's system prompt)."""
         self._snapshot: list[BaseMessage] | None = None

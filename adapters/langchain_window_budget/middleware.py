@@ -13,6 +13,11 @@ The gate runs once per model call: ``wrap_model_call`` skips it when ``before_mo
 already gated the same messages with the same system prompt. What the middleware learns
 (the system prompt's size, the last gate) is kept per thread — the ``thread_id`` of the
 run's config — so one middleware instance serves many conversations.
+
+With a memory store (by default the agent's own, ``create_agent(..., store=...)``), each
+digest's full fact ledger and the messages it folded go to the store under the thread id,
+digest records are sealed with the store's key, and ``recall=True`` gives the agent a
+``recall`` tool over that archive (see ``_agent_memory``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
+from langchain_window_budget._agent_memory import AgentMemory, MemorySpec
+from langchain_window_budget._agent_memory import thread_id_of as _thread_id
 from langchain_window_budget._convert import mark_usage_stale
 from langchain_window_budget._digest import register_node_name
 from langchain_window_budget.condense import (
@@ -44,6 +51,7 @@ from langchain_window_budget.condense import (
 )
 from langchain_window_budget.sizes import ContextSize, TriggerSpec
 from window_budget.contract import BudgetPolicy
+from window_budget.memory import MemoryStore
 
 __all__ = ["WindowBudgetMiddleware"]
 
@@ -61,19 +69,6 @@ class _ThreadState:
     """``(count, last message, its id, system tokens)`` of the last list ``before_model``
     found fitting (or wrote), so ``wrap_model_call`` need not gate it again."""
     last_result: LangChainResult | None = None
-
-
-def _thread_id(runtime: object) -> Any:
-    info = getattr(runtime, "execution_info", None)
-    thread = getattr(info, "thread_id", None)
-    if thread is not None:
-        return thread
-    try:
-        from langgraph.config import get_config
-
-        return (get_config().get("configurable") or {}).get("thread_id")
-    except Exception:  # outside a graph run: one shared state
-        return None
 
 
 try:  # LangChain >= 1.3 filters tagged internal calls out of ``run.messages``
@@ -114,6 +109,15 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         archive: called with every message a state rewrite removes (the dropped head) or
             replaces by a shortened copy (the originals), before the state changes, so
             nothing is lost. ``last_result`` holds the same account.
+        memory: where each digest's full fact ledger and folded messages go, keyed by the
+            run's ``thread_id``: ``"runtime"`` (the default) uses the store the agent was
+            compiled with (``create_agent(..., store=InMemoryStore())``) when there is one;
+            a LangGraph ``BaseStore`` or a window-budget ``MemoryStore`` is used for every
+            run; None, or a run without a ``thread_id``, keeps only the digest's bounded
+            record. With a store, digest records are sealed with the store's key and
+            verified strictly: a record a client forged or edited is an ordinary message.
+        recall: offer the agent a ``recall`` tool over the thread's archive (search by
+            words, list the facts of a kind, fetch a message by its ``#N`` pointer).
 
     Use: ``create_agent(model, tools, middleware=[WindowBudgetMiddleware(model=model)])``.
 
@@ -135,6 +139,8 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         trigger: TriggerSpec | None = None,
         keep: ContextSize | None = None,
         on_summarizer_error: OnSummarizerError | None = None,
+        memory: MemorySpec = "runtime",
+        recall: bool = False,
     ) -> None:
         super().__init__()
         register_node_name(self.name)  # so is_window_budget_digest knows its stream output
@@ -146,17 +152,29 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             from langchain.chat_models import init_chat_model
 
             summarizer = init_chat_model(summarizer)
-        self.engine = LangChainCondenser(
-            model,
-            context_window=context_window,
-            policy=policy,
-            counter=counter,
-            summarizer=summarizer,
-            trigger=trigger,
-            keep=keep,
-            on_summarizer_error=on_summarizer_error,
-        )
-        """The condenser doing the work (exposes the window, policy and counter)."""
+        chat_model = model
+
+        def make_engine(store: MemoryStore | None) -> LangChainCondenser:
+            return LangChainCondenser(
+                chat_model,
+                context_window=context_window,
+                policy=policy,
+                counter=counter,
+                summarizer=summarizer,
+                trigger=trigger,
+                keep=keep,
+                on_summarizer_error=on_summarizer_error,
+                memory=store,
+            )
+
+        self.memory = AgentMemory(memory, make_engine)
+        """Which memory store each run uses, and the engine of each store."""
+        self.engine = self.memory.default_engine
+        """The condenser doing the work (exposes the window, policy and counter): the one of
+        the store given, else the one of runs without a store (``memory.engine_for`` names
+        the one a run uses)."""
+        self.tools = [self.memory.recall_tool(counter=self.engine.counter)] if recall else []
+        """The ``recall`` tool when asked for (``create_agent`` adds it to the agent's)."""
         self._default = _ThreadState()
         if system_prompt is not None:
             self._learn(
@@ -228,7 +246,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread = self.thread_state(tid)
         tokens = thread.system_tokens
         self.gates += 1
-        result = self.engine.run(
+        result = self.memory.engine_for(getattr(runtime, "store", None), tid).run(
             state["messages"],
             extra_pinned_tokens=tokens,
             own_objects=False,
@@ -246,7 +264,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread = self.thread_state(tid)
         tokens = thread.system_tokens
         self.gates += 1
-        result = await self.engine.arun(
+        result = await self.memory.engine_for(getattr(runtime, "store", None), tid).arun(
             state["messages"],
             extra_pinned_tokens=tokens,
             own_objects=False,
@@ -254,7 +272,9 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         return self._update(thread, result, tokens, state["messages"])
 
-    def _already_gated(self, request: ModelRequest[Any]) -> tuple[_ThreadState, int, Any, bool]:
+    def _already_gated(
+        self, request: ModelRequest[Any]
+    ) -> tuple[_ThreadState, int, Any, LangChainCondenser, bool]:
         tid = _thread_id(request.runtime)
         thread = self.thread_state(tid)
         tokens = self._learn(thread, request.system_message)
@@ -262,6 +282,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             thread,
             tokens,
             _conversation(tid),
+            self.memory.engine_for(getattr(request.runtime, "store", None), tid),
             thread.gated is not None and _mark(request.messages, tokens) == thread.gated,
         )
 
@@ -271,13 +292,11 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Learn the system prompt's size; condense this request if it still does not fit."""
-        thread, tokens, conversation, done = self._already_gated(request)
+        thread, tokens, conversation, engine, done = self._already_gated(request)
         if done:
             return handler(request)
         self.gates += 1
-        result = self.engine.run(
-            request.messages, extra_pinned_tokens=tokens, conversation=conversation
-        )
+        result = engine.run(request.messages, extra_pinned_tokens=tokens, conversation=conversation)
         if not result.changed:
             thread.gated = _mark(request.messages, tokens)
             return handler(request)
@@ -290,11 +309,11 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """The async twin of :meth:`wrap_model_call`."""
-        thread, tokens, conversation, done = self._already_gated(request)
+        thread, tokens, conversation, engine, done = self._already_gated(request)
         if done:
             return await handler(request)
         self.gates += 1
-        result = await self.engine.arun(
+        result = await engine.arun(
             request.messages, extra_pinned_tokens=tokens, conversation=conversation
         )
         if not result.changed:
@@ -304,9 +323,12 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return _mark_reply(await handler(request))
 
 
-def _conversation(thread_id: Any) -> Any:
-    """The engine's name for a thread's conversation (None outside a graph run: guessed)."""
-    return None if thread_id is None else ("thread", thread_id)
+def _conversation(thread_id: Any) -> str | None:
+    """The engine's name for a thread's conversation, and its name in a memory store.
+
+    None outside a graph run (the engine then guesses the conversation from its messages).
+    """
+    return None if thread_id is None else str(thread_id)
 
 
 def _mark(

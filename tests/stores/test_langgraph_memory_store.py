@@ -3,7 +3,7 @@
 The store keeps what the core's MemoryStore protocol promises (positions left alone once
 kept, the next position and version, every original in order, ledger versions), its key
 survives a restart (a new wrapper over the same store), conversations with any name stay
-apart.
+apart, and an agent over an AsyncPostgresStore compacts and recalls through ``ainvoke``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langchain_window_budget import LangGraphMemoryStore
+from langchain_window_budget import LangGraphMemoryStore, recall_tool
 from langchain_window_budget import store as store_module
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory import MemoryStore, recall, recall_text
@@ -142,6 +143,8 @@ def test_recall_reads_it_and_quotes_what_it_returns(lg_store: BaseStore) -> None
     assert found.positions[:1] == (2,)
     assert "| The staging bucket is s3://night-owl-42." in found.text
     assert "#0 user:" in recall(memory, "t1", pointer="#0")
+    tool = recall_tool(lg_store, "t1")  # a BaseStore is wrapped
+    assert "night-owl-42" in tool.invoke({"query": "bucket"})
 
 
 def _embed(texts: list[str]) -> list[list[float]]:
@@ -166,3 +169,44 @@ def test_a_store_with_a_search_index_answers_the_word_search() -> None:
     assert recall_text(memory, "t", "night owl").positions[0] == 6
     # The originals are indexed by their text; the key and the ledgers are not indexed.
     assert LangGraphMemoryStore(InMemoryStore()).search("t", ["x"], limit=3) is None
+
+
+async def test_an_agent_over_an_async_postgres_store_compacts_and_recalls(pg_dsn: str) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    from langchain_window_budget import WindowBudgetMiddleware, digest_record
+    from window_budget import BudgetPolicy
+
+    from ..langchain.test_recall import FACT, Scripted, _ask, lookup, recall_call, turns
+
+    async with AsyncPostgresStore.from_conn_string(pg_dsn) as store:
+        await store.setup()
+        model = Scripted(messages=iter([*turns(6), recall_call(), AIMessage("done")]))
+        middleware = WindowBudgetMiddleware(
+            model=model,
+            context_window=6_000,
+            policy=BudgetPolicy(keep_recent=1_200, reserve_tokens=256),
+            recall=True,
+        )
+        memory = middleware.memory.store_for(store, "pg-thread")
+        assert isinstance(memory, LangGraphMemoryStore)
+        assert memory.async_only
+        agent = create_agent(
+            model,
+            tools=[lookup],
+            middleware=[middleware],
+            checkpointer=InMemorySaver(),
+            store=store,
+        )
+        config = {"configurable": {"thread_id": "pg-thread"}}
+        for i in range(6):
+            await agent.ainvoke(_ask(i), config)
+        assert middleware.compactions >= 1
+        state = (await agent.aget_state(config)).values["messages"]
+        assert digest_record(state[0], key=memory.key) is not None
+        assert FACT not in state[0].text
+        out = await agent.ainvoke({"messages": [HumanMessage("what about the crew?")]}, config)
+        assert FACT in out["messages"][-2].text
+        assert await store.aget(("window_budget", "pg-thread", "ledger"), f"{1:012d}")
