@@ -61,6 +61,8 @@ def register_node_name(name: str) -> None:
 def is_digest(
     message: object,
     metadata: Mapping[str, Any] | None = None,
+    *,
+    key: bytes | None = None,
 ) -> bool:
     """True for a digest this adapter wrote, or for anything window-budget streamed.
 
@@ -73,9 +75,10 @@ def is_digest(
 
     The same question as the core's :func:`window_budget.is_digest`, asked of LangChain
     messages and stream items; ``is_window_budget_digest`` is its former name, kept as an
-    alias.
+    alias. With a memory store, pass its ``key`` (``LangGraphMemoryStore(store).key``): the
+    digests are sealed with it.
     """
-    if digest_record(message) is not None:
+    if digest_record(message, key=key) is not None:
         return True
     if not metadata:
         return False

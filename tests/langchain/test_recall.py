@@ -27,6 +27,7 @@ from langchain_window_budget import (
     LangGraphMemoryStore,
     WindowBudgetMiddleware,
     digest_record,
+    is_digest,
     recall_tool,
 )
 from window_budget import BudgetPolicy
@@ -126,6 +127,8 @@ def test_the_agent_recalls_a_fact_its_digest_no_longer_states() -> None:
     memory = middleware.memory.store_for(store, "th-1")
     assert isinstance(memory, LangGraphMemoryStore)
     assert digest_record(state[0], key=memory.key) is not None
+    assert is_digest(state[0], key=memory.key)
+    assert not is_digest(state[0], key=b"another store's key")
     assert FACT not in state[0].text  # only the archive holds it now
     assert not any(FACT in m.text for m in state)
     out = agent.invoke({"messages": [HumanMessage("who rotates the keys?")]}, CONFIG)["messages"]
