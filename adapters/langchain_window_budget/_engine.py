@@ -84,6 +84,8 @@ class LangChainCondenser:
             run names, and digest records are sealed with the store's key and verified
             strictly (a forged or edited record is an ordinary message). None: the digest's
             bounded record carries the ledger, as before.
+        recall: the model is offered a ``recall`` tool over ``memory`` (the middleware's
+            ``recall=True``, or ``recall_tool``): the digest's last line then points at it.
 
     Without ``policy``, ``BudgetPolicy.for_window(context_window)``: the tail and the digest
     scale with the window, so a small window is not summarized on every other turn.
@@ -108,6 +110,7 @@ class LangChainCondenser:
         trigger: TriggerSpec | None = None,
         keep: ContextSize | None = None,
         memory: MemoryStore | None = None,
+        recall: bool = False,
     ) -> None:
         window = resolve_window(model, context_window)
         policy = policy if policy is not None else BudgetPolicy.for_window(window)
@@ -143,6 +146,7 @@ class LangChainCondenser:
             counter=self.counter,
             summarizer_model=summarizer_model,
             memory=memory,  # None: the digest's bounded record carries the ledger
+            recall_offered=recall,  # the digest points at `recall` only when the model has it
         )
         """The core condenser doing the work."""
         self.memory = memory

@@ -165,6 +165,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 keep=keep,
                 on_summarizer_error=on_summarizer_error,
                 memory=store,
+                recall=recall,
             )
 
         self.memory = AgentMemory(memory, make_engine)

@@ -174,19 +174,15 @@ class BudgetPolicy:
     def for_window(cls, context_window: int, *, output_reserved: bool = False) -> BudgetPolicy:
         """The default policy scaled to ``context_window``, for both adapters when none is given.
 
-        The tail kept verbatim is about a third of the limit and the digest at most a fifth,
-        so after a compaction the history has room to grow before the next one (no summary on
-        every turn in a small window). When the window already had the model's output
-        allowance taken off (``output_reserved``), nothing more is reserved.
+        The tail is about a third of the limit and the digest at most a fifth, so the history
+        has room to grow before the next compaction; ``output_reserved``: nothing more reserved.
 
         >>> BudgetPolicy.for_window(4096).keep_recent
         940
         """
-        if (
-            isinstance(context_window, bool)
-            or not isinstance(context_window, int)
-            or context_window <= 0
-        ):
+        if isinstance(context_window, bool) or not isinstance(context_window, int):
+            raise ValueError(f"context_window must be a positive int, got {context_window!r}")
+        if context_window <= 0:
             raise ValueError(f"context_window must be a positive int, got {context_window!r}")
         reserve = 0 if output_reserved else min(2048, context_window // 8)
         ratio = 0.75
@@ -262,9 +258,8 @@ class Summary:
     scope: CondenseScope = "session"
     """Which header the digest carries."""
     audit: DigestAudit | None = None
-    """For a model-written digest: facts in the ledger, key facts found in the model's text,
-    and how many were appended under ``# Pinned facts``. None for the network-free digest
-    (it is the rendered ledger)."""
+    """A model-written digest's audit: key facts found in its text, those pinned back; None
+    for the network-free digest (it is the rendered ledger)."""
 
     @property
     def text(self) -> str:
@@ -351,10 +346,9 @@ class LedgerVersion:
 
 @runtime_checkable
 class MemoryStore(Protocol):
-    """Where a conversation's archived originals and ledger versions live.
+    """Where a conversation's archived originals and ledger versions live (thread-safe).
 
-    Implementations must be safe to call from several threads. Positions are the archive
-    numbering of the fact ledger: the first message ever folded is 0.
+    Positions are the fact ledger's archive numbering: the first message folded is 0.
     """
 
     @property
@@ -406,7 +400,7 @@ class SummarizeDeps:
     signal: CancelToken | None = None
     """Cancellation token forwarded to the completer."""
     max_tokens: int | None = None
-    """Output cap for the digest; defaults to the policy's ``digest_max_tokens``."""
+    """Output cap for the digest; the policy's ``digest_max_tokens`` by default."""
     policy: BudgetPolicy = field(default_factory=BudgetPolicy)
     """Supplies the clamp for tool output and the error behaviour."""
     counter: TokenCounter | None = None
@@ -417,6 +411,8 @@ class SummarizeDeps:
     """The conversation's key in ``memory``."""
     record_tokens: int = 200
     """Room for the digest's record (its bounded ledger and the pointer into ``memory``)."""
+    recall_offered: bool = False
+    """The model can call ``recall``: the digest's last line says what it reaches."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -442,6 +438,8 @@ class CondenserDeps:
     """Where the full ledger and folded originals go (``window_budget.memory``), for recall."""
     conversation: str = "default"
     """The conversation's key in ``memory`` (a run may name another)."""
+    recall_offered: bool = True
+    """With ``memory``, the model is offered ``recall`` (the digest then points at it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,12 +58,19 @@ def turn(i: int) -> list:
     ]
 
 
-def grow(store: MemoryStore, turns: int, window: int = 12_000, conversation: str = "c1") -> list:
+def grow(
+    store: MemoryStore,
+    turns: int,
+    window: int = 12_000,
+    conversation: str = "c1",
+    recall_offered: bool = True,
+) -> list:
     condenser = create_condenser(
         model=Model("m", window),
         policy=BudgetPolicy(keep_recent=1500, reserve_tokens=0, mask_keep_outputs=None),
         memory=store,
         conversation=conversation,
+        recall_offered=recall_offered,
     )
     history: list = [UserMessage("Split the monolith into services. Never touch migrations/.")]
     for i in range(turns):
@@ -156,6 +163,11 @@ def test_the_digest_says_what_is_archived_and_how_to_reach_it(tmp_path: Path) ->
     history = grow(InProcessMemoryStore(), 80)
     last = history[0].content.splitlines()[-1]
     assert "are archived — call `recall`" in last
+    # A model that is not offered the tool is not told to call it.
+    quiet = grow(InProcessMemoryStore(), 80, recall_offered=False)
+    last = quiet[0].content.splitlines()[-1]
+    assert "more were left out of this digest" in last
+    assert "recall" not in quiet[0].content
 
 
 def test_a_restarted_condenser_reads_the_whole_ledger_back_from_the_store(tmp_path: Path) -> None:

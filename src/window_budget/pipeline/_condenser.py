@@ -355,6 +355,7 @@ class WindowCondenser:
             memory=deps.memory,
             conversation=conversation or deps.conversation,
             record_tokens=record_budget(window),
+            recall_offered=deps.memory is not None and deps.recall_offered,
         )
 
     def _archive_masked(self, result: CondenseResult, conversation: str | None) -> None:

@@ -288,7 +288,7 @@ def _summary_flow(
             max_tokens=body_tokens,
             counter=deps.counter,
             messages=body_messages,
-            recall=deps.memory is not None,
+            recall=deps.recall_offered,
         )
         body = cut_to_tokens(body, body_tokens, deps.counter)
         message = make_digest_message(body, scope, covered_count=covered, fallback=True)
