@@ -110,10 +110,10 @@ def append_part(archive: Path, n: int, out: BinaryIO) -> int:
                 written += len(buf)
         return written
     with tarfile.open(archive) as tf:
-        src = tf.extractfile(part_member(tf.getnames(), n))
-        if src is None:
+        member = tf.extractfile(part_member(tf.getnames(), n))
+        if member is None:
             raise SystemExit(f"part {n}: the data file in {archive.name} is not a regular file")
-        while buf := src.read(CHUNK):
+        while buf := member.read(CHUNK):
             out.write(buf)
             written += len(buf)
     return written

@@ -19,6 +19,9 @@
 #                             venv is made from the same Python and gets its langchain-core
 #   CMAKE_ARGS                passed to llama.cpp's build (default: none, so llama.cpp's
 #                             own default GGML_NATIVE=ON: tuned for this machine's CPU)
+#   CFLAGS, CXXFLAGS          passed on, with -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 added:
+#                             llama.cpp's AMX kernels die with SIGILL (tilezero) on this
+#                             machine's CPUs, which advertise AMX
 #   CMAKE_BUILD_PARALLEL_LEVEL  compile jobs (default 2)
 #   LLAMA_CPP_PYTHON_VERSION  default 0.3.36
 #   LANGCHAIN_CORE_VERSION    default: the project's, else 1.8.3
@@ -84,7 +87,22 @@ if [[ $want_py != "$have_py" ]]; then
     exit 1
 fi
 
+# A native build fits one CPU and one set of flags: the venv records both, and a change of
+# either rebuilds.
+no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+build_cflags="${CFLAGS:+$CFLAGS }$no_amx"
+build_cxxflags="${CXXFLAGS:+$CXXFLAGS }$no_amx"
+cpu=$( (grep -m1 '^model name' /proc/cpuinfo && grep -m1 '^flags' /proc/cpuinfo) 2>/dev/null |
+    sha256sum | cut -c1-16)
+stamp_file=$venv/.llama-cpp-build
+stamp="llama-cpp-python=$llama_version
+CMAKE_ARGS=${CMAKE_ARGS:-}
+CFLAGS=$build_cflags
+CXXFLAGS=$build_cxxflags
+cpu=$cpu"
+
 lib_ready() {
+    [[ -f $stamp_file && $(cat "$stamp_file") == "$stamp" ]] || return 1
     "$venv/bin/python" - "$llama_version" "$langchain_version" <<'EOF' 2>/dev/null
 import importlib.metadata as m
 import sys
@@ -101,11 +119,32 @@ EOF
 build_lib() {
     # llama-cpp-python has no CPU wheel on the registry: pip compiles llama.cpp (~25 min
     # on 2 cores). --no-cache-dir: pip's wheel cache ignores CMAKE_ARGS, so a cached
-    # build could come back with other flags or for another CPU.
+    # build could come back with other flags or for another CPU. Uninstalled first, since
+    # pip keeps an installed llama-cpp-python of the same version however it was built.
+    rm -f "$stamp_file"
+    "$venv/bin/python" -m pip uninstall --yes llama-cpp-python
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} CMAKE_ARGS=${CMAKE_ARGS:-} \
+        CFLAGS=$build_cflags CXXFLAGS=$build_cxxflags \
         nice -n 19 "$venv/bin/python" -m pip install --no-cache-dir --verbose \
         "llama-cpp-python==$llama_version" "langchain-core==$langchain_version"
     "$venv/bin/python" -c 'import llama_cpp; print("llama_cpp", llama_cpp.__version__)'
+    printf '%s\n' "$stamp" >"$stamp_file"
+}
+
+# One real decode: a library that loads but cannot run on this CPU (SIGILL) shows up here,
+# not in the first benchmark.
+check_run() {
+    nice -n 19 "$venv/bin/python" - "$model_home/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" <<'EOF'
+import sys
+
+from llama_cpp import Llama
+
+llm = Llama(model_path=sys.argv[1], n_ctx=256, n_threads=2, seed=0, verbose=False)
+out = llm.create_chat_completion(
+    [{"role": "user", "content": "Say OK."}], max_tokens=4, temperature=0.0
+)
+print("[setup] check: the model answers:", repr(out["choices"][0]["message"]["content"]))
+EOF
 }
 
 fetch_model() {
@@ -147,6 +186,14 @@ if ((model_rc != 0)); then
 fi
 if ((lib_rc != 0 || model_rc != 0)); then
     exit 1
+fi
+if [[ $step == all ]]; then
+    if ! check_run; then
+        say "the built library cannot run the model here: see above; CMAKE_ARGS/CFLAGS" >&2
+        say "  to change the build (then this script rebuilds), e.g." >&2
+        say "  CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON\"" >&2
+        exit 1
+    fi
 fi
 
 say "done. venv: $venv"
