@@ -3,7 +3,7 @@
 # benchmarks: llama-cpp-python (built from source) in a virtual environment of its own,
 # and Qwen2.5-Coder 1.5B Instruct Q4_K_M (GGUF, 1.1 GB) beside it. Nothing goes in the repo.
 #
-#   bench/real_model/setup.sh            # everything (first run: ~25 min on 2 cores)
+#   bench/real_model/setup.sh            # everything (first run: 12-17 min on 2 shared cores)
 #   bench/real_model/setup.sh lib        # only the venv with llama-cpp-python
 #   bench/real_model/setup.sh model      # only the model file
 #
@@ -117,7 +117,7 @@ EOF
 }
 
 build_lib() {
-    # llama-cpp-python has no CPU wheel on the registry: pip compiles llama.cpp (~25 min
+    # llama-cpp-python has no CPU wheel on the registry: pip compiles llama.cpp (12-17 min
     # on 2 cores). --no-cache-dir: pip's wheel cache ignores CMAKE_ARGS, so a cached
     # build could come back with other flags or for another CPU. Uninstalled first, since
     # pip keeps an installed llama-cpp-python of the same version however it was built.
