@@ -65,7 +65,14 @@ from window_budget.pipeline import (
     fit_messages,
 )
 from window_budget.pipeline.summarize import ledger_of
-from window_budget.stores import ConditionalRewrite, Fold, LockedRewrite, check_written
+from window_budget.stores import (
+    ConditionalRewrite,
+    Fold,
+    LockedRewrite,
+    StoreLock,
+    check_written,
+    lock_for,
+)
 
 __all__ = [
     "ARCHIVE_SUFFIX",
@@ -95,7 +102,6 @@ _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
 _SERIAL_VERSION = 1
 # Per-process state rebuilt after pickling or copying; never part of the state itself.
 _RUNTIME_ATTRS = (
-    "_lock",
     "_compact_lock",
     "_aloop",
     "_alock",
@@ -331,7 +337,6 @@ class WindowBudgetMemory(BaseMemory):
     _counter_name: str = PrivateAttr(default="heuristic")
     _sync_condenser: WindowCondenser | None = PrivateAttr(default=None)
     _async_condenser: WindowCondenser | None = PrivateAttr(default=None)
-    _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _compact_lock: Any = PrivateAttr(default_factory=threading.Lock)
     _aloop: Any = PrivateAttr(default=None)
     _alock: Any = PrivateAttr(default=None)
@@ -607,6 +612,15 @@ class WindowBudgetMemory(BaseMemory):
         if self._is_local():
             return fn(*args)
         return await asyncio.to_thread(fn, *args)
+
+    @property
+    def _lock(self) -> StoreLock:
+        """The lock every writer of this store and key in the process holds (``lock_for``).
+
+        Shared by every memory over the same store object and key, so memories built per
+        request serialize their appends, rewrites and resets as one memory's do.
+        """
+        return lock_for(self.chat_store, self.chat_store_key)
 
     def _append(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         copies = [_copy(m) for m in messages]
@@ -1368,7 +1382,6 @@ class WindowBudgetMemory(BaseMemory):
             "__pydantic_private__",
             {
                 **private,
-                "_lock": threading.RLock(),
                 "_compact_lock": threading.Lock(),
                 "_aloop": None,
                 "_alock": None,

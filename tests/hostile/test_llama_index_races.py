@@ -1,0 +1,102 @@
+"""Races on a LlamaIndex chat store shared by several memories of one process.
+
+A web server builds a memory per request over one store object; a streaming writer thread
+puts while the event loop does. The store here does I/O (each call sleeps 2 ms), so a
+compaction's re-read and write leave room for another writer: only a lock shared by every
+memory over that store and key keeps every message exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.storage.chat_store import SimpleChatStore
+
+from llama_index.memory.window_budget import ARCHIVE_SUFFIX, WindowBudgetMemory, is_digest
+from window_budget.errors import StoreError
+
+KEY = "user-1"
+
+
+class SlowStore(SimpleChatStore):
+    """A ``SimpleChatStore`` whose every call takes 2 ms, as a store doing I/O does."""
+
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        time.sleep(0.002)
+        return super().get_messages(key)
+
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        time.sleep(0.002)
+        super().set_messages(key, messages)
+
+    def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
+        time.sleep(0.002)
+        super().add_message(key, message, idx)
+
+    async def async_add_message(
+        self, key: str, message: ChatMessage, idx: int | None = None
+    ) -> None:
+        await asyncio.sleep(0.002)
+        SimpleChatStore.add_message(self, key, message, idx)
+
+
+def message(tag: str, i: int) -> ChatMessage:
+    role = "user" if i % 2 == 0 else "assistant"
+    return ChatMessage(role=role, content=f"{tag}-{i} " + "word " * 40)
+
+
+def audit(store: SimpleChatStore) -> tuple[set[str], int]:
+    """The tags of every original the store holds (archive and live) and how many twice."""
+    stored = [*store.get_messages(KEY + ARCHIVE_SUFFIX), *store.get_messages(KEY)]
+    tags = collections.Counter((m.content or "").split()[0] for m in stored if not is_digest(m))
+    return set(tags), sum(1 for n in tags.values() if n > 1)
+
+
+def run_threads(target: Callable[[str], None], tags: str) -> None:
+    start = threading.Barrier(len(tags))
+
+    def go(tag: str) -> None:
+        start.wait()
+        target(tag)
+
+    threads = [threading.Thread(target=go, args=(tag,)) for tag in tags]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "a writer is blocked"
+
+
+def test_a_memory_per_request_over_one_slow_store_loses_nothing() -> None:
+    # Four threads, each request a new memory over the same store object and key: 160
+    # messages put, compactions all along. Before the lock was shared per store and key
+    # (it lived on each memory), 10-15 were lost, 134-136 archived twice, 5-6 StoreErrors.
+    store = SlowStore()
+    errors: list[BaseException] = []
+    per_thread = 40
+
+    def requests(tag: str) -> None:
+        for i in range(per_thread):
+            memory = WindowBudgetMemory.from_defaults(
+                context_window=2_000, chat_store=store, chat_store_key=KEY
+            )
+            try:
+                memory.put(message(tag, i))
+            except StoreError as exc:
+                errors.append(exc)
+
+    run_threads(requests, "abcd")
+    assert errors == []
+    assert is_digest(store.get_messages(KEY)[0]), "no compaction: the race was not exercised"
+    tags, twice = audit(store)
+    assert tags == {f"{tag}-{i}" for tag in "abcd" for i in range(per_thread)}  # none lost
+    assert twice == 0
