@@ -630,9 +630,14 @@ class WindowBudgetMemory(BaseMemory):
         return copies
 
     async def _aappend(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        if self._is_local():
+            # No I/O: appended without an await, so no task holds the lock across one.
+            return self._append(messages)
         copies = [_copy(m) for m in messages]
-        for m in copies:
-            await self.chat_store.async_add_message(self.chat_store_key, m)
+        # The lock a compaction's rewrite holds, taken without blocking the event loop.
+        async with self._lock:
+            for m in copies:
+                await self.chat_store.async_add_message(self.chat_store_key, m)
         return copies
 
     def _replace(self, messages: Sequence[ChatMessage], clear_archive: bool = False) -> None:
