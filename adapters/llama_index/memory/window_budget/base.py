@@ -32,6 +32,8 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.convert import (
     _TOOL_ROLES,
+    RECORD_KEY,
+    SYSTEM_ROLES,
     LlamaIndexCodec,
     digest_covered,
     from_core_shortened,
@@ -97,6 +99,8 @@ DigestRole = Literal["system", "pair", "user"]
 assistant acknowledgement, or a user message."""
 _DIGEST_ROLES: tuple[DigestRole, ...] = ("system", "pair", "user")
 _ACK_TEXT = "Understood."
+_ACK_PART = "acknowledgement"
+_RESUMED_PART = "resumed"
 
 _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
 _SERIAL_VERSION = 1
@@ -169,13 +173,60 @@ def _policy_for_token_limit(token_limit: int, context_window: int) -> BudgetPoli
 
 
 def _ack() -> ChatMessage:
-    """The assistant's acknowledgement that follows a ``digest_role="pair"`` digest."""
-    return ChatMessage(role=MessageRole.ASSISTANT, content=_ACK_TEXT)
+    """The assistant's acknowledgement that follows a ``digest_role="pair"`` digest.
+
+    Marked as the digest's (``additional_kwargs["window_budget"]["part"]``), so a view
+    handed back to ``set`` does not store it as a turn of the conversation.
+    """
+    return ChatMessage(
+        role=MessageRole.ASSISTANT,
+        content=_ACK_TEXT,
+        additional_kwargs={RECORD_KEY: {"part": _ACK_PART}},
+    )
 
 
 def _resumed() -> ChatMessage:
-    """The user message put first when the view would not open with one (counted)."""
-    return ChatMessage(role=MessageRole.USER, content=_RESUMED_TEXT)
+    """The user message put first when the view would not open with one (counted, marked)."""
+    return ChatMessage(
+        role=MessageRole.USER,
+        content=_RESUMED_TEXT,
+        additional_kwargs={RECORD_KEY: {"part": _RESUMED_PART}},
+    )
+
+
+def _view_part(message: ChatMessage) -> str | None:
+    """Which message a view added this is (``_ACK_PART``, ``_RESUMED_PART``), or None."""
+    record = message.additional_kwargs.get(RECORD_KEY)
+    part = record.get("part") if isinstance(record, dict) else None
+    return part if isinstance(part, str) else None
+
+
+def _stored_form(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Copies of ``messages`` (a view handed back to ``set``) as the store holds them.
+
+    A digest is stored as the user message it always is there, whatever role the view gave
+    it; the acknowledgement right after a digest and the resumed marker where a view puts
+    it (first after the system messages, or right after a digest) are the view's own and
+    are left out. Anywhere else such a message is kept, as any message the caller gives.
+    """
+    out: list[ChatMessage] = []
+    after_digest = False
+    opening = True  # nothing but system messages so far
+    for m in messages:
+        part = _view_part(m)
+        if part == _ACK_PART and after_digest and m.role == MessageRole.ASSISTANT:
+            after_digest = False
+            continue
+        if part == _RESUMED_PART and (after_digest or opening) and m.role == MessageRole.USER:
+            after_digest = opening = False
+            continue
+        copy = _copy(m)
+        after_digest = is_digest_message(copy)
+        if after_digest:
+            copy.role = MessageRole.USER
+        opening = opening and copy.role in SYSTEM_ROLES and not after_digest
+        out.append(copy)
+    return out
 
 
 def _unmasked(messages: list[ChatMessage]) -> list[ChatMessage]:
@@ -641,7 +692,7 @@ class WindowBudgetMemory(BaseMemory):
         return copies
 
     def _replace(self, messages: Sequence[ChatMessage], clear_archive: bool = False) -> None:
-        copies = [_copy(m) for m in messages]
+        copies = _stored_form(messages)
         with self._lock:
             _set_verified(self.chat_store, self.chat_store_key, copies)
             if clear_archive:
@@ -727,12 +778,14 @@ class WindowBudgetMemory(BaseMemory):
         self, snapshot: list[ChatMessage], cores: list[AgentMessage], n: int, extra: int
     ) -> int:
         # A history that does not open with a user message gets the resumed marker in
-        # front of it (see _view): its cost is reserved up front.
-        lead = (
-            self._resumed_tokens
-            if len(snapshot) > n and snapshot[n].role != MessageRole.USER
-            else 0
-        )
+        # front of it (see _view); in the pair form a digest followed by a user message gets
+        # the acknowledgement. A view shows at most one of them: the larger is reserved.
+        lead = 0
+        if len(snapshot) > n:
+            if snapshot[n].role != MessageRole.USER:
+                lead = self._resumed_tokens
+            if self.digest_role == "pair":
+                lead = max(lead, self._ack_tokens)
         return estimate_tokens(cores[:n], self._counter) + lead + extra
 
     def _begin(self, snapshot: list[ChatMessage]) -> tuple[int, list[AgentMessage]]:
@@ -922,11 +975,8 @@ class WindowBudgetMemory(BaseMemory):
         if digest is None and tail and tail[0].role != MessageRole.USER:
             head = [_resumed()]  # providers want a user message first
             tokens += self._resumed_tokens
-        if tokens + p.extra > self.token_limit and len(head) == 2 and head[1].content == _ACK_TEXT:
-            # The pair's acknowledgement is not reserved (it would make the gate fire
-            # earlier on every turn); on the rare call it does not fit, it is left out.
-            head = head[:1]
-            tokens -= self._ack_tokens
+        # The pair's acknowledgement is reserved in the gate (see _pinned_tokens): a view
+        # never leaves it out, which would put the digest and a user turn side by side.
         if tokens + p.extra > self.token_limit:
             return None
         last_user = max((i for i, m in enumerate(kept) if m.role == MessageRole.USER), default=None)
