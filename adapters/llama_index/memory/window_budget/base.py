@@ -13,13 +13,17 @@ the view handed to the caller uses the network-free digest instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import copy
 import dataclasses
 import json
 import logging
 import pickle
+import secrets
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -103,7 +107,7 @@ _ACK_PART = "acknowledgement"
 _RESUMED_PART = "resumed"
 
 _RESUMED_TEXT = "[conversation resumed — earlier turns are not shown]"
-_SERIAL_VERSION = 1
+_SERIAL_VERSION = 2
 # Per-process state rebuilt after pickling or copying; never part of the state itself.
 _RUNTIME_ATTRS = (
     "_compact_lock",
@@ -113,6 +117,7 @@ _RUNTIME_ATTRS = (
     "_async_condenser",
     "_rewriter",
     "_store_rewrite",
+    "_runtime",
 )
 
 
@@ -338,6 +343,159 @@ class _Pass:
         return self.snapshot[self.pinned :]
 
 
+class _Runtime:
+    """What :meth:`WindowBudgetMemory.to_dict` cannot carry: the LLM, counter and stores.
+
+    Registered (weakly) under a random token that the saved data names, and held by every
+    memory using these objects, so :meth:`WindowBudgetMemory.from_dict` in the same
+    process gives a restored memory (an agent's ``Context`` restored with
+    ``Context.from_dict``) the same LLM and the same store while any of them is alive.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "archive_store",
+        "chat_store",
+        "counter",
+        "llm",
+        "store_rewrite",
+        "token",
+    )
+
+    def __init__(self, memory: WindowBudgetMemory) -> None:
+        self.token = secrets.token_hex(16)  # unguessable: saved data may come from anyone
+        self.llm = memory._llm
+        self.counter = memory._counter
+        self.chat_store = memory.chat_store
+        self.archive_store = memory.archive_store
+        self.store_rewrite = memory._store_rewrite
+
+    def holds(self, memory: WindowBudgetMemory) -> bool:
+        """True when ``memory`` still uses exactly these objects."""
+        return (
+            self.llm is memory._llm
+            and self.chat_store is memory.chat_store
+            and self.archive_store is memory.archive_store
+            and self.store_rewrite is memory._store_rewrite
+        )
+
+
+_LIVE: weakref.WeakValueDictionary[str, _Runtime] = weakref.WeakValueDictionary()
+_RESTORING: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "window_budget_restoring", default=None
+)
+_RESOURCE_KEYWORDS = ("llm", "chat_store", "archive_store", "counter", "store_rewrite")
+_SNAPSHOT_STORE = "SimpleChatStore"  # a store whose whole content the saved data holds
+
+
+def _llm_name(llm: LLM | None) -> str | None:
+    if llm is None:
+        return None
+    meta = getattr(llm, "metadata", None)
+    return str(getattr(meta, "model_name", None) or type(llm).__name__)
+
+
+@dataclass(slots=True)
+class _Restored:
+    """Where a memory rebuilt by ``from_dict`` gets what the saved data does not carry."""
+
+    llm: LLM | None
+    counter: Any
+    chat_store: BaseChatStore
+    archive_store: BaseChatStore | None
+    store_rewrite: ConditionalRewrite | None
+    runtime: _Runtime | None
+    """The live objects reused whole (then nothing is loaded into the live stores)."""
+    load_live: bool
+    load_archive: bool
+
+
+def _restored_counter(data: dict[str, Any], given: dict[str, Any], live: _Runtime | None) -> Any:
+    counter: Any = given.get("counter") or data.get("counter") or "heuristic"
+    if isinstance(counter, str) and not _serializable_counter(counter):
+        if live is not None and live.counter is not None:
+            return live.counter
+        logger.warning(
+            "window-budget: counter %r is not serializable; pass counter=... "
+            "to from_dict; using the heuristic",
+            counter,
+        )
+        return "heuristic"
+    return counter
+
+
+def _restored_stores(
+    data: dict[str, Any], given: dict[str, Any], live: _Runtime | None, missing: list[str]
+) -> tuple[BaseChatStore, bool, BaseChatStore | None, bool]:
+    """``(chat store, load it, archive store, load it)``; what cannot be had goes to ``missing``."""
+    saved_store = data.get("chat_store")  # absent from data written before version 2
+    store: BaseChatStore
+    if given.get("chat_store") is not None:
+        store, load_live = given["chat_store"], True
+    elif live is not None:
+        store, load_live = live.chat_store, False  # the conversation itself: nothing to load
+    else:
+        store, load_live = SimpleChatStore(), True
+        if saved_store not in (None, _SNAPSHOT_STORE):
+            missing.append(f"the chat store {saved_store} (chat_store=...)")
+    saved_archive = data.get("archive_store")
+    if given.get("archive_store") is not None:
+        return store, load_live, given["archive_store"], True
+    if live is not None and store is live.chat_store:
+        return store, load_live, live.archive_store, False
+    if saved_archive == _SNAPSHOT_STORE:
+        return store, load_live, SimpleChatStore(), True
+    if saved_archive is not None:
+        if live is not None:
+            return store, load_live, live.archive_store, False
+        missing.append(f"the archive store {saved_archive} (archive_store=...)")
+    return store, load_live, None, True
+
+
+def _restored(data: dict[str, Any], given: dict[str, Any]) -> _Restored:
+    """Resolve the LLM, counter and stores for ``data``: given, live in-process, or refused.
+
+    Raises:
+        ValueError: the saved memory used an LLM or a store that is neither given nor
+            alive in this process (one sentence naming them and how to pass them).
+
+    """
+    token = data.get("instance")
+    live = _LIVE.get(token) if isinstance(token, str) else None
+    missing: list[str] = []
+    if "llm" in given:
+        llm = given["llm"]
+    elif live is not None:
+        llm = live.llm
+    else:
+        llm = None
+        if data.get("llm"):
+            missing.append(f"the LLM {data['llm']!r} (llm=...)")
+    counter = _restored_counter(data, given, live)
+    store, load_live, archive, load_archive = _restored_stores(data, given, live, missing)
+    if missing:
+        raise ValueError(
+            f"WindowBudgetMemory.from_dict: the saved memory used {' and '.join(missing)}, "
+            "not serialized and held by no memory alive in this process; pass them to "
+            "from_dict, or restore a workflow Context inside "
+            "`with WindowBudgetMemory.restoring(llm=..., chat_store=...)` (llm=None for "
+            "network-free digests)"
+        )
+    rewrite = given.get("store_rewrite")
+    if rewrite is None and live is not None and store is live.chat_store:
+        rewrite = live.store_rewrite
+    whole = (
+        live is not None
+        and llm is live.llm
+        and store is live.chat_store
+        and archive is live.archive_store
+        and rewrite is live.store_rewrite
+    )
+    return _Restored(
+        llm, counter, store, archive, rewrite, live if whole else None, load_live, load_archive
+    )
+
+
 class InitialTokenCountError(BudgetError, ValueError):
     """``initial_token_count`` is above the token limit.
 
@@ -400,6 +558,7 @@ class WindowBudgetMemory(BaseMemory):
         default=None
     )
     _store_rewrite: ConditionalRewrite | None = PrivateAttr(default=None)
+    _runtime: _Runtime | None = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -1444,6 +1603,7 @@ class WindowBudgetMemory(BaseMemory):
                 "_async_condenser": None,
                 "_rewriter": None,
                 "_store_rewrite": None,
+                "_runtime": None,
             },
         )
         name = private.get("_counter_name", "heuristic")
@@ -1469,15 +1629,26 @@ class WindowBudgetMemory(BaseMemory):
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """Messages, archive, digest state and configuration as plain JSON data.
 
-        The LLM is not included: pass it again to :meth:`from_dict`. Messages are dumped
+        The LLM and the stores are not serialized: the data names them, and holds a random
+        token by which :meth:`from_dict` finds the same objects while a memory using them
+        is alive in this process (so an agent's ``Context`` restored with
+        ``Context.from_dict`` goes on with this LLM and this store). Messages are dumped
         one by one, so this works whatever the chat store's own serializer does.
         """
         with self._lock:
             live = self._read()
             archived = list(self._archive.get_messages(self.archive_key))
+        runtime = self._runtime
+        if runtime is None or not runtime.holds(self):
+            runtime = self._runtime = _Runtime(self)
+            _LIVE[runtime.token] = runtime
         return {
             "class_name": self.class_name(),
             "version": _SERIAL_VERSION,
+            "instance": runtime.token,
+            "llm": _llm_name(self._llm),
+            "chat_store": store_name(self.chat_store),
+            "archive_store": None if self.archive_store is None else store_name(self.archive_store),
             "chat_store_key": self.chat_store_key,
             "archive_key": self.archive_key,
             "context_window": self.context_window,
@@ -1498,20 +1669,55 @@ class WindowBudgetMemory(BaseMemory):
 
     @classmethod
     def from_string(cls, json_str: str, **kwargs: Any) -> WindowBudgetMemory:
-        """Rebuild a memory from :meth:`to_string` output (keywords as :meth:`from_dict`).
-
-        As with ``ChatSummaryMemoryBuffer``, the LLM is not serialized: pass ``llm=``.
-        """
+        """Rebuild a memory from :meth:`to_string` output (keywords as :meth:`from_dict`)."""
         return cls.from_json(json_str, **kwargs)
+
+    @classmethod
+    @contextlib.contextmanager
+    def restoring(cls, **resources: Any) -> Iterator[None]:
+        """Give every :meth:`from_dict` in the block what saved data does not carry.
+
+        For a workflow ``Context`` restored in another process (or after the memory that
+        saved it is gone): ``Context.from_dict`` calls ``from_dict`` without keywords, and
+        a memory saved with an LLM or a store other than ``SimpleChatStore`` is refused
+        rather than rebuilt without them. Keywords as :meth:`from_dict`'s (``llm``,
+        ``chat_store``, ``archive_store``, ``counter``, ``store_rewrite``); keywords
+        passed to ``from_dict`` itself win.
+
+        >>> with WindowBudgetMemory.restoring(llm=None):
+        ...     memory = WindowBudgetMemory.from_dict({"context_window": 4096, "llm": "gpt"})
+        >>> memory.llm is None
+        True
+        """
+        unknown = sorted(set(resources) - set(_RESOURCE_KEYWORDS))
+        if unknown:
+            raise TypeError(
+                f"restoring() takes {', '.join(_RESOURCE_KEYWORDS)}; got {', '.join(unknown)}"
+            )
+        token = _RESTORING.set({**(_RESTORING.get() or {}), **resources})
+        try:
+            yield
+        finally:
+            _RESTORING.reset(token)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> WindowBudgetMemory:
         """Rebuild a memory from :meth:`to_dict` output.
 
-        Keyword arguments: ``llm`` (the summarizer, not serialized), ``chat_store`` (where
-        to load the messages; a new ``SimpleChatStore`` by default), ``archive_store``
-        (where to load the archive; ``chat_store`` by default) and ``counter`` (for a
-        custom counter object, which is serialized only by name).
+        What the data does not carry comes from, in order: the keywords — ``llm``,
+        ``chat_store`` (the saved messages are written there), ``archive_store`` (the
+        saved archive is written there; ``chat_store`` by default), ``counter`` (a custom
+        counter is serialized by name only), ``store_rewrite`` — then an enclosing
+        :meth:`restoring` block, then the very objects the saving memory used, while one
+        memory using them is alive in this process (that store is the conversation:
+        nothing is written to it). A memory saved without an LLM over a
+        ``SimpleChatStore`` is rebuilt anywhere, in a new ``SimpleChatStore``.
+
+        Raises:
+            ValueError: data that is not a memory's, or a memory saved with an LLM or a
+                store that is neither given nor alive here (pass ``llm=None`` for
+                network-free digests).
+
         """
         if not isinstance(data, dict) or data.get("class_name") not in (None, cls.class_name()):
             raise ValueError("not a WindowBudgetMemory: expected the dict to_dict() returns")
@@ -1526,32 +1732,27 @@ class WindowBudgetMemory(BaseMemory):
                 f"WindowBudgetMemory data: digest_role must be one of "
                 f"{list(_DIGEST_ROLES)}, got {role!r}"
             )
-        llm = kwargs.get("llm")
-        store = kwargs.get("chat_store") or SimpleChatStore()
-        counter: Any = kwargs.get("counter") or data.get("counter") or "heuristic"
-        if isinstance(counter, str) and not _serializable_counter(counter):
-            logger.warning(
-                "window-budget: counter %r is not serializable; pass counter=... "
-                "to from_dict; using the heuristic",
-                counter,
-            )
-            counter = "heuristic"
+        got = _restored(data, {**(_RESTORING.get() or {}), **kwargs})
         policy = BudgetPolicy(**data["policy"]) if data.get("policy") else None
         key = data.get("chat_store_key", DEFAULT_CHAT_STORE_KEY)
         memory = cls(
-            chat_store=store,
+            chat_store=got.chat_store,
             chat_store_key=key,
             archive_key=data.get("archive_key") or key + ARCHIVE_SUFFIX,
-            archive_store=kwargs.get("archive_store"),
+            archive_store=got.archive_store,
             context_window=window,
             digest_role=role,
         )
-        memory._configure(llm, policy or default_policy(memory.context_window), counter)
+        memory._store_rewrite = got.store_rewrite
+        memory._runtime = got.runtime
+        memory._configure(got.llm, policy or default_policy(memory.context_window), got.counter)
         live = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
         archived = [ChatMessage.model_validate(m) for m in data.get("archive", [])]
         with memory._lock:
-            _set_verified(store, key, live)
-            _set_verified(memory._archive, memory.archive_key, archived)
+            if got.load_live:
+                _set_verified(got.chat_store, key, live)
+            if got.load_archive:
+                _set_verified(memory._archive, memory.archive_key, archived)
         return memory
 
     @classmethod
