@@ -13,7 +13,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.storage.chat_store import SimpleChatStore
 
 from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest_message
-from llama_index.memory.window_budget import base as base_module
+from llama_index.memory.window_budget import convert as convert_module
 from llama_index.memory.window_budget.convert import make_digest_chat_message, to_core
 from window_budget import DigestMessage, bridge
 
@@ -50,13 +50,13 @@ def load(path: Path) -> SimpleChatStore:
 @pytest.fixture
 def conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
-    real = base_module.to_core
+    real = convert_module.to_core
 
     def counting(message: ChatMessage) -> object:
         calls[0] += 1
         return real(message)
 
-    monkeypatch.setattr(base_module, "to_core", counting)
+    monkeypatch.setattr(convert_module, "to_core", counting)
     return calls
 
 

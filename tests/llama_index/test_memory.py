@@ -628,16 +628,16 @@ def _long_memory(n: int = 2000) -> WindowBudgetMemory:
 
 
 def _count_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    import llama_index.memory.window_budget.base as base
+    import llama_index.memory.window_budget.convert as convert
 
     calls = [0]
-    convert = base.to_core
+    real = convert.to_core
 
     def counting(message: ChatMessage) -> object:
         calls[0] += 1
-        return convert(message)
+        return real(message)
 
-    monkeypatch.setattr(base, "to_core", counting)
+    monkeypatch.setattr(convert, "to_core", counting)
     return calls
 
 
