@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer, ChatSummaryMemoryBuffer
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
@@ -27,13 +28,7 @@ from llama_index.memory.window_budget import (
 )
 from window_budget.errors import BudgetError
 
-from .conftest import ScriptedLLM
-
-
-def fill(memory: Any, turns: int) -> None:
-    for i in range(turns):
-        memory.put(ChatMessage(role="user", content=f"question {i} " + "please " * 30))
-        memory.put(ChatMessage(role="assistant", content=f"answer {i} " + "sure " * 30))
+from .conftest import ScriptedLLM, fill, small_memory, user
 
 
 def test_to_string_from_string_round_trip() -> None:
@@ -257,3 +252,64 @@ def test_a_copy_saved_is_not_taken_for_its_original() -> None:
     again = WindowBudgetMemory.from_dict(twin.to_dict())
     assert again.chat_store is twin.chat_store
     assert again.chat_store is not memory.chat_store
+
+
+# ------------------------------------------------------------- round trips
+
+
+def test_serialization_round_trip() -> None:
+    llm = ScriptedLLM()
+    memory = small_memory(llm, counter="heuristic")
+    memory.put(ChatMessage(role="system", content="rules"))
+    fill(memory, 50)
+    memory.put(
+        ChatMessage(
+            role="assistant",
+            blocks=[ToolCallBlock(tool_call_id="z", tool_name="f", tool_kwargs={"a": 1})],
+        )
+    )
+    data = json.loads(memory.to_json())
+    again = WindowBudgetMemory.from_json(json.dumps(data), llm=llm)
+    assert again.context_window == memory.context_window
+    assert again.policy == memory.policy
+    assert again.chat_store_key == memory.chat_store_key
+    assert [m.model_dump() for m in again.get_all()] == [m.model_dump() for m in memory.get_all()]
+    assert len(again.get_all(include_archived=True)) == len(memory.get_all(include_archived=True))
+    assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
+    assert is_digest_message(again.get_all()[1])
+    # The LLM is not serialized: the same object while the memory that saved it lives in
+    # this process, or what is passed (None: network-free digests).
+    assert WindowBudgetMemory.from_dict(memory.to_dict()).llm is llm
+    assert WindowBudgetMemory.from_dict(memory.to_dict(), llm=None).llm is None
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_pickle_and_deepcopy_keep_policy_and_counter(how: str) -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    from llama_index.memory.window_budget import default_policy
+
+    policy = dataclasses.replace(default_policy(3000), trigger_ratio=0.6)
+    memory = WindowBudgetMemory.from_defaults(
+        llm=MockLLM(), context_window=3000, policy=policy, counter=len
+    )
+    fill(memory, 3)
+    other = pickle.loads(pickle.dumps(memory)) if how == "pickle" else copy.deepcopy(memory)
+    assert other.policy == policy
+    assert other.count_tokens(other.get_all()) == memory.count_tokens(memory.get_all())
+    assert other.llm is not None
+    other.put(user(99))
+    assert len(other.get_all()) == len(memory.get_all()) + 1
+    assert other.get()[-1].content == user(99).content
+
+
+def test_tiktoken_counter_round_trips() -> None:
+    from window_budget.budget import TiktokenCounter
+
+    memory = small_memory(counter=TiktokenCounter())
+    fill(memory, 3)
+    again = WindowBudgetMemory.from_dict(memory.to_dict())
+    assert again.count_tokens(again.get_all()) == memory.count_tokens(memory.get_all())
+    assert again.to_dict()["counter"] == memory.to_dict()["counter"]
