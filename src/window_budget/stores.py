@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
 from window_budget.errors import StoreError
@@ -199,47 +200,56 @@ class LockedRewrite(Generic[M]):
         return True
 
 
-_Owner = tuple[int, "asyncio.Task[Any] | None"]
+# The store locks the current context holds, by id, with the token of that hold. A context
+# is copied into the worker thread of ``asyncio.to_thread`` and into a task's callees, so
+# work a holder hands to a thread holds the lock too (and never waits for it there).
+_HELD: contextvars.ContextVar[Mapping[int, object]] = contextvars.ContextVar(
+    "window_budget_store_locks", default=MappingProxyType({})
+)
 
 
-def _current_owner() -> _Owner:
+def _in_task() -> bool:
     try:
-        task = asyncio.current_task()
+        return asyncio.current_task() is not None
     except RuntimeError:  # no event loop running in this thread
-        task = None
-    return threading.get_ident(), task
+        return False
 
 
 class StoreLock:
-    """A reentrant lock held by a thread or by an asyncio task: ``with`` it, or ``async with``.
+    """A reentrant lock held by a thread or a task and the work it hands to threads.
 
-    The writers of one conversation are threads (a streaming writer, a web server's
-    workers) and tasks on event loops; ``async with`` waits without blocking the loop, so a
-    task may hold the lock across the store's own awaits while threads wait for it.
-
-    The holder may take it again (nested writes). Code that runs on the holder's thread
-    inside a sync holder's call is nested in it and takes it too. A sync acquire on a
-    thread whose event loop has another task holding the lock would block that task for
-    ever: it raises ``RuntimeError`` instead (call the async method from async code).
+    ``with`` it, or ``async with`` it: the async form waits without blocking the event
+    loop, so a task may hold the lock across the store's own awaits while threads wait.
+    The holder is the context that took it (:mod:`contextvars`): a thread, or a task —
+    and the worker threads it runs sync work in (``asyncio.to_thread``), which take it
+    again without waiting, so an event loop never has an executor thread waiting for a
+    lock a task of its own holds. A sync acquire on the thread whose event loop has
+    another task holding the lock would block that task for ever: it raises
+    ``RuntimeError`` instead (call the async method from async code).
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._owner: _Owner | None = None
+        self._token: object | None = None
+        self._thread: int | None = None
+        self._by_task = False
         self._depth = 0
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
-    def _try(self, me: _Owner, *, sync: bool) -> bool:
-        """Take the lock for ``me`` if it is free or already ``me``'s (under ``_cond``)."""
-        owner = self._owner
-        if owner is None:
-            self._owner, self._depth = me, 1
+    def _mine(self) -> bool:
+        return self._token is not None and _HELD.get().get(id(self)) is self._token
+
+    def _try(self, *, sync: bool) -> bool:
+        """Take the lock if it is free or already this context's (under ``_cond``)."""
+        if self._token is None:
+            self._token, self._depth = object(), 1
+            self._thread, self._by_task = threading.get_ident(), _in_task()
+            _HELD.set(MappingProxyType({**_HELD.get(), id(self): self._token}))
             return True
-        # A sync holder's thread runs nothing but what its call stack calls: nested.
-        if owner == me or (owner[0] == me[0] and owner[1] is None):
+        if self._mine():
             self._depth += 1
             return True
-        if sync and owner[0] == me[0]:
+        if sync and self._by_task and self._thread == threading.get_ident():
             raise RuntimeError(
                 "a sync call would wait for a lock another task on this thread's event "
                 "loop holds, and block that task for ever; call the async method instead"
@@ -248,18 +258,16 @@ class StoreLock:
 
     def acquire(self) -> None:
         """Take the lock, waiting for other threads (or tasks) to release it."""
-        me = _current_owner()
         with self._cond:
-            while not self._try(me, sync=True):
+            while not self._try(sync=True):
                 self._cond.wait()
 
     async def acquire_async(self) -> None:
         """Take the lock for the current task, without blocking the event loop."""
-        me = _current_owner()
         loop = asyncio.get_running_loop()
         while True:
             with self._cond:
-                if self._try(me, sync=False):
+                if self._try(sync=False):
                     return
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._waiters.append((loop, waiter))
@@ -274,18 +282,17 @@ class StoreLock:
         """Give the lock back; every waiter then tries again.
 
         Raises:
-            RuntimeError: the caller does not hold the lock.
+            RuntimeError: the current context does not hold the lock.
 
         """
-        me = _current_owner()
         with self._cond:
-            owner = self._owner
-            if owner is None or not (owner == me or (owner[0] == me[0] and owner[1] is None)):
+            if not self._mine():
                 raise RuntimeError("release of a StoreLock this thread or task does not hold")
             self._depth -= 1
             if self._depth:
                 return
-            self._owner = None
+            self._token, self._thread, self._by_task = None, None, False
+            _HELD.set(MappingProxyType({k: v for k, v in _HELD.get().items() if k != id(self)}))
             self._cond.notify_all()
             waiters, self._waiters = self._waiters, []
         for loop, waiter in waiters:

@@ -227,3 +227,23 @@ def test_a_cancelled_waiter_leaves_the_store_lock_usable() -> None:
             pass
 
     asyncio.run(main())
+
+
+def test_a_task_holding_the_store_lock_hands_it_to_its_worker_thread() -> None:
+    # The worker of asyncio.to_thread runs in the task's context: it holds the lock too, so
+    # an executor thread never waits for a lock a task of its own loop holds.
+    lock = StoreLock()
+    entered: list[str] = []
+
+    def write() -> None:
+        with lock:  # would wait for ever if the worker were a stranger to the lock
+            entered.append("worker")
+
+    async def main() -> None:
+        async with lock:
+            await asyncio.wait_for(asyncio.to_thread(write), timeout=30)
+
+    asyncio.run(main())
+    assert entered == ["worker"]
+    with lock:  # released: another thread takes it
+        pass

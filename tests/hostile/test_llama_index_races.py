@@ -13,6 +13,7 @@ import collections
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -141,4 +142,57 @@ def test_aput_racing_a_compaction_in_another_thread_loses_nothing(compactor: str
     assert memory.last_compaction is not None, "no compaction: the race was not exercised"
     tags, twice = audit(store)
     assert tags == {f"{tag}-{i}" for tag in "sa" for i in range(per_writer)}
+    assert twice == 0
+
+
+class ThreadedStore(SimpleChatStore):
+    """A store with sync methods only (2 ms each): its async API runs them in threads."""
+
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        time.sleep(0.002)
+        return super().get_messages(key)
+
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        time.sleep(0.002)
+        super().set_messages(key, messages)
+
+    def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
+        time.sleep(0.002)
+        super().add_message(key, message, idx)
+
+
+def test_memories_on_one_event_loop_never_wait_for_the_lock_in_a_worker_thread() -> None:
+    # Four requests' memories on one event loop whose executor has one thread (as a busy
+    # server's is full): a compaction that waited for the store's lock in that thread
+    # while an aput held the lock and needed the thread for its append blocked for ever.
+    store = ThreadedStore()
+    memories = [
+        WindowBudgetMemory.from_defaults(context_window=2_000, chat_store=store, chat_store_key=KEY)
+        for _ in range(4)
+    ]
+    errors: list[BaseException] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+
+        async def writer(tag: str, memory: WindowBudgetMemory) -> None:
+            for i in range(20):
+                await memory.aput(message(tag, i))
+
+        await asyncio.gather(*(writer(tag, m) for tag, m in zip("abcd", memories, strict=True)))
+
+    def run() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            errors.append(exc)
+
+    loop_thread = threading.Thread(target=run, daemon=True)  # a deadlock must not hang pytest
+    loop_thread.start()
+    loop_thread.join(120)
+    assert not loop_thread.is_alive(), "the event loop is blocked: its one thread waits for a lock"
+    assert errors == []
+    assert is_digest(store.get_messages(KEY)[0]), "no compaction: the race was not exercised"
+    tags, twice = audit(store)
+    assert tags == {f"{tag}-{i}" for tag in "abcd" for i in range(20)}
     assert twice == 0

@@ -397,7 +397,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         try:
             await self._compact_async(self._extra_pinned, want_view=False)
         except SummarizerError:
-            await stored.in_thread(stored.unappend, added)
+            await stored.write_in_thread(stored.unappend, added)
             raise
 
     def set(self, messages: list[ChatMessage], *, clear_archive: bool = False) -> None:
@@ -414,7 +414,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     async def aset(self, messages: list[ChatMessage], *, clear_archive: bool = False) -> None:
         """Async :meth:`set`."""
         stored = self._conversation()
-        await stored.in_thread(stored.replace, stored_form(messages), clear_archive)
+        await stored.write_in_thread(stored.replace, stored_form(messages), clear_archive)
         await self._compact_async(self._extra_pinned, want_view=False)
 
     def reset(self) -> None:
@@ -424,7 +424,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     async def areset(self) -> None:
         """Async :meth:`reset`."""
         stored = self._conversation()
-        await stored.in_thread(stored.clear)
+        await stored.write_in_thread(stored.clear)
 
     def compact(self) -> list[ChatMessage]:
         """Fold everything before the last user turn now (a manual ``/compact``)."""

@@ -298,11 +298,11 @@ class Compactor:
         for _ in range(3):
             if digest is None or not self.should_commit(p):
                 break
-            if await self.conversation.in_thread(self.commit, p, digest):
+            if await self.conversation.write_in_thread(self.commit, p, digest):
                 committed = True
                 break
             p = await self.run_async(await self.conversation.aread(), extra, force)
             digest = self.digest_for(p)
         if digest is None and p.result is not None and p.result.masked:
-            committed = await self.conversation.in_thread(self.commit_masked, p)
+            committed = await self.conversation.write_in_thread(self.commit_masked, p)
         return self._outcome(p, digest, committed, want_view)

@@ -158,11 +158,17 @@ class StoredConversation:
         """True for an in-memory store: no I/O, so no need to leave the event loop for it."""
         return type(self.chat_store) is SimpleChatStore
 
-    async def in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run the sync ``fn`` off the event loop, unless the store does no I/O."""
+    async def write_in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run the sync write ``fn`` off the event loop, holding the lock from here.
+
+        The task takes the lock without blocking the loop and the worker thread takes it
+        again as its holder: no executor thread ever waits for a lock, so a full executor
+        cannot starve the task holding it. A store that does no I/O is written inline.
+        """
         if self.is_local():
             return fn(*args)
-        return await asyncio.to_thread(fn, *args)
+        async with self.lock:
+            return await asyncio.to_thread(fn, *args)
 
     def append(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         """Append copies of ``messages`` under the lock; returns the copies stored."""
