@@ -16,6 +16,7 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer, ChatSummaryMemoryBuffer
+from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 from llama_index.storage.chat_store.sqlite import SQLiteChatStore
@@ -313,3 +314,18 @@ def test_tiktoken_counter_round_trips() -> None:
     again = WindowBudgetMemory.from_dict(memory.to_dict())
     assert again.count_tokens(again.get_all()) == memory.count_tokens(memory.get_all())
     assert again.to_dict()["counter"] == memory.to_dict()["counter"]
+
+
+def test_a_token_is_no_key_to_another_conversation() -> None:
+    # The token finds the live objects for the conversation that saved them, not for data
+    # edited to name another key in the same store.
+    store = SimpleChatStore()
+    memory = WindowBudgetMemory.from_defaults(
+        llm=ScriptedLLM(), context_window=2_000, chat_store=store, chat_store_key="alice"
+    )
+    fill(memory, 2)
+    data = memory.to_dict()
+    assert WindowBudgetMemory.from_dict(data).chat_store is store
+    data["chat_store_key"], data["archive_key"] = "bob", ""
+    with pytest.raises(ValueError, match="the LLM 'scripted'"):
+        WindowBudgetMemory.from_dict(data)

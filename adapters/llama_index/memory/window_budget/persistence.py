@@ -230,6 +230,7 @@ class MemoryPersistence:
             self.chat_store,
             self.archive_store,
             self._store_rewrite,
+            (self.chat_store_key, self.archive_key),
         )
         return {
             "class_name": self.class_name(),

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.llms.llm import LLM
+from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget.building import serializable_counter
+from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
 from window_budget.contract import TokenCounter
 from window_budget.stores import ConditionalRewrite
 
@@ -46,7 +48,7 @@ class Runtime:
     Registered (weakly) under a random token that the saved data names, and held by every
     memory using these objects, so ``from_dict`` in the same process gives a rebuilt
     memory (an agent's ``Context`` restored) the same LLM and the same store while any of
-    them is alive.
+    them is alive — for the same conversation only: data naming other keys gets nothing.
     """
 
     __slots__ = (
@@ -54,6 +56,7 @@ class Runtime:
         "archive_store",
         "chat_store",
         "counter",
+        "keys",
         "llm",
         "store_rewrite",
         "token",
@@ -66,8 +69,10 @@ class Runtime:
         chat_store: BaseChatStore,
         archive_store: BaseChatStore | None,
         store_rewrite: ConditionalRewrite | None,
+        keys: tuple[str, str],
     ) -> None:
         self.token = secrets.token_hex(16)  # unguessable: saved data may come from anyone
+        self.keys = keys  # the conversation's key and its archive's
         self.llm = llm
         self.counter = counter
         self.chat_store = chat_store
@@ -80,10 +85,12 @@ class Runtime:
         chat_store: BaseChatStore,
         archive_store: BaseChatStore | None,
         store_rewrite: ConditionalRewrite | None,
+        keys: tuple[str, str],
     ) -> bool:
-        """True when these are exactly its objects."""
+        """True when these are exactly its objects, for the same conversation."""
         return (
-            self.llm is llm
+            self.keys == keys
+            and self.llm is llm
             and self.chat_store is chat_store
             and self.archive_store is archive_store
             and self.store_rewrite is store_rewrite
@@ -100,11 +107,12 @@ def runtime_for(
     chat_store: BaseChatStore,
     archive_store: BaseChatStore | None,
     store_rewrite: ConditionalRewrite | None,
+    keys: tuple[str, str],
 ) -> Runtime:
     """``current`` if it still holds these objects, else a new registered :class:`Runtime`."""
-    if current is not None and current.holds(llm, chat_store, archive_store, store_rewrite):
+    if current is not None and current.holds(llm, chat_store, archive_store, store_rewrite, keys):
         return current
-    runtime = Runtime(llm, counter, chat_store, archive_store, store_rewrite)
+    runtime = Runtime(llm, counter, chat_store, archive_store, store_rewrite, keys)
     _LIVE[runtime.token] = runtime
     return runtime
 
@@ -204,6 +212,10 @@ def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
     given = {**(_RESTORING.get() or {}), **kwargs}
     token = data.get("instance")
     live = _LIVE.get(token) if isinstance(token, str) else None
+    key = data.get("chat_store_key", DEFAULT_CHAT_STORE_KEY)
+    keys = (key, data.get("archive_key") or key + ARCHIVE_SUFFIX)
+    if live is not None and live.keys != keys:
+        live = None  # a token is no key to another conversation in the same store
     missing: list[str] = []
     if "llm" in given:
         llm = given["llm"]
@@ -226,7 +238,7 @@ def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
     rewrite = given.get("store_rewrite")
     if rewrite is None and live is not None and store is live.chat_store:
         rewrite = live.store_rewrite
-    whole = live is not None and live.holds(llm, store, archive, rewrite)
+    whole = live is not None and live.holds(llm, store, archive, rewrite, keys)
     return Restored(
         llm, counter, store, archive, rewrite, live if whole else None, load_live, load_archive
     )
