@@ -19,18 +19,35 @@ Adapters implement the protocol with what each store offers (a Redis transaction
 ``WATCH``, a Postgres row lock, SQLite's write lock); :class:`LockedRewrite` is the fallback
 for a store that offers nothing: an in-process lock and a read-back check, exact for one
 process, with the check refusing a store that does not keep what was written.
+
+The in-process lock must be the same for every writer of a conversation, however many
+memory objects a process builds over it (a web server builds one per request):
+:func:`lock_for` hands out one :class:`StoreLock` per store object and key, process-wide.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import functools
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType, TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
 from window_budget.errors import StoreError
 
-__all__ = ["ConditionalRewrite", "Fold", "LockedRewrite", "check_written"]
+__all__ = [
+    "ConditionalRewrite",
+    "Fold",
+    "LockedRewrite",
+    "StoreLock",
+    "check_written",
+    "lock_for",
+]
 
 M = TypeVar("M")
 
@@ -141,7 +158,8 @@ class LockedRewrite(Generic[M]):
         write: replace the live messages.
         archive: append messages to the archive.
         store: the store's name, for error messages.
-        lock: the lock to hold; a new one by default (share one per store).
+        lock: the lock to hold (a context manager); a new one by default. Every writer of
+            the conversation must hold the same one: pass ``lock_for(store, key)``.
         same: compares a message read back with the one written (``==`` by default).
 
     """
@@ -165,7 +183,7 @@ class LockedRewrite(Generic[M]):
         self._write = write
         self._archive = archive
         self._store = store
-        self._lock = lock if lock is not None else threading.RLock()
+        self._lock = lock if lock is not None else StoreLock()
         self._same = same
 
     def rewrite(self, fold: Fold[M]) -> bool:
@@ -180,3 +198,185 @@ class LockedRewrite(Generic[M]):
             self._write(new)
             check_written(list(self._read()), new, self._store, same=self._same)
         return True
+
+
+# The store locks the current context holds, by id, with the token of that hold. A context
+# is copied into the worker thread of ``asyncio.to_thread`` and into a task's callees, so
+# work a holder hands to a thread holds the lock too (and never waits for it there).
+_HELD: contextvars.ContextVar[Mapping[int, object]] = contextvars.ContextVar(
+    "window_budget_store_locks", default=MappingProxyType({})
+)
+
+
+def _in_task() -> bool:
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no event loop running in this thread
+        return False
+
+
+class StoreLock:
+    """A reentrant lock held by a thread or a task and the work it hands to threads.
+
+    ``with`` it, or ``async with`` it: the async form waits without blocking the event
+    loop, so a task may hold the lock across the store's own awaits while threads wait.
+    The holder is the context that took it (:mod:`contextvars`): a thread, or a task —
+    and the worker threads it runs sync work in (``asyncio.to_thread``), which take it
+    again without waiting, so an event loop never has an executor thread waiting for a
+    lock a task of its own holds. A sync acquire on the thread whose event loop has
+    another task holding the lock would block that task for ever: it raises
+    ``RuntimeError`` instead (call the async method from async code).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._token: object | None = None
+        self._thread: int | None = None
+        self._by_task = False
+        self._depth = 0
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def _mine(self) -> bool:
+        return self._token is not None and _HELD.get().get(id(self)) is self._token
+
+    def _try(self, *, sync: bool) -> bool:
+        """Take the lock if it is free or already this context's (under ``_cond``)."""
+        if self._token is None:
+            self._token, self._depth = object(), 1
+            self._thread, self._by_task = threading.get_ident(), _in_task()
+            _HELD.set(MappingProxyType({**_HELD.get(), id(self): self._token}))
+            return True
+        if self._mine():
+            self._depth += 1
+            return True
+        if sync and self._by_task and self._thread == threading.get_ident():
+            raise RuntimeError(
+                "a sync call would wait for a lock another task on this thread's event "
+                "loop holds, and block that task for ever; call the async method instead"
+            )
+        return False
+
+    def acquire(self) -> None:
+        """Take the lock, waiting for other threads (or tasks) to release it."""
+        with self._cond:
+            while not self._try(sync=True):
+                self._cond.wait()
+
+    async def acquire_async(self) -> None:
+        """Take the lock for the current task, without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                if self._try(sync=False):
+                    return
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiters.append((loop, waiter))
+            try:
+                await waiter
+            finally:
+                with self._cond:
+                    if (loop, waiter) in self._waiters:
+                        self._waiters.remove((loop, waiter))
+
+    def release(self) -> None:
+        """Give the lock back; every waiter then tries again.
+
+        Raises:
+            RuntimeError: the current context does not hold the lock.
+
+        """
+        with self._cond:
+            if not self._mine():
+                raise RuntimeError("release of a StoreLock this thread or task does not hold")
+            self._depth -= 1
+            if self._depth:
+                return
+            self._token, self._thread, self._by_task = None, None, False
+            _HELD.set(MappingProxyType({k: v for k, v in _HELD.get().items() if k != id(self)}))
+            self._cond.notify_all()
+            waiters, self._waiters = self._waiters, []
+        for loop, waiter in waiters:
+            # A closed loop raises RuntimeError: nobody waits there any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_wake, waiter)
+
+    def __enter__(self) -> StoreLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    async def __aenter__(self) -> StoreLock:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+@dataclass(slots=True)
+class _StoreLocks:
+    """The locks of one store object, by key; dropped with the store."""
+
+    ref: weakref.ref[Any]
+    by_key: dict[str, StoreLock]
+
+
+_REGISTRY: dict[int, _StoreLocks] = {}
+_REGISTRY_GUARD = threading.Lock()
+
+
+def _forget(store_id: int, ref: weakref.ref[Any]) -> None:
+    # A weakref callback: it may run in any thread at any time, so it takes no lock and
+    # leaves an entry that a new store with the same id already replaced.
+    entry = _REGISTRY.get(store_id)
+    if entry is not None and entry.ref is ref:
+        _REGISTRY.pop(store_id, None)
+
+
+def lock_for(store: object, key: str) -> StoreLock:
+    """The process-wide lock of conversation ``key`` in ``store`` (the same object each call).
+
+    Every writer of one conversation in a process — memories built per request, a
+    streaming writer thread, tasks on several event loops — takes this one lock, so a
+    compaction's re-read and write (:class:`LockedRewrite`) leave no room for another
+    writer's append. Keyed by the store object's identity (stores need not be hashable)
+    and the key; the store is not kept alive by it.
+
+    Raises:
+        TypeError: ``store`` cannot be weakly referenced (give it ``__weakref__``).
+
+    >>> class Store: ...
+    >>> store = Store()
+    >>> lock_for(store, "user-1") is lock_for(store, "user-1")
+    True
+    >>> lock_for(store, "user-1") is lock_for(store, "user-2")
+    False
+
+    """
+    store_id = id(store)
+    with _REGISTRY_GUARD:
+        entry = _REGISTRY.get(store_id)
+        if entry is None or entry.ref() is not store:
+            ref = weakref.ref(store, functools.partial(_forget, store_id))
+            entry = _REGISTRY[store_id] = _StoreLocks(ref, {})
+        lock = entry.by_key.get(key)
+        if lock is None:
+            lock = entry.by_key[key] = StoreLock()
+        return lock

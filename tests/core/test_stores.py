@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -7,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from window_budget.errors import StoreError
-from window_budget.stores import Fold, LockedRewrite, check_written
+from window_budget.stores import Fold, LockedRewrite, StoreLock, check_written, lock_for
 
 words = st.lists(st.text(min_size=1, max_size=5), max_size=12)
 
@@ -112,3 +113,137 @@ def test_threads_sharing_a_locked_rewrite_never_fold_one_head_twice() -> None:
     assert sorted(results) == [False] * 7 + [True]
     assert store.archive == list(snapshot[:8])
     assert store.messages == ["digest", "m8", "m9"]
+
+
+# ------------------------------------------------- one lock per store and key, process-wide
+
+
+class Store:
+    """Any store object: unhashable, as pydantic chat stores are."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_lock_for_is_one_lock_per_store_object_and_key() -> None:
+    store, other = Store(), Store()
+    assert lock_for(store, "k") is lock_for(store, "k")
+    assert lock_for(store, "k") is not lock_for(store, "j")
+    assert lock_for(store, "k") is not lock_for(other, "k")
+
+
+def test_lock_for_does_not_keep_the_store_alive() -> None:
+    import gc
+    import weakref
+
+    store = Store()
+    lock_for(store, "k")
+    ref = weakref.ref(store)
+    del store
+    gc.collect()
+    assert ref() is None
+
+
+def test_the_store_lock_is_reentrant_and_excludes_other_threads() -> None:
+    lock = StoreLock()
+    inside: list[str] = []
+    with lock, lock:  # nested writes in one thread
+        t = threading.Thread(target=lambda: (lock.acquire(), inside.append("t"), lock.release()))
+        t.start()
+        t.join(0.05)
+        assert inside == []  # waits while this thread holds it
+    t.join(5)
+    assert inside == ["t"]
+
+
+def test_a_task_holds_the_store_lock_across_awaits_without_blocking_its_loop() -> None:
+    lock = StoreLock()
+    order: list[str] = []
+
+    async def holder(tag: str, hold: asyncio.Event, go: asyncio.Event) -> None:
+        async with lock:
+            order.append(f"{tag} in")
+            hold.set()
+            await go.wait()  # the loop keeps running other tasks meanwhile
+            order.append(f"{tag} out")
+
+    async def main() -> None:
+        held, go, ignored = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        first = asyncio.create_task(holder("a", held, go))
+        await held.wait()
+        second = asyncio.create_task(holder("b", ignored, go))
+        await asyncio.sleep(0.01)
+        assert order == ["a in"]  # b waits for the lock, and the loop still runs us
+        go.set()
+        await asyncio.gather(first, second)
+
+    asyncio.run(main())
+    assert order == ["a in", "a out", "b in", "b out"]
+
+
+def test_a_sync_acquire_under_a_task_holding_the_lock_raises_instead_of_hanging() -> None:
+    lock = StoreLock()
+
+    async def main() -> None:
+        held, go = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            async with lock:
+                held.set()
+                await go.wait()
+
+        task = asyncio.create_task(holder())
+        await held.wait()
+        with pytest.raises(RuntimeError, match="call the async method"):
+            lock.acquire()
+        go.set()
+        await task
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_waiter_leaves_the_store_lock_usable() -> None:
+    lock = StoreLock()
+
+    async def main() -> None:
+        lock_held = threading.Event()
+        release = threading.Event()
+
+        def thread_holder() -> None:
+            with lock:
+                lock_held.set()
+                release.wait(5)
+
+        t = threading.Thread(target=thread_holder)
+        t.start()
+        lock_held.wait(5)
+        waiter = asyncio.create_task(lock.acquire_async())
+        await asyncio.sleep(0.01)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        release.set()
+        await asyncio.to_thread(t.join, 5)
+        async with lock:
+            pass
+
+    asyncio.run(main())
+
+
+def test_a_task_holding_the_store_lock_hands_it_to_its_worker_thread() -> None:
+    # The worker of asyncio.to_thread runs in the task's context: it holds the lock too, so
+    # an executor thread never waits for a lock a task of its own loop holds.
+    lock = StoreLock()
+    entered: list[str] = []
+
+    def write() -> None:
+        with lock:  # would wait for ever if the worker were a stranger to the lock
+            entered.append("worker")
+
+    async def main() -> None:
+        async with lock:
+            await asyncio.wait_for(asyncio.to_thread(write), timeout=30)
+
+    asyncio.run(main())
+    assert entered == ["worker"]
+    with lock:  # released: another thread takes it
+        pass

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +24,9 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 
 from window_budget.budget import estimate_tokens
 from window_budget.pipeline.summarize import CONDENSER_BRIEF
+
+if TYPE_CHECKING:
+    from llama_index.memory.window_budget import WindowBudgetMemory
 
 
 @pytest.fixture(autouse=True)
@@ -150,3 +153,26 @@ class ScriptedLLM(MockFunctionCallingLLM):
 @pytest.fixture
 def scripted_llm() -> ScriptedLLM:
     return ScriptedLLM()
+
+
+# ------------------------------------------------ conversations the tests put
+
+
+def user(i: int, words: int = 30) -> ChatMessage:
+    return ChatMessage(role="user", content=f"question {i} " + "please " * words)
+
+
+def bot(i: int, words: int = 30) -> ChatMessage:
+    return ChatMessage(role="assistant", content=f"answer {i} " + "sure " * words)
+
+
+def small_memory(llm: ScriptedLLM | None = None, **kw: object) -> WindowBudgetMemory:
+    from llama_index.memory.window_budget import WindowBudgetMemory
+
+    return WindowBudgetMemory.from_defaults(llm=llm or ScriptedLLM(), context_window=2000, **kw)
+
+
+def fill(memory: WindowBudgetMemory, turns: int) -> None:
+    for i in range(turns):
+        memory.put(user(i))
+        memory.put(bot(i))

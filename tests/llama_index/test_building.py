@@ -19,7 +19,7 @@ from llama_index.memory.window_budget import WindowBudgetMemory, is_digest_messa
 from window_budget.budget import CallableCounter, estimate_tokens, model_for
 from window_budget.errors import ConfigError
 
-from .conftest import ScriptedLLM
+from .conftest import ScriptedLLM, fill, small_memory
 
 
 def history(turns: int) -> list[ChatMessage]:
@@ -198,3 +198,37 @@ def test_settings_llm_is_never_the_summarizer(settings_llm: RecordingLLM) -> Non
     assert settings_llm.calls == 0
     assert memory.last_compaction is not None
     assert memory.last_compaction.fallback
+
+
+# ------------------------------------------------------ counters and policies
+
+
+@pytest.mark.parametrize("counter", ["tiktoken", "llama_index"])
+def test_exact_counters(counter: str) -> None:
+    memory = small_memory(counter=counter)
+    fill(memory, 40)
+    view = memory.get()
+    assert memory.count_tokens(view) <= memory.token_limit
+    prefix = ChatMessage(role="system", content="hello world")
+    assert len(memory.tokenizer_fn("hello world")) == memory.count_tokens([prefix])
+
+
+def test_explicit_policy_leaving_no_room_is_refused() -> None:
+    import dataclasses
+
+    from llama_index.memory.window_budget import default_policy
+    from window_budget import BudgetPolicy, ConfigError
+
+    with pytest.raises(ConfigError, match=r"BudgetPolicy\.for_window\(2000\)"):
+        WindowBudgetMemory.from_defaults(context_window=2000, policy=BudgetPolicy())
+    policy = dataclasses.replace(default_policy(2000), trigger_ratio=0.8)
+    memory = WindowBudgetMemory.from_defaults(context_window=2000, policy=policy)
+    assert memory.token_limit > 1000
+
+
+def test_trim_strategy_is_refused_with_a_clear_error() -> None:
+    from window_budget import BudgetPolicy
+    from window_budget.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="strategy='summarize' only"):
+        WindowBudgetMemory.from_defaults(context_window=8000, policy=BudgetPolicy(strategy="trim"))

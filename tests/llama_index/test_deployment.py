@@ -13,19 +13,11 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.storage.chat_store import SimpleChatStore
 
 from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest_message
-from llama_index.memory.window_budget import base as base_module
+from llama_index.memory.window_budget import convert as convert_module
 from llama_index.memory.window_budget.convert import make_digest_chat_message, to_core
 from window_budget import DigestMessage, bridge
 
-from .conftest import ScriptedLLM
-
-
-def user(i: int) -> ChatMessage:
-    return ChatMessage(role="user", content=f"question {i} " + "please " * 30)
-
-
-def bot(i: int) -> ChatMessage:
-    return ChatMessage(role="assistant", content=f"answer {i} " + "sure " * 30)
+from .conftest import ScriptedLLM, bot, user
 
 
 def save(store: SimpleChatStore, path: Path) -> None:
@@ -50,13 +42,13 @@ def load(path: Path) -> SimpleChatStore:
 @pytest.fixture
 def conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
-    real = base_module.to_core
+    real = convert_module.to_core
 
     def counting(message: ChatMessage) -> object:
         calls[0] += 1
         return real(message)
 
-    monkeypatch.setattr(base_module, "to_core", counting)
+    monkeypatch.setattr(convert_module, "to_core", counting)
     return calls
 
 
@@ -165,3 +157,62 @@ def test_every_digest_field_survives_a_persisted_store(tmp_path: Path) -> None:
     core = to_core(back)
     assert isinstance(core, DigestMessage)
     assert (core.covered_count, core.kept_count) == (12, 4)
+
+
+# ------------------------------------------- a long history: one message of work
+
+
+def _long_memory(n: int = 2000) -> WindowBudgetMemory:
+    # Far under budget: the whole history stays in the store, as in a long chat that has
+    # not reached its window yet.
+    history = [ChatMessage(role="system", content="be brief")] + [
+        user(i, words=2) if i % 2 == 0 else bot(i, words=2) for i in range(n)
+    ]
+    return WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_history=history)
+
+
+def _count_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    import llama_index.memory.window_budget.convert as convert
+
+    calls = [0]
+    real = convert.to_core
+
+    def counting(message: ChatMessage) -> object:
+        calls[0] += 1
+        return real(message)
+
+    monkeypatch.setattr(convert, "to_core", counting)
+    return calls
+
+
+def test_put_on_long_history_converts_and_estimates_one_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory = _long_memory()
+    memory.get()
+    calls = _count_conversions(monkeypatch)
+    ledger = memory._sync_condenser  # type: ignore[union-attr]
+    for i in range(3):
+        estimated, converted = ledger.estimated, calls[0]
+        memory.put(user(10_000 + i))
+        assert ledger.estimated - estimated == 1
+        assert calls[0] - converted == 1
+    estimated, converted = ledger.estimated, calls[0]
+    view = memory.get()
+    assert len(view) == 2004
+    assert ledger.estimated == estimated
+    assert calls[0] == converted  # the view is counted from the cached cores
+
+
+async def test_aput_on_long_history_converts_and_estimates_one_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory = _long_memory()
+    await memory.aget()
+    calls = _count_conversions(monkeypatch)
+    ledger = memory._async_condenser  # type: ignore[union-attr]
+    for i in range(3):
+        estimated, converted = ledger.estimated, calls[0]
+        await memory.aput(user(10_000 + i))
+        assert ledger.estimated - estimated == 1
+        assert calls[0] - converted == 1

@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,8 +14,6 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.storage.chat_store import SimpleChatStore
 
 from llama_index.memory.window_budget import (
-    DIGEST_COVERED_KEY,
-    DIGEST_KEY,
     RECORD_KEY,
     WindowBudgetMemory,
     is_digest_message,
@@ -27,26 +21,7 @@ from llama_index.memory.window_budget import (
 from window_budget.digest import SESSION_HEADER
 from window_budget.errors import BudgetError
 
-from .conftest import ScriptedLLM, request_tokens
-
-
-def user(i: int, words: int = 30) -> ChatMessage:
-    return ChatMessage(role="user", content=f"question {i} " + "please " * words)
-
-
-def bot(i: int, words: int = 30) -> ChatMessage:
-    return ChatMessage(role="assistant", content=f"answer {i} " + "sure " * words)
-
-
-def small_memory(llm: ScriptedLLM | None = None, **kw: object) -> WindowBudgetMemory:
-    return WindowBudgetMemory.from_defaults(llm=llm or ScriptedLLM(), context_window=2000, **kw)
-
-
-def fill(memory: WindowBudgetMemory, turns: int) -> None:
-    for i in range(turns):
-        memory.put(user(i))
-        memory.put(bot(i))
-
+from .conftest import ScriptedLLM, bot, fill, request_tokens, small_memory, user
 
 # -------------------------------------------------------- LlamaIndex's own behaviours
 
@@ -288,24 +263,6 @@ def test_tool_calls_never_split_from_results(turns: list[tuple[int, int]]) -> No
         assert view[0].role == MessageRole.USER
 
 
-# ----------------------------------------------------------------- concurrency
-
-
-async def test_concurrent_agets_compact_once() -> None:
-    history = [m for i in range(100) for m in (user(i), bot(i))]
-    single = ScriptedLLM()
-    alone = small_memory(single)
-    alone.chat_store.set_messages(alone.chat_store_key, list(history))
-    await alone.aget()
-    llm = ScriptedLLM()
-    memory = small_memory(llm)
-    memory.chat_store.set_messages(memory.chat_store_key, list(history))
-    views = await asyncio.gather(*[memory.aget() for _ in range(6)])
-    assert len(llm.summary_prompts) == len(single.summary_prompts) >= 1
-    assert all(v[0].content == views[0][0].content for v in views)
-    assert sum(is_digest_message(m) for m in memory.get_all()) == 1
-
-
 async def test_async_path_uses_achat_not_chat() -> None:
     llm = ScriptedLLM()
     memory = small_memory(llm)
@@ -324,62 +281,7 @@ def test_sync_path_uses_chat() -> None:
     assert set(llm.calls) == {"chat"}
 
 
-def test_put_from_threads_loses_nothing() -> None:
-    memory = small_memory()
-
-    def writer(t: int) -> None:
-        for i in range(40):
-            memory.put(ChatMessage(role="user", content=f"t{t} m{i} " + "x " * 30))
-
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    everything = memory.get_all(include_archived=True)
-    assert sorted(m.content.split()[0] + m.content.split()[1] for m in everything) == sorted(
-        f"t{t}m{i}" for t in range(4) for i in range(40)
-    )
-    assert memory.count_tokens(memory.get()) <= memory.token_limit
-
-
-# --------------------------------------------------------------- serialization
-
-
-def test_serialization_round_trip() -> None:
-    llm = ScriptedLLM()
-    memory = small_memory(llm, counter="heuristic")
-    memory.put(ChatMessage(role="system", content="rules"))
-    fill(memory, 50)
-    memory.put(
-        ChatMessage(
-            role="assistant",
-            blocks=[ToolCallBlock(tool_call_id="z", tool_name="f", tool_kwargs={"a": 1})],
-        )
-    )
-    data = json.loads(memory.to_json())
-    again = WindowBudgetMemory.from_json(json.dumps(data), llm=llm)
-    assert again.context_window == memory.context_window
-    assert again.policy == memory.policy
-    assert again.chat_store_key == memory.chat_store_key
-    assert [m.model_dump() for m in again.get_all()] == [m.model_dump() for m in memory.get_all()]
-    assert len(again.get_all(include_archived=True)) == len(memory.get_all(include_archived=True))
-    assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
-    assert is_digest_message(again.get_all()[1])
-    assert WindowBudgetMemory.from_dict(memory.to_dict()).llm is None
-
-
 # --------------------------------------------------------------------- counting
-
-
-@pytest.mark.parametrize("counter", ["tiktoken", "llama_index"])
-def test_exact_counters(counter: str) -> None:
-    memory = small_memory(counter=counter)
-    fill(memory, 40)
-    view = memory.get()
-    assert memory.count_tokens(view) <= memory.token_limit
-    prefix = ChatMessage(role="system", content="hello world")
-    assert len(memory.tokenizer_fn("hello world")) == memory.count_tokens([prefix])
 
 
 def test_request_sizes_measured(scripted_llm: ScriptedLLM) -> None:
@@ -454,39 +356,6 @@ def test_shortened_view_keeps_thinking_and_tool_calls() -> None:
     ]
 
 
-def test_copies_are_deep_both_ways() -> None:
-    memory = small_memory()
-    sent = ChatMessage(
-        role="assistant",
-        blocks=[ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": [1]})],
-        additional_kwargs={"meta": {"k": [1]}},
-    )
-    memory.put(sent)
-    sent.blocks[0].tool_kwargs["a"].append(2)  # type: ignore[union-attr]
-    sent.additional_kwargs["meta"]["k"].append(2)
-    for got in (memory.get()[-1], memory.get_all()[-1], memory.get_all(True)[-1]):
-        assert got.blocks[0].tool_kwargs == {"a": [1]}  # type: ignore[union-attr]
-        assert got.additional_kwargs["meta"] == {"k": [1]}
-        got.blocks[0].tool_kwargs["a"].append(3)  # type: ignore[union-attr]
-        got.additional_kwargs["meta"]["k"].append(3)
-    assert memory.get_all()[-1].blocks[0].tool_kwargs == {"a": [1]}  # type: ignore[union-attr]
-
-
-def test_set_keeps_the_archive() -> None:
-    memory = small_memory()
-    fill(memory, 30)
-    everything = len(memory.get_all(include_archived=True))
-    assert everything == 60
-    memory.set(memory.get_all())  # what chat engines do with chat_history=...
-    assert len(memory.get_all(include_archived=True)) == everything
-    memory.set(memory.get_all(), clear_archive=True)
-    kept = memory.get_all(include_archived=True)
-    assert len(kept) >= len(memory.get_all())
-    assert is_digest_message(kept[0])  # its originals are gone: the digest stays visible
-    memory.reset()
-    assert memory.get_all(include_archived=True) == []
-
-
 def test_chat_engine_chat_history_keeps_archive() -> None:
     from llama_index.core.chat_engine import SimpleChatEngine
 
@@ -498,30 +367,6 @@ def test_chat_engine_chat_history_keeps_archive() -> None:
     before = len(memory.get_all(include_archived=True))
     engine.chat("next", chat_history=engine.chat_history)
     assert len(memory.get_all(include_archived=True)) == before + 2
-
-
-def test_archive_never_hides_more_than_it_holds() -> None:
-    memory = small_memory()
-    digest = ChatMessage(
-        role="user",
-        content="[session digest]",
-        additional_kwargs={DIGEST_KEY: True, DIGEST_COVERED_KEY: 10},
-    )
-    memory.set([digest, user(1), bot(1)])
-    assert len(memory.get_all(include_archived=True)) == 3
-
-
-def test_explicit_policy_leaving_no_room_is_refused() -> None:
-    import dataclasses
-
-    from llama_index.memory.window_budget import default_policy
-    from window_budget import BudgetPolicy, ConfigError
-
-    with pytest.raises(ConfigError, match=r"BudgetPolicy\.for_window\(2000\)"):
-        WindowBudgetMemory.from_defaults(context_window=2000, policy=BudgetPolicy())
-    policy = dataclasses.replace(default_policy(2000), trigger_ratio=0.8)
-    memory = WindowBudgetMemory.from_defaults(context_window=2000, policy=policy)
-    assert memory.token_limit > 1000
 
 
 @pytest.mark.parametrize("extra", [0, 100, 300, 500, 550])
@@ -557,118 +402,6 @@ def test_chat_engine_prefix_stays_within_limit() -> None:
     for i in range(40):
         engine.chat(f"q{i} " + "please " * 50)
     assert max(llm.sizes) <= memory.token_limit
-
-
-def test_failed_put_with_raise_policy_stores_nothing() -> None:
-    import dataclasses
-
-    from llama_index.memory.window_budget import default_policy
-    from window_budget.errors import SummarizerError
-
-    llm = ScriptedLLM(fail_summaries=True)
-    policy = dataclasses.replace(default_policy(2000), on_summarizer_error="raise")
-    memory = small_memory(llm, policy=policy)
-    fill(memory, 6)  # under the gate: no summary yet
-    before = [m.content for m in memory.get_all()]
-    with pytest.raises(SummarizerError):
-        memory.put(user(99, words=2000))
-    assert [m.content for m in memory.get_all()] == before
-
-
-@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
-def test_pickle_and_deepcopy_keep_policy_and_counter(how: str) -> None:
-    import copy
-    import dataclasses
-    import pickle
-
-    from llama_index.memory.window_budget import default_policy
-
-    policy = dataclasses.replace(default_policy(3000), trigger_ratio=0.6)
-    memory = WindowBudgetMemory.from_defaults(
-        llm=MockLLM(), context_window=3000, policy=policy, counter=len
-    )
-    fill(memory, 3)
-    other = pickle.loads(pickle.dumps(memory)) if how == "pickle" else copy.deepcopy(memory)
-    assert other.policy == policy
-    assert other.count_tokens(other.get_all()) == memory.count_tokens(memory.get_all())
-    assert other.llm is not None
-    other.put(user(99))
-    assert len(other.get_all()) == len(memory.get_all()) + 1
-    assert other.get()[-1].content == user(99).content
-
-
-def test_tiktoken_counter_round_trips() -> None:
-    from window_budget.budget import TiktokenCounter
-
-    memory = small_memory(counter=TiktokenCounter())
-    fill(memory, 3)
-    again = WindowBudgetMemory.from_dict(memory.to_dict())
-    assert again.count_tokens(again.get_all()) == memory.count_tokens(memory.get_all())
-    assert again.to_dict()["counter"] == memory.to_dict()["counter"]
-
-
-def test_trim_strategy_is_refused_with_a_clear_error() -> None:
-    from window_budget import BudgetPolicy
-    from window_budget.errors import ConfigError
-
-    with pytest.raises(ConfigError, match="strategy='summarize' only"):
-        WindowBudgetMemory.from_defaults(context_window=8000, policy=BudgetPolicy(strategy="trim"))
-
-
-def _long_memory(n: int = 2000) -> WindowBudgetMemory:
-    # Far under budget: the whole history stays in the store, as in a long chat that has
-    # not reached its window yet.
-    history = [ChatMessage(role="system", content="be brief")] + [
-        user(i, words=2) if i % 2 == 0 else bot(i, words=2) for i in range(n)
-    ]
-    return WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_history=history)
-
-
-def _count_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    import llama_index.memory.window_budget.base as base
-
-    calls = [0]
-    convert = base.to_core
-
-    def counting(message: ChatMessage) -> object:
-        calls[0] += 1
-        return convert(message)
-
-    monkeypatch.setattr(base, "to_core", counting)
-    return calls
-
-
-def test_put_on_long_history_converts_and_estimates_one_message(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    memory = _long_memory()
-    memory.get()
-    calls = _count_conversions(monkeypatch)
-    ledger = memory._sync_condenser  # type: ignore[union-attr]
-    for i in range(3):
-        estimated, converted = ledger.estimated, calls[0]
-        memory.put(user(10_000 + i))
-        assert ledger.estimated - estimated == 1
-        assert calls[0] - converted == 1
-    estimated, converted = ledger.estimated, calls[0]
-    view = memory.get()
-    assert len(view) == 2004
-    assert ledger.estimated == estimated
-    assert calls[0] == converted  # the view is counted from the cached cores
-
-
-async def test_aput_on_long_history_converts_and_estimates_one_message(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    memory = _long_memory()
-    await memory.aget()
-    calls = _count_conversions(monkeypatch)
-    ledger = memory._async_condenser  # type: ignore[union-attr]
-    for i in range(3):
-        estimated, converted = ledger.estimated, calls[0]
-        await memory.aput(user(10_000 + i))
-        assert ledger.estimated - estimated == 1
-        assert calls[0] - converted == 1
 
 
 def test_a_digest_deeper_in_the_head_is_counted_as_what_it_covered() -> None:

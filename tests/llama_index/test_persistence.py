@@ -3,24 +3,33 @@ with an unpicklable tokenizer, and ``initial_token_count`` above the limit."""
 
 from __future__ import annotations
 
+import copy
+import gc
+import json
 import logging
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer, ChatSummaryMemoryBuffer
+from llama_index.core.storage.chat_store import SimpleChatStore
+from llama_index.core.tools import FunctionTool
+from llama_index.core.workflow import Context
+from llama_index.storage.chat_store.sqlite import SQLiteChatStore
 
-from llama_index.memory.window_budget import WindowBudgetMemory, is_digest_message
+from llama_index.memory.window_budget import (
+    ARCHIVE_SUFFIX,
+    WindowBudgetMemory,
+    is_digest,
+    is_digest_message,
+)
 from window_budget.errors import BudgetError
 
-from .conftest import ScriptedLLM
-
-
-def fill(memory: Any, turns: int) -> None:
-    for i in range(turns):
-        memory.put(ChatMessage(role="user", content=f"question {i} " + "please " * 30))
-        memory.put(ChatMessage(role="assistant", content=f"answer {i} " + "sure " * 30))
+from .conftest import ScriptedLLM, fill, small_memory, user
 
 
 def test_to_string_from_string_round_trip() -> None:
@@ -110,3 +119,213 @@ async def test_async_initial_token_count_above_the_limit() -> None:
     ours = WindowBudgetMemory.from_defaults(token_limit=500)
     with pytest.raises(ValueError, match="exceeds the token limit"):
         await ours.aget(initial_token_count=10_000)
+
+
+# ------------------------------------------------- an agent's Context, saved and restored
+
+
+def lookup(q: str) -> str:
+    """Look a fact up."""
+    return f"facts about {q}: " + "detail " * 30
+
+
+def sqlite_store(path: Path) -> SQLiteChatStore:
+    return SQLiteChatStore.from_params(database=str(path))
+
+
+def dispose(store: SQLiteChatStore) -> None:
+    store._session.kw["bind"].dispose()  # the integration leaves its pool to the GC
+
+
+def users_stored(store: SQLiteChatStore, key: str) -> list[str]:
+    everything = [*store.get_messages(key + ARCHIVE_SUFFIX), *store.get_messages(key)]
+    return [m.content or "" for m in everything if m.role == "user" and not is_digest(m)]
+
+
+def questions(turns: range) -> list[str]:
+    return [f"question {i}: " + "please look it up " * 15 for i in turns]
+
+
+async def run_restored(agent: FunctionAgent, ctx: Context, memory: Any, turns: range) -> None:
+    for question in questions(turns):
+        # Passing memory= again changes nothing: the agent takes the Context's memory.
+        await agent.run(user_msg=question, memory=memory, ctx=ctx)
+
+
+class MemoriesSeen:
+    """Every memory object an agent's run appended through, with its LLM and store."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: list[tuple[int, Any, Any]] = []
+        real = WindowBudgetMemory.aput_messages
+
+        async def spy(memory: WindowBudgetMemory, messages: list[ChatMessage]) -> None:
+            self.seen.append((id(memory), memory.llm, memory.chat_store))
+            await real(memory, messages)
+
+        monkeypatch.setattr(WindowBudgetMemory, "aput_messages", spy)
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
+
+
+async def test_a_restored_agent_context_keeps_the_memorys_llm_and_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, the memory a Context rebuilt (after ctx.to_dict() / Context.from_dict, and on
+    # every later run of one Context, which the workflow serializes in between) had no LLM
+    # (0 summary calls in 12 runs, network-free digests only) and a new SimpleChatStore
+    # (the SQLite rows stayed at 2).
+    store = sqlite_store(tmp_path / "chat.db")
+    llm = ScriptedLLM(window=2_500)
+    memory = WindowBudgetMemory.from_defaults(llm=llm, chat_store=store, chat_store_key="u-42")
+    agent = FunctionAgent(tools=[FunctionTool.from_defaults(lookup)], llm=llm, streaming=False)
+    ctx = Context(agent)
+    await agent.run(user_msg="hello", memory=memory, ctx=ctx)
+    rows = len(store.get_messages("u-42"))
+
+    restored = Context.from_dict(agent, ctx.to_dict())
+    runs = MemoriesSeen(monkeypatch)
+    summaries = len(llm.summary_prompts)
+    await run_restored(agent, restored, memory, range(12))
+
+    assert len({who for who, _, _ in runs.seen}) > 1  # rebuilt from the Context's dict
+    assert all(used is llm and where is store for _, used, where in runs.seen)
+    assert len(llm.summary_prompts) > summaries  # the LLM writes the digests
+    assert len(store.get_messages("u-42")) != rows  # the conversation goes on in SQLite
+    assert users_stored(store, "u-42") == ["hello", *questions(range(12))]
+    dispose(store)
+
+
+async def test_a_context_whose_memory_is_gone_is_refused_then_restored_with_what_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = sqlite_store(tmp_path / "chat.db")
+    llm = ScriptedLLM(window=2_500)
+    agent = FunctionAgent(tools=[FunctionTool.from_defaults(lookup)], llm=llm, streaming=False)
+
+    async def first_request() -> str:
+        memory = WindowBudgetMemory.from_defaults(llm=llm, chat_store=store, chat_store_key="u-42")
+        ctx = Context(agent)
+        await agent.run(user_msg="hello", memory=memory, ctx=ctx)
+        return json.dumps(ctx.to_dict())
+
+    saved = await first_request()
+    gc.collect()  # the request is over and its memory gone, as in another process
+    with pytest.raises(ValueError, match=r"the LLM 'scripted' \(llm=\.\.\.\) and the chat store"):
+        await agent.run(user_msg="lost?", ctx=Context.from_dict(agent, json.loads(saved)))
+    assert users_stored(store, "u-42") == ["hello"]
+
+    runs = MemoriesSeen(monkeypatch)
+    summaries = len(llm.summary_prompts)
+    with WindowBudgetMemory.restoring(llm=llm, chat_store=store):
+        restored = Context.from_dict(agent, json.loads(saved))
+        await run_restored(agent, restored, None, range(1))
+    await run_restored(agent, restored, None, range(1, 12))  # later runs: the same objects
+    assert all(used is llm and where is store for _, used, where in runs.seen)
+    assert len(llm.summary_prompts) > summaries
+    assert users_stored(store, "u-42") == ["hello", *questions(range(12))]
+    dispose(store)
+
+
+def test_from_dict_refuses_an_llm_it_cannot_restore_and_takes_none_when_asked() -> None:
+    memory = WindowBudgetMemory.from_defaults(llm=ScriptedLLM(), context_window=2_000)
+    fill(memory, 3)
+    data = memory.to_dict()
+    data["instance"] = "0" * 32  # saved by a memory that is not alive here
+    with pytest.raises(ValueError, match="pass them to from_dict"):
+        WindowBudgetMemory.from_dict(data)
+    assert WindowBudgetMemory.from_dict(data, llm=None).llm is None
+    with (
+        pytest.raises(TypeError, match=r"restoring\(\) takes"),
+        WindowBudgetMemory.restoring(model="gpt"),
+    ):
+        pass
+
+
+def test_a_copy_saved_is_not_taken_for_its_original() -> None:
+    # A deep copy has its own store: restoring what it saved must not bind the original's.
+    memory = WindowBudgetMemory.from_defaults(context_window=2_000)
+    fill(memory, 2)
+    memory.to_dict()
+    twin = copy.deepcopy(memory)
+    twin.put(ChatMessage(role="user", content="only in the copy"))
+    again = WindowBudgetMemory.from_dict(twin.to_dict())
+    assert again.chat_store is twin.chat_store
+    assert again.chat_store is not memory.chat_store
+
+
+# ------------------------------------------------------------- round trips
+
+
+def test_serialization_round_trip() -> None:
+    llm = ScriptedLLM()
+    memory = small_memory(llm, counter="heuristic")
+    memory.put(ChatMessage(role="system", content="rules"))
+    fill(memory, 50)
+    memory.put(
+        ChatMessage(
+            role="assistant",
+            blocks=[ToolCallBlock(tool_call_id="z", tool_name="f", tool_kwargs={"a": 1})],
+        )
+    )
+    data = json.loads(memory.to_json())
+    again = WindowBudgetMemory.from_json(json.dumps(data), llm=llm)
+    assert again.context_window == memory.context_window
+    assert again.policy == memory.policy
+    assert again.chat_store_key == memory.chat_store_key
+    assert [m.model_dump() for m in again.get_all()] == [m.model_dump() for m in memory.get_all()]
+    assert len(again.get_all(include_archived=True)) == len(memory.get_all(include_archived=True))
+    assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
+    assert is_digest_message(again.get_all()[1])
+    # The LLM is not serialized: the same object while the memory that saved it lives in
+    # this process, or what is passed (None: network-free digests).
+    assert WindowBudgetMemory.from_dict(memory.to_dict()).llm is llm
+    assert WindowBudgetMemory.from_dict(memory.to_dict(), llm=None).llm is None
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_pickle_and_deepcopy_keep_policy_and_counter(how: str) -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    from llama_index.memory.window_budget import default_policy
+
+    policy = dataclasses.replace(default_policy(3000), trigger_ratio=0.6)
+    memory = WindowBudgetMemory.from_defaults(
+        llm=MockLLM(), context_window=3000, policy=policy, counter=len
+    )
+    fill(memory, 3)
+    other = pickle.loads(pickle.dumps(memory)) if how == "pickle" else copy.deepcopy(memory)
+    assert other.policy == policy
+    assert other.count_tokens(other.get_all()) == memory.count_tokens(memory.get_all())
+    assert other.llm is not None
+    other.put(user(99))
+    assert len(other.get_all()) == len(memory.get_all()) + 1
+    assert other.get()[-1].content == user(99).content
+
+
+def test_tiktoken_counter_round_trips() -> None:
+    from window_budget.budget import TiktokenCounter
+
+    memory = small_memory(counter=TiktokenCounter())
+    fill(memory, 3)
+    again = WindowBudgetMemory.from_dict(memory.to_dict())
+    assert again.count_tokens(again.get_all()) == memory.count_tokens(memory.get_all())
+    assert again.to_dict()["counter"] == memory.to_dict()["counter"]
+
+
+def test_a_token_is_no_key_to_another_conversation() -> None:
+    # The token finds the live objects for the conversation that saved them, not for data
+    # edited to name another key in the same store.
+    store = SimpleChatStore()
+    memory = WindowBudgetMemory.from_defaults(
+        llm=ScriptedLLM(), context_window=2_000, chat_store=store, chat_store_key="alice"
+    )
+    fill(memory, 2)
+    data = memory.to_dict()
+    assert WindowBudgetMemory.from_dict(data).chat_store is store
+    data["chat_store_key"], data["archive_key"] = "bob", ""
+    with pytest.raises(ValueError, match="the LLM 'scripted'"):
+        WindowBudgetMemory.from_dict(data)

@@ -305,3 +305,90 @@ def test_get_all_is_the_short_form_and_chat_history_shows_it() -> None:
     assert len(full) > len(short)
     assert sum(m.role == MessageRole.USER for m in full) == 30
     assert not any(is_digest_message(m) for m in full)
+
+
+# ------------------------------------------------ the pair: alternation and round trips
+
+
+def alternating(sizes: Sequence[int]) -> list[ChatMessage]:
+    return [
+        ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i} " + "word " * n)
+        for i, n in enumerate(sizes)
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    window=st.integers(1_500, 4_000),
+    sizes=st.lists(st.integers(1, 200), min_size=6, max_size=40),
+    digest_words=st.integers(5, 150),
+    extra=st.integers(0, 400),
+)
+def test_pair_views_never_put_two_user_messages_in_a_row(
+    window: int, sizes: list[int], digest_words: int, extra: int
+) -> None:
+    # Before the acknowledgement was counted in the gate, a view within its size of the
+    # limit dropped it: the digest, then a user turn (7 of 2,000 views of a 3,000-token
+    # memory swept over prefixes).
+    memory = WindowBudgetMemory.from_defaults(
+        llm=MockLLM(max_tokens=digest_words), context_window=window
+    )
+    for m in alternating(sizes):
+        memory.put(m)
+    views = [memory.get(initial_token_count=extra)]
+    # The budgets that leave the view as it stands about an acknowledgement's room.
+    room = memory.token_limit - memory.count_tokens(memory.get())
+    for near in range(max(0, room - 2), min(room + 16, memory.token_limit)):
+        try:
+            views.append(memory.get(initial_token_count=near))
+        except BudgetError:
+            continue
+    for view in views:
+        assert doubled_users(view) == 0, [(m.role.value, (m.content or "")[:12]) for m in view]
+
+
+def put_thirty(role: str) -> tuple[WindowBudgetMemory, list[ChatMessage]]:
+    memory = WindowBudgetMemory.from_defaults(
+        llm=MockLLM(max_tokens=20), context_window=1_200, digest_role=role
+    )
+    history = alternating([30] * 30)
+    for m in history:
+        memory.put(m)
+    return memory, history
+
+
+@pytest.mark.parametrize("role", ["pair", "system", "user"])
+def test_set_of_a_view_stores_exactly_the_messages_put(role: str) -> None:
+    # Before the acknowledgement was marked as the digest's, set(get()) stored it as a turn
+    # of the conversation: 31 messages back for 30 put.
+    memory, history = put_thirty(role)
+    stored = memory.get_all()
+    assert is_digest_message(stored[0])
+    for _ in range(3):  # what a chat engine does every turn
+        memory.set(memory.get())
+    assert [m.model_dump() for m in memory.get_all()] == [m.model_dump() for m in stored]
+    full = memory.get_all(include_archived=True)
+    assert [m.content for m in full] == [m.content for m in history]
+
+
+def test_the_acknowledgement_is_marked_as_the_digests() -> None:
+    memory, _ = put_thirty("pair")
+    view = memory.get()
+    assert is_digest_message(view[0])
+    ack = view[1]
+    assert ack.role == MessageRole.ASSISTANT
+    assert ack.additional_kwargs[RECORD_KEY] == {"part": "acknowledgement"}
+    assert not is_digest_message(ack)
+    # Only where the library puts it: the same message elsewhere is the user's to keep.
+    memory.put(ack)
+    assert memory.get_all()[-1].content == ack.content
+
+
+def test_set_of_a_view_leaves_the_resumed_marker_out() -> None:
+    memory = WindowBudgetMemory.from_defaults(context_window=2_000)
+    memory.put(ChatMessage(role="system", content="rules"))
+    memory.put(ChatMessage(role="assistant", content="hello, how can I help?"))
+    view = memory.get()
+    assert view[1].additional_kwargs[RECORD_KEY] == {"part": "resumed"}
+    memory.set(view)
+    assert [m.content for m in memory.get_all()] == ["rules", "hello, how can I help?"]

@@ -11,15 +11,10 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         'pip install "window-budget[llama-index]"'
     ) from exc
 
-from llama_index.memory.window_budget.base import (
-    ARCHIVE_SUFFIX,
-    CounterSpec,
-    DigestRole,
-    InitialTokenCountError,
-    WindowBudgetMemory,
-    default_policy,
-)
+from llama_index.memory.window_budget.base import InitialTokenCountError, WindowBudgetMemory
+from llama_index.memory.window_budget.building import CounterSpec, DigestRole, default_policy
 from llama_index.memory.window_budget.completer import completers_from_llm
+from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
 from llama_index.memory.window_budget.convert import (
     DIGEST_COVERED_KEY,
     DIGEST_KEY,

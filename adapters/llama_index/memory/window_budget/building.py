@@ -1,0 +1,337 @@
+"""What ``WindowBudgetMemory.from_defaults`` resolves: the window, the policy, the counter.
+
+Pure functions of the arguments: the window from ``context_window``, the LLM's metadata,
+window-budget's table of models or ``token_limit``; the policy for a ``token_limit``; the
+counter a spec names; and the two condensers a memory compacts with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.llms.llm import LLM
+from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
+from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
+
+from llama_index.memory.window_budget.completer import completers_from_llm
+from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
+from window_budget import bridge
+from window_budget.budget import CallableCounter, model_for
+from window_budget.contract import BudgetPolicy, Model, TokenCounter
+from window_budget.errors import ConfigError
+from window_budget.pipeline import WindowCondenser, check_window, create_condenser
+from window_budget.stores import ConditionalRewrite
+
+__all__ = [
+    "DIGEST_ROLES",
+    "CounterSpec",
+    "DigestRole",
+    "MemoryBuilding",
+    "check_arguments",
+    "check_policy",
+    "condensers_for",
+    "default_policy",
+    "policy_for_token_limit",
+    "resolve_counter",
+    "resolve_window",
+    "serializable_counter",
+    "tokenizer_counter",
+]
+
+CounterSpec = TokenCounter | Callable[[str], int] | Literal["heuristic", "tiktoken", "llama_index"]
+"""How to count: the heuristic (default), tiktoken, LlamaIndex's configured tokenizer,
+a ``TokenCounter`` or any ``str -> int`` callable."""
+
+DigestRole = Literal["system", "pair", "user"]
+"""How a view hands the digest over: a system message, a user message answered by an
+assistant acknowledgement, or a user message."""
+DIGEST_ROLES: tuple[DigestRole, ...] = ("system", "pair", "user")
+"""Every :data:`DigestRole`, in the order error messages list them."""
+
+
+def default_policy(context_window: int, *, output_reserved: bool = False) -> BudgetPolicy:
+    """The policy used when none is given: :meth:`BudgetPolicy.for_window`."""
+    return BudgetPolicy.for_window(context_window, output_reserved=output_reserved)
+
+
+def _llama_index_counter(context: object) -> TokenCounter:
+    from llama_index.core.utils import get_tokenizer
+
+    return CallableCounter(lambda text: len(get_tokenizer()(text)), name="llama_index")
+
+
+bridge.register_counter("llama_index", _llama_index_counter)
+
+
+def resolve_counter(counter: CounterSpec | str | None) -> tuple[TokenCounter | None, str]:
+    """The counter and the name it is serialized under (the bridge's one registry)."""
+    return bridge.resolve_counter_spec(counter)
+
+
+def serializable_counter(name: str) -> bool:
+    """True for a counter name that rebuilds the same counter anywhere."""
+    return name in ("heuristic", "tiktoken", "llama_index") or name.startswith("tiktoken:")
+
+
+@dataclass(frozen=True, slots=True)
+class _TokenizerLength:
+    """``len(tokenizer_fn(text))``: a LlamaIndex tokenizer function as a ``str -> int`` counter."""
+
+    tokenizer_fn: Callable[[str], Sequence[Any]]
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer_fn(text))
+
+
+def tokenizer_counter(tokenizer_fn: Callable[[str], Sequence[Any]]) -> TokenCounter:
+    """The counter for a peers' ``tokenizer_fn`` (a ``str -> list of tokens`` function)."""
+    return CallableCounter(_TokenizerLength(tokenizer_fn), name="tokenizer_fn")
+
+
+def policy_for_token_limit(token_limit: int, context_window: int) -> BudgetPolicy:
+    """The policy whose limit in ``context_window`` is exactly ``token_limit``."""
+    if token_limit > context_window:
+        raise ValueError(
+            f"token_limit {token_limit:,} is larger than the {context_window:,}-token window; "
+            "lower token_limit or pass a larger context_window"
+        )
+    scaled = BudgetPolicy.for_window(token_limit, output_reserved=True)
+    return dataclasses.replace(
+        scaled, trigger_ratio=1.0, reserve_tokens=context_window - token_limit
+    )
+
+
+def check_policy(policy: BudgetPolicy, context_window: int) -> None:
+    """Refuse a policy whose limit in ``context_window`` has no room for digest and tail."""
+    if policy.strategy != "summarize":
+        # The memory maps the core's [digest, *tail] back onto stored messages; a category
+        # trim keeps an arbitrary subset, which this memory does not map (yet).
+        raise ConfigError(
+            f"WindowBudgetMemory supports strategy='summarize' only, got {policy.strategy!r}; "
+            "for trimming without a model use window_budget.tools.categories.trim_by_category on "
+            "the messages"
+        )
+    check_window(context_window, policy)  # the same refusal as the LangChain adapter's
+
+
+def check_arguments(
+    *,
+    digest_role: str,
+    policy: BudgetPolicy | None,
+    token_limit: int | None,
+    counter: object,
+    tokenizer_fn: object,
+) -> None:
+    """Refuse ``from_defaults`` arguments that contradict each other, one sentence each."""
+    if digest_role not in DIGEST_ROLES:
+        raise ValueError(f"digest_role must be one of {list(DIGEST_ROLES)}, got {digest_role!r}")
+    if policy is not None and token_limit is not None:
+        raise ValueError(
+            "pass either policy= or token_limit=, not both (token_limit builds the policy)"
+        )
+    if counter is not None and tokenizer_fn is not None:
+        raise ValueError("pass either counter= or tokenizer_fn=, not both")
+    if token_limit is not None and (
+        isinstance(token_limit, bool) or not isinstance(token_limit, int) or token_limit < 1
+    ):
+        raise ValueError(f"token_limit must be a positive int, got {token_limit!r}")
+
+
+def resolve_window(
+    llm: LLM | None, context_window: int | None, model: str | None, token_limit: int | None
+) -> tuple[int, bool]:
+    """``(window, output reserved)``: the window the memory keeps the history inside.
+
+    In order: ``context_window``; the LLM's ``metadata.context_window`` minus its
+    ``num_output`` (output then reserved); the window of ``model`` (or the LLM's model
+    name) in window-budget's table; ``token_limit``.
+
+    Raises:
+        ValueError: no window could be found, or the LLM's leaves nothing for history.
+        ConfigError: the model is not in the table.
+
+    """
+    if context_window is not None:
+        return context_window, False
+    reported = getattr(llm.metadata, "context_window", None) if llm is not None else None
+    if llm is not None and isinstance(reported, int) and reported > 0:
+        meta = llm.metadata
+        allowance = max(0, meta.num_output or 0)
+        window = meta.context_window - allowance
+        if window <= 0:
+            raise ValueError(
+                f"the LLM reports a {meta.context_window:,}-token window and reserves "
+                f"{allowance:,} for output, leaving nothing for history; pass "
+                "context_window=... explicitly"
+            )
+        return window, True
+    if model is not None or llm is not None:
+        # No window reported: the table, by the given id or the LLM's model name.
+        name = (
+            model if model is not None or llm is None else getattr(llm.metadata, "model_name", None)
+        )
+        return model_for(name).context_window, False
+    if token_limit is not None:
+        return token_limit, True
+    raise ValueError(
+        "WindowBudgetMemory needs a context window: pass context_window=..., "
+        "token_limit=..., model=... or an llm whose metadata reports one"
+    )
+
+
+def condensers_for(
+    llm: LLM | None, context_window: int, policy: BudgetPolicy, counter: TokenCounter | None
+) -> tuple[WindowCondenser, WindowCondenser]:
+    """The memory's two condensers: one for the sync path, one for the async path.
+
+    Each keeps an incremental token ledger that is not thread-safe, and a streaming writer
+    thread may compact while the event loop does too.
+    """
+    meta = getattr(llm, "metadata", None)
+    model_id = getattr(meta, "model_name", None) or "llm"
+    model = Model(model_id, context_window)
+    # The summarizer is bounded by the LLM's own window, which may be far larger than
+    # the share of it this memory guards: larger chunks mean fewer summary calls.
+    llm_window = int(getattr(meta, "context_window", 0) or 0) - max(
+        0, int(getattr(meta, "num_output", 0) or 0)
+    )
+    summarizer = Model(model_id, max(context_window, llm_window))
+    complete, complete_sync = completers_from_llm(llm) if llm is not None else (None, None)
+
+    def condenser() -> WindowCondenser:
+        return create_condenser(
+            model=model,
+            policy=policy,
+            counter=counter,
+            complete=complete,
+            complete_sync=complete_sync,
+            summarizer_model=summarizer,
+            memory=None,  # the digest's bounded record carries the ledger
+        )
+
+    return condenser(), condenser()
+
+
+class MemoryBuilding:
+    """``from_defaults``: how a :class:`WindowBudgetMemory` is built (one of its bases)."""
+
+    if TYPE_CHECKING:
+        _store_rewrite: ConditionalRewrite | None
+
+        def __init__(self, **data: Any) -> None: ...
+
+        def _configure(
+            self, llm: LLM | None, policy: BudgetPolicy, counter: CounterSpec | None
+        ) -> None: ...
+
+        def set(self, messages: list[ChatMessage], *, clear_archive: bool = False) -> None:
+            """Replace the live history (the memory's own ``set``)."""
+
+    @classmethod
+    def from_defaults(
+        cls,
+        llm: LLM | None = None,
+        context_window: int | None = None,
+        policy: BudgetPolicy | None = None,
+        chat_store: BaseChatStore | None = None,
+        chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
+        *,
+        chat_history: Sequence[ChatMessage] | None = None,
+        counter: CounterSpec | None = None,
+        archive_key: str | None = None,
+        archive_store: BaseChatStore | None = None,
+        token_limit: int | None = None,
+        tokenizer_fn: Callable[[str], Sequence[Any]] | None = None,
+        model: str | None = None,
+        digest_role: DigestRole = "pair",
+        store_rewrite: ConditionalRewrite | None = None,
+    ) -> Self:
+        """Build the memory, the way LlamaIndex's own memories are built.
+
+        Args:
+            llm: the LLM that writes the digests (any LlamaIndex LLM). Without one the
+                network-free digest is used: ``Settings.llm`` is never picked up, as
+                ``ChatSummaryMemoryBuffer`` does not (a digest call is spend the caller
+                must ask for).
+            context_window: the window to stay inside. Without it: the LLM's
+                ``metadata.context_window`` minus its output allowance ``num_output``;
+                without an LLM, the window of ``model`` in window-budget's table of
+                models; failing both, ``token_limit``.
+            policy: thresholds (``BudgetPolicy``); defaults to :func:`default_policy`.
+            chat_store: any ``BaseChatStore``; a fresh ``SimpleChatStore`` by default.
+            chat_store_key: key of this conversation in the store.
+            chat_history: initial history, stored as with :meth:`set`.
+            counter: ``"heuristic"`` (default), ``"tiktoken"``, ``"llama_index"`` (the
+                tokenizer configured in ``Settings``), a ``TokenCounter`` or a callable.
+            archive_key: key for folded messages; ``chat_store_key + ARCHIVE_SUFFIX``.
+            archive_store: any ``BaseChatStore`` for folded messages; ``chat_store`` by
+                default. Folded messages are only ever appended to it.
+            token_limit: as in ``ChatMemoryBuffer``: the most tokens the view (plus a
+                chat engine's ``initial_token_count``) may hold. It becomes
+                :attr:`token_limit` exactly: the window minus ``token_limit`` is reserved
+                and the gate fires at 100 % of the rest; the verbatim tail and the digest
+                are sized as the default for a ``token_limit``-token window
+                (``BudgetPolicy.for_window(token_limit, output_reserved=True)``).
+            tokenizer_fn: as in ``ChatMemoryBuffer``: a ``str -> list of tokens``
+                function (e.g. ``tiktoken.get_encoding("cl100k_base").encode``); it
+                becomes the counter, ``len(tokenizer_fn(text))``.
+            model: a model id to take the window from (window-budget's table), when
+                neither ``context_window`` nor ``llm`` gives it.
+            digest_role: how views hand the digest over (the store is not affected):
+                ``"pair"`` (default: the digest as a user message answered by a short
+                assistant acknowledgement, so user and assistant messages keep
+                alternating everywhere), ``"system"`` (as ``ChatSummaryMemoryBuffer``
+                does; but ``ReActAgent`` drops a leading system message, digest
+                included) or ``"user"`` (followed by the next user message).
+            store_rewrite: how a compaction rewrites a store several processes share (a
+                ``window_budget.stores.ConditionalRewrite``); by default the memory picks
+                the store's own transaction (Redis, PostgreSQL, SQLite) or the in-process
+                fallback. Pass one for a store it does not know; it is not pickled or
+                copied with the memory.
+
+        A ``policy`` is used as given; its token fields are absolute, so scale the
+        default to your window and change only what you need:
+        ``dataclasses.replace(default_policy(context_window), trigger_ratio=0.8)``.
+
+        Raises:
+            ValueError: unknown keyword, both ``policy`` and ``token_limit``, both
+                ``counter`` and ``tokenizer_fn``, a ``token_limit`` larger than the
+                window, or no window could be found.
+            ConfigError: (a ``ValueError``) the policy leaves too small a limit for a
+                digest and a tail in this window, or ``model`` is not in the table.
+
+        """
+        check_arguments(
+            digest_role=digest_role,
+            policy=policy,
+            token_limit=token_limit,
+            counter=counter,
+            tokenizer_fn=tokenizer_fn,
+        )
+        context_window, output_reserved = resolve_window(llm, context_window, model, token_limit)
+        if token_limit is not None:
+            policy = policy_for_token_limit(token_limit, context_window)
+        if policy is not None:
+            check_policy(policy, context_window)
+        spec: CounterSpec | None = counter
+        if tokenizer_fn is not None:
+            spec = tokenizer_counter(tokenizer_fn)
+        memory = cls(
+            chat_store=chat_store or SimpleChatStore(),
+            chat_store_key=chat_store_key,
+            archive_key=archive_key or chat_store_key + ARCHIVE_SUFFIX,
+            archive_store=archive_store,
+            context_window=context_window,
+            digest_role=digest_role,
+        )
+        memory._store_rewrite = store_rewrite
+        memory._configure(
+            llm, policy or default_policy(context_window, output_reserved=output_reserved), spec
+        )
+        if chat_history is not None:
+            memory.set(list(chat_history))
+        return memory

@@ -1,0 +1,244 @@
+"""Where a memory rebuilt from saved data gets the objects the data cannot carry.
+
+The LLM, the counter and the stores are not serialized (an LLM holds keys, a store a
+connection). A saving memory registers them, weakly, under a random token the data holds
+(:class:`Runtime`); ``from_dict`` takes them, in order, from its keywords, an enclosing
+:func:`restoring` block, or the live objects the token finds — and refuses data whose LLM
+or store none of these supplies rather than rebuild it without them. That is what keeps
+an agent's ``Context`` working: a workflow serializes its state, memory included,
+between runs and on ``ctx.to_dict()``, and rebuilds it with ``from_dict`` and no keywords.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import secrets
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from llama_index.core.llms.llm import LLM
+from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
+from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
+
+from llama_index.memory.window_budget.building import serializable_counter
+from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
+from window_budget.contract import TokenCounter
+from window_budget.stores import ConditionalRewrite
+
+__all__ = ["RESOURCE_KEYWORDS", "Restored", "Runtime", "restored", "restoring", "runtime_for"]
+
+logger = logging.getLogger(__name__)
+
+RESOURCE_KEYWORDS = ("llm", "chat_store", "archive_store", "counter", "store_rewrite")
+"""What ``from_dict`` and :func:`restoring` accept beside the data."""
+_SNAPSHOT_STORE = "SimpleChatStore"  # a store whose whole content the saved data holds
+
+_RESTORING: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "window_budget_restoring", default=None
+)
+
+
+class Runtime:
+    """The objects a memory's data cannot carry: its LLM, counter, stores and rewrite.
+
+    Registered (weakly) under a random token that the saved data names, and held by every
+    memory using these objects, so ``from_dict`` in the same process gives a rebuilt
+    memory (an agent's ``Context`` restored) the same LLM and the same store while any of
+    them is alive — for the same conversation only: data naming other keys gets nothing.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "archive_store",
+        "chat_store",
+        "counter",
+        "keys",
+        "llm",
+        "store_rewrite",
+        "token",
+    )
+
+    def __init__(
+        self,
+        llm: LLM | None,
+        counter: TokenCounter | None,
+        chat_store: BaseChatStore,
+        archive_store: BaseChatStore | None,
+        store_rewrite: ConditionalRewrite | None,
+        keys: tuple[str, str],
+    ) -> None:
+        self.token = secrets.token_hex(16)  # unguessable: saved data may come from anyone
+        self.keys = keys  # the conversation's key and its archive's
+        self.llm = llm
+        self.counter = counter
+        self.chat_store = chat_store
+        self.archive_store = archive_store
+        self.store_rewrite = store_rewrite
+
+    def holds(
+        self,
+        llm: LLM | None,
+        chat_store: BaseChatStore,
+        archive_store: BaseChatStore | None,
+        store_rewrite: ConditionalRewrite | None,
+        keys: tuple[str, str],
+    ) -> bool:
+        """True when these are exactly its objects, for the same conversation."""
+        return (
+            self.keys == keys
+            and self.llm is llm
+            and self.chat_store is chat_store
+            and self.archive_store is archive_store
+            and self.store_rewrite is store_rewrite
+        )
+
+
+_LIVE: weakref.WeakValueDictionary[str, Runtime] = weakref.WeakValueDictionary()
+
+
+def runtime_for(
+    current: Runtime | None,
+    llm: LLM | None,
+    counter: TokenCounter | None,
+    chat_store: BaseChatStore,
+    archive_store: BaseChatStore | None,
+    store_rewrite: ConditionalRewrite | None,
+    keys: tuple[str, str],
+) -> Runtime:
+    """``current`` if it still holds these objects, else a new registered :class:`Runtime`."""
+    if current is not None and current.holds(llm, chat_store, archive_store, store_rewrite, keys):
+        return current
+    runtime = Runtime(llm, counter, chat_store, archive_store, store_rewrite, keys)
+    _LIVE[runtime.token] = runtime
+    return runtime
+
+
+@contextlib.contextmanager
+def restoring(**resources: Any) -> Iterator[None]:
+    """Give every ``from_dict`` in the block the objects its data does not carry.
+
+    Raises:
+        TypeError: a keyword that is not one of :data:`RESOURCE_KEYWORDS`.
+
+    """
+    unknown = sorted(set(resources) - set(RESOURCE_KEYWORDS))
+    if unknown:
+        raise TypeError(
+            f"restoring() takes {', '.join(RESOURCE_KEYWORDS)}; got {', '.join(unknown)}"
+        )
+    token = _RESTORING.set({**(_RESTORING.get() or {}), **resources})
+    try:
+        yield
+    finally:
+        _RESTORING.reset(token)
+
+
+@dataclass(slots=True)
+class Restored:
+    """Where a memory rebuilt by ``from_dict`` gets what the saved data does not carry."""
+
+    llm: LLM | None
+    """The LLM writing the digests."""
+    counter: Any
+    """The counter, or the name it is rebuilt from."""
+    chat_store: BaseChatStore
+    """The live store."""
+    archive_store: BaseChatStore | None
+    """The archive store (None: the live store)."""
+    store_rewrite: ConditionalRewrite | None
+    """The conditional rewrite to use, if one was given or is the live one."""
+    runtime: Runtime | None
+    """The live objects reused whole, or None."""
+    load_live: bool
+    """Write the saved live messages into ``chat_store`` (not when it is the live one)."""
+    load_archive: bool
+    """Write the saved archive into the archive store (not when it is the live one)."""
+
+
+def _counter(data: dict[str, Any], given: dict[str, Any], live: Runtime | None) -> Any:
+    counter: Any = given.get("counter") or data.get("counter") or "heuristic"
+    if isinstance(counter, str) and not serializable_counter(counter):
+        if live is not None and live.counter is not None:
+            return live.counter
+        logger.warning(
+            "window-budget: counter %r is not serializable; pass counter=... "
+            "to from_dict; using the heuristic",
+            counter,
+        )
+        return "heuristic"
+    return counter
+
+
+def _stores(
+    data: dict[str, Any], given: dict[str, Any], live: Runtime | None, missing: list[str]
+) -> tuple[BaseChatStore, bool, BaseChatStore | None, bool]:
+    """``(chat store, load it, archive store, load it)``; what cannot be had goes to ``missing``."""
+    saved_store = data.get("chat_store")  # absent from data written before version 2
+    store: BaseChatStore
+    if given.get("chat_store") is not None:
+        store, load_live = given["chat_store"], True
+    elif live is not None:
+        store, load_live = live.chat_store, False  # the conversation itself: nothing to load
+    else:
+        store, load_live = SimpleChatStore(), True
+        if saved_store not in (None, _SNAPSHOT_STORE):
+            missing.append(f"the chat store {saved_store} (chat_store=...)")
+    saved_archive = data.get("archive_store")
+    if given.get("archive_store") is not None:
+        return store, load_live, given["archive_store"], True
+    if live is not None and store is live.chat_store:
+        return store, load_live, live.archive_store, False
+    if saved_archive == _SNAPSHOT_STORE:
+        return store, load_live, SimpleChatStore(), True
+    if saved_archive is not None:
+        if live is not None:
+            return store, load_live, live.archive_store, False
+        missing.append(f"the archive store {saved_archive} (archive_store=...)")
+    return store, load_live, None, True
+
+
+def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
+    """Resolve the LLM, counter and stores for ``data``: given, live in-process, or refused.
+
+    Raises:
+        ValueError: the saved memory used an LLM or a store that is neither given nor
+            alive in this process (one sentence naming them and how to pass them).
+
+    """
+    given = {**(_RESTORING.get() or {}), **kwargs}
+    token = data.get("instance")
+    live = _LIVE.get(token) if isinstance(token, str) else None
+    key = data.get("chat_store_key", DEFAULT_CHAT_STORE_KEY)
+    keys = (key, data.get("archive_key") or key + ARCHIVE_SUFFIX)
+    if live is not None and live.keys != keys:
+        live = None  # a token is no key to another conversation in the same store
+    missing: list[str] = []
+    if "llm" in given:
+        llm = given["llm"]
+    elif live is not None:
+        llm = live.llm
+    else:
+        llm = None
+        if data.get("llm"):
+            missing.append(f"the LLM {data['llm']!r} (llm=...)")
+    counter = _counter(data, given, live)
+    store, load_live, archive, load_archive = _stores(data, given, live, missing)
+    if missing:
+        raise ValueError(
+            f"WindowBudgetMemory.from_dict: the saved memory used {' and '.join(missing)}, "
+            "not serialized and held by no memory alive in this process; pass them to "
+            "from_dict, or restore a workflow Context inside "
+            "`with WindowBudgetMemory.restoring(llm=..., chat_store=...)` (llm=None for "
+            "network-free digests)"
+        )
+    rewrite = given.get("store_rewrite")
+    if rewrite is None and live is not None and store is live.chat_store:
+        rewrite = live.store_rewrite
+    whole = live is not None and live.holds(llm, store, archive, rewrite, keys)
+    return Restored(
+        llm, counter, store, archive, rewrite, live if whole else None, load_live, load_archive
+    )

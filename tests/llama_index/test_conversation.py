@@ -1,0 +1,111 @@
+"""Writers of one stored conversation: threads and event loops, copies, ``set`` and the archive."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+
+from llama_index.memory.window_budget import (
+    DIGEST_COVERED_KEY,
+    DIGEST_KEY,
+    is_digest_message,
+)
+
+from .conftest import ScriptedLLM, bot, fill, small_memory, user
+
+
+async def test_concurrent_agets_compact_once() -> None:
+    history = [m for i in range(100) for m in (user(i), bot(i))]
+    single = ScriptedLLM()
+    alone = small_memory(single)
+    alone.chat_store.set_messages(alone.chat_store_key, list(history))
+    await alone.aget()
+    llm = ScriptedLLM()
+    memory = small_memory(llm)
+    memory.chat_store.set_messages(memory.chat_store_key, list(history))
+    views = await asyncio.gather(*[memory.aget() for _ in range(6)])
+    assert len(llm.summary_prompts) == len(single.summary_prompts) >= 1
+    assert all(v[0].content == views[0][0].content for v in views)
+    assert sum(is_digest_message(m) for m in memory.get_all()) == 1
+
+
+def test_put_from_threads_loses_nothing() -> None:
+    memory = small_memory()
+
+    def writer(t: int) -> None:
+        for i in range(40):
+            memory.put(ChatMessage(role="user", content=f"t{t} m{i} " + "x " * 30))
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    everything = memory.get_all(include_archived=True)
+    assert sorted(m.content.split()[0] + m.content.split()[1] for m in everything) == sorted(
+        f"t{t}m{i}" for t in range(4) for i in range(40)
+    )
+    assert memory.count_tokens(memory.get()) <= memory.token_limit
+
+
+def test_copies_are_deep_both_ways() -> None:
+    memory = small_memory()
+    sent = ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={"a": [1]})],
+        additional_kwargs={"meta": {"k": [1]}},
+    )
+    memory.put(sent)
+    sent.blocks[0].tool_kwargs["a"].append(2)  # type: ignore[union-attr]
+    sent.additional_kwargs["meta"]["k"].append(2)
+    for got in (memory.get()[-1], memory.get_all()[-1], memory.get_all(True)[-1]):
+        assert got.blocks[0].tool_kwargs == {"a": [1]}  # type: ignore[union-attr]
+        assert got.additional_kwargs["meta"] == {"k": [1]}
+        got.blocks[0].tool_kwargs["a"].append(3)  # type: ignore[union-attr]
+        got.additional_kwargs["meta"]["k"].append(3)
+    assert memory.get_all()[-1].blocks[0].tool_kwargs == {"a": [1]}  # type: ignore[union-attr]
+
+
+def test_set_keeps_the_archive() -> None:
+    memory = small_memory()
+    fill(memory, 30)
+    everything = len(memory.get_all(include_archived=True))
+    assert everything == 60
+    memory.set(memory.get_all())  # what chat engines do with chat_history=...
+    assert len(memory.get_all(include_archived=True)) == everything
+    memory.set(memory.get_all(), clear_archive=True)
+    kept = memory.get_all(include_archived=True)
+    assert len(kept) >= len(memory.get_all())
+    assert is_digest_message(kept[0])  # its originals are gone: the digest stays visible
+    memory.reset()
+    assert memory.get_all(include_archived=True) == []
+
+
+def test_archive_never_hides_more_than_it_holds() -> None:
+    memory = small_memory()
+    digest = ChatMessage(
+        role="user",
+        content="[session digest]",
+        additional_kwargs={DIGEST_KEY: True, DIGEST_COVERED_KEY: 10},
+    )
+    memory.set([digest, user(1), bot(1)])
+    assert len(memory.get_all(include_archived=True)) == 3
+
+
+def test_failed_put_with_raise_policy_stores_nothing() -> None:
+    import dataclasses
+
+    from llama_index.memory.window_budget import default_policy
+    from window_budget.errors import SummarizerError
+
+    llm = ScriptedLLM(fail_summaries=True)
+    policy = dataclasses.replace(default_policy(2000), on_summarizer_error="raise")
+    memory = small_memory(llm, policy=policy)
+    fill(memory, 6)  # under the gate: no summary yet
+    before = [m.content for m in memory.get_all()]
+    with pytest.raises(SummarizerError):
+        memory.put(user(99, words=2000))
+    assert [m.content for m in memory.get_all()] == before
