@@ -7,8 +7,8 @@ near-identical names (``services/billing/api_07.py`` beside ``api_17.py``), dist
 shell commands among many ``ls`` / ``git status`` / ``pytest -q``, errors (some fixed later,
 some open), decisions ("switched to X because Y"), renames stated in prose, plan items —
 mixed with many similar unplanted ones (files only read, commands re-run, questions and
-musings, symptoms that sound like rules, a superseded plan) and long tool outputs. Each
-generation is a head of 50k to 250k tokens.
+musings, symptoms that sound like rules, a superseded plan) and long tool outputs. The first
+generation is a head of about 50k, 110k or 230k tokens (by seed), each later one about 50k.
 
 Every generation is appended turn by turn to a condenser with the network-free digest and an
 ``InProcessMemoryStore`` (``condenser.run_sync(history)`` after each turn, as an agent loop
@@ -21,7 +21,13 @@ N compactions happened. After 1, 5 and 10 generations, for every fact planted so
 * **no recall**: in the digest or in the kept tail (what a weak implementation, one without
   a memory tier, offers);
 * **reachable**: that, or returned by recall — ``recall_text(kind=K, page=p)`` for p <= 3
-  contains it, or ``recall_text(query=<one distinguishing word>)`` (top 5) does.
+  contains it, or ``recall_text(query=<one distinguishing word>)`` (top 5) does (in its
+  quoted lines: the header echoes the query).
+
+Plan items a later plan superseded are reported apart (``plan (earlier)``). Recall is the
+library's, through two shortcuts that answer identically and are checked to (a word index on
+the store, the protocol's optional ``search``; fact ranking with each fact's words kept):
+the plain path re-reads the whole archive on every search, and a run makes thousands.
 
 Why it can score low: the digest is bounded (2,000 tokens by default at every window) while
 the ledger grows by 120+ facts per generation; a long constraint sentence may be cut before
@@ -33,8 +39,9 @@ Also: a digest-budget sweep at the 128k window (``BudgetPolicy(digest_max_tokens
 digest's size and its record's size (``json.dumps(digest.facts)``, counted).
 
 Run:  python bench/bench_memory_reach.py [--seeds 3] [--quick] [--check] [--json PATH]
-(``--check`` only verifies the generator: >= 120 planted facts in the first head, each one
-present in the generated messages.)
+(``--check`` only verifies the generator — >= 120 planted facts in the first head, each one
+present in the generated messages — and the recall shortcuts.) About 3 CPU minutes; --quick
+about 1.
 """
 
 from __future__ import annotations
@@ -122,7 +129,7 @@ _NOUN_WORDS = (
     "grove hollow inlet jetty knoll"
 )
 _ADJ, _NOUN = _ADJ_WORDS.split(), _NOUN_WORDS.split()
-FIRST_HEADS = (50_000, 120_000, 250_000)
+FIRST_HEADS = (55_000, 120_000, 250_000)
 """Tokens of the first generation's head, by seed; later generations are about 50k each."""
 # File stems: a prefix and two digits, with the directory the prefix lives in.
 _STEMS = {
@@ -579,8 +586,17 @@ def _pad_for(seed: int, g: int, tokens: int) -> int:
         s = generation(seed, g, Names(seed), pad)
         return estimate_tokens([m for step in s.steps for m in step])
 
-    low, high = size(1), size(9)
-    return max(1, round(1 + (tokens - low) * 8 / (high - low)))
+    # Nearly linear in the padding: a secant step from 1 and 9, then one more from there.
+    a, size_a, b, size_b = 1, size(1), 9, size(9)
+    for _ in range(2):
+        slope = (size_b - size_a) / (b - a)
+        if slope <= 0:
+            break
+        guess = max(1, round(b + (tokens - size_b) / slope))
+        if guess in (a, b):
+            break
+        a, size_a, b, size_b = b, size_b, guess, size(guess)
+    return b if abs(size_b - tokens) <= abs(size_a - tokens) else a
 
 
 def session(seed: int, generations: int, first: int, later: int = 50_000) -> list[Session]:
@@ -800,6 +816,11 @@ class Snapshot:
         return sum(r[which] for r in rows) / len(rows) if rows else float("nan")
 
 
+def quoted(recalled: str) -> str:
+    """The data lines of a recall answer (``| …``): not its header, which echoes the query."""
+    return "\n".join(line[2:] for line in recalled.splitlines() if line.startswith("| "))
+
+
 def measure(
     history: Sequence[AgentMessage],
     store: IndexedStore,
@@ -817,7 +838,7 @@ def measure(
     if with_recall:
         for kind in KINDS:
             pages[kind] = [
-                recall_text(store, CONVERSATION, kind=kind, page=p).text for p in (1, 2, 3)
+                quoted(recall_text(store, CONVERSATION, kind=kind, page=p).text) for p in (1, 2, 3)
             ]
     hits: dict[str, list[tuple[bool, bool, bool]]] = {k: [] for k in ROWS}
     for f in facts:
@@ -827,7 +848,7 @@ def measure(
         if with_recall and not reach:
             reach = any(found(f, page) for page in pages[f.kind])
         if with_recall and not reach:
-            reach = found(f, recall_text(store, CONVERSATION, query=f.query).text)
+            reach = found(f, quoted(recall_text(store, CONVERSATION, query=f.query).text))
         row = EARLIER if f.kind == "plan" and f.generation < current else f.kind
         hits[row].append((in_digest, seen, reach))
     return hits
@@ -1002,6 +1023,17 @@ def sweep_table(window: int, sweep: Mapping[int, Mapping[str, Any]], seeds: int)
     return "\n".join(lines)
 
 
+def _rounded(value: Any) -> Any:
+    """``value`` with its floats to 4 places (a small, diffable results file)."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def _commit() -> str:
     try:
         return subprocess.run(
@@ -1018,15 +1050,21 @@ def _commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="1 seed, 50k heads, a short sweep")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 seed (a 55k first head), 3 budgets in the sweep"
+    )
     parser.add_argument("--check", action="store_true", help="only self-check the generator")
     parser.add_argument(
         "--json",
         type=Path,
-        default=Path(__file__).parent / "results" / "memory_reach.json",
-        help="where the figures go (default bench/results/memory_reach.json)",
+        default=None,
+        help="where the figures go (default bench/results/memory_reach.json, "
+        "memory_reach_quick.json with --quick)",
     )
     args = parser.parse_args()
+    if args.json is None:
+        name = "memory_reach_quick.json" if args.quick else "memory_reach.json"
+        args.json = Path(__file__).parent / "results" / name
     if args.check:
         check_generator()
         return
@@ -1090,7 +1128,7 @@ def main() -> None:
         },
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    args.json.write_text(json.dumps(_rounded(result), indent=1) + "\n", encoding="utf-8")
     print(f"figures written to {args.json}")
 
 
