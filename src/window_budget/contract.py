@@ -101,8 +101,8 @@ class BudgetPolicy:
     unit of LangChain's ``keep=("messages", N)``). A tool call is never split from its result."""
     strategy: Strategy = "summarize"
     """``"summarize"`` folds the head into a digest; ``"trim"`` drops by category, no model."""
-    digest_max_tokens: int = 2000
-    """Upper bound for a digest, model-written or network-free; passed as ``max_tokens``."""
+    digest_max_tokens: int | None = None
+    """Upper bound for a digest; None scales it with the window (``pipeline.digest_budget``)."""
     tool_output_chars: int = 2000
     """Each tool output in the summarizer's scrollback is clamped to this many characters."""
     max_summary_calls: int = 4
@@ -128,7 +128,7 @@ class BudgetPolicy:
             raise ValueError(f"BudgetPolicy.trigger_ratio must be in (0, 1], got {ratio!r}")
         _check_int("keep_recent", self.keep_recent)
         _check_int("reserve_tokens", self.reserve_tokens, allow_none=True)
-        _check_int("digest_max_tokens", self.digest_max_tokens)
+        _check_int("digest_max_tokens", self.digest_max_tokens, allow_none=True)
         _check_int("tool_output_chars", self.tool_output_chars)
         _check_int("mask_keep_outputs", self.mask_keep_outputs, allow_none=True)
         _check_int("mask_min_chars", self.mask_min_chars)
@@ -165,7 +165,7 @@ class BudgetPolicy:
                 "BudgetPolicy.summary_timeout must be None or a positive, finite "
                 f"number of seconds, got {timeout!r}"
             )
-        if self.digest_max_tokens < 64:
+        if self.digest_max_tokens is not None and self.digest_max_tokens < 64:
             raise ValueError(
                 f"BudgetPolicy.digest_max_tokens must be at least 64, got {self.digest_max_tokens}"
             )
@@ -191,7 +191,8 @@ class BudgetPolicy:
             trigger_ratio=ratio,
             reserve_tokens=reserve,
             keep_recent=max(1, min(6000, int(limit * 0.35))),
-            digest_max_tokens=max(64, min(2000, int(limit * 0.2))),
+            # A fifth of a small limit; in larger windows the window-scaled default.
+            digest_max_tokens=max(64, int(limit * 0.2)) if limit * 0.2 < 2000 else None,
         )
 
     @classmethod

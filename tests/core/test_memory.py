@@ -230,3 +230,14 @@ def test_recalled_text_never_closes_the_quote_or_reaches_the_terminal(payload: s
     assert not any(ord(c) < 32 and c not in "\n\t" for c in out)
     assert "\u202e" not in out
     assert count_text(out) <= 400
+
+
+def test_the_digest_budget_scales_with_the_window() -> None:
+    from window_budget.pipeline import digest_budget
+
+    assert digest_budget(16_384) == digest_budget(32_768) == 2000
+    assert digest_budget(128_000) == 6000
+    assert digest_budget(1_000_000) == 16_000
+    assert digest_budget(1_000_000, 900) == 900  # the policy's own cap wins
+    assert BudgetPolicy.for_window(4096).digest_max_tokens == 537  # a fifth of a small limit
+    assert BudgetPolicy.for_window(200_000).digest_max_tokens is None  # the scaled default

@@ -104,6 +104,7 @@ PINNED: dict[str, list[str]] = {
         "condense_sync",
         "create_condenser",
         "cut_text",
+        "digest_budget",
         "estimate_context",
         "fit_messages",
         "is_masked",

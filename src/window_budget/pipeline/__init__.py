@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from window_budget.pipeline._condenser import CondenseDecision as CondenseDecision
     from window_budget.pipeline._condenser import WindowCondenser as WindowCondenser
     from window_budget.pipeline._condenser import check_window as check_window
+    from window_budget.pipeline._gate import digest_budget as digest_budget
     from window_budget.pipeline._condenser import condense as condense
     from window_budget.pipeline._condenser import condense_sync as condense_sync
     from window_budget.pipeline._condenser import create_condenser as create_condenser
@@ -61,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "blocked_cuts": "window_budget.pipeline._slice",
     "budget_limit": "window_budget.pipeline._gate",
     "check_window": "window_budget.pipeline._condenser",
+    "digest_budget": "window_budget.pipeline._gate",
     "condense": "window_budget.pipeline._condenser",
     "condense_sync": "window_budget.pipeline._condenser",
     "create_condenser": "window_budget.pipeline._condenser",
@@ -94,6 +96,7 @@ __all__ = [
     "blocked_cuts",
     "budget_limit",
     "check_window",
+    "digest_budget",
     "condense",
     "condense_sync",
     "create_condenser",

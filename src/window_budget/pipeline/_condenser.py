@@ -29,7 +29,12 @@ from window_budget.errors import BudgetError
 from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
 from window_budget.pipeline._fit import fit_messages, shorten_message
-from window_budget.pipeline._gate import MIN_DIGEST_TOKENS, budget_limit, check_window
+from window_budget.pipeline._gate import (
+    MIN_DIGEST_TOKENS,
+    budget_limit,
+    check_window,
+    digest_budget,
+)
 from window_budget.pipeline._mask import is_masked, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
 from window_budget.pipeline._trim import trim_result
@@ -197,12 +202,9 @@ class WindowCondenser:
             if plan.cut == 0:
                 return self._noop(messages, plan, before, limit, "nothing-condensable")
             room = int(limit) - pinned_tokens if model else None
-            digest_budget = (
-                policy.digest_max_tokens
-                if room is None
-                else min(policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
-            )
-            return CondenseDecision(None, plan, limit, before, pinned_tokens, room, digest_budget)
+            cap = digest_budget(model.context_window if model else 0, policy.digest_max_tokens)
+            budget = cap if room is None else min(cap, max(MIN_DIGEST_TOKENS, room // 4))
+            return CondenseDecision(None, plan, limit, before, pinned_tokens, room, budget)
         if model is None:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
         limit = budget_limit(model, policy)
@@ -229,8 +231,11 @@ class WindowCondenser:
                 needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS,
                 available=int(limit),
             )
-        digest_budget = min(policy.digest_max_tokens, max(MIN_DIGEST_TOKENS, room // 4))
-        token_budget = max(room - digest_budget, 0)
+        budget = min(
+            digest_budget(model.context_window, policy.digest_max_tokens),
+            max(MIN_DIGEST_TOKENS, room // 4),
+        )
+        token_budget = max(room - budget, 0)
         heuristic = prefix[-1] + pinned_tokens
         scale = heuristic / before if before > heuristic > 0 else 1.0
         # The provider counts more than the estimate does: shrink the tail in proportion
@@ -276,7 +281,7 @@ class WindowCondenser:
             after = estimate_tokens(kept, deps.counter) + pinned_tokens
             result = CondenseResult(kept, plan, None, before, after, limit, "shortened", shortened)
             return CondenseDecision(result, plan, limit, before, pinned_tokens, room, 0)
-        return CondenseDecision(None, plan, limit, before, pinned_tokens, room, digest_budget)
+        return CondenseDecision(None, plan, limit, before, pinned_tokens, room, budget)
 
     def _mask(
         self,

@@ -20,12 +20,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANCHOR_MIN_RATIO",
+    "DIGEST_SHARE",
     "MIN_DIGEST_TOKENS",
     "SKIPPED_STOP_REASONS",
     "anchor_index",
     "anchor_usage",
     "budget_limit",
     "check_window",
+    "digest_budget",
     "estimate_context",
     "is_over_budget",
     "same_model",
@@ -188,6 +190,25 @@ def is_over_budget(
 
 MIN_DIGEST_TOKENS = 64
 """The smallest room a digest is ever given."""
+DIGEST_SHARE = 3 / 64
+"""Share of a large window the default digest budget takes (6,000 tokens of 128k)."""
+
+
+def digest_budget(context_window: int, cap: int | None = None) -> int:
+    """The digest's token budget: ``cap`` when set, else scaled with the window.
+
+    2,000 tokens up to a 42k window, then :data:`DIGEST_SHARE` of it, at most 16,000. Chosen
+    by measurement (``bench/bench_memory_reach.py``, 128k window, network-free digests, facts
+    in the digest text after 1 / 5 / 10 compactions): 2,000 tokens kept 63 / 9 / 2 % of the
+    planted facts, 4,000 91 / 31 / 13 %, 6,000 95 / 53 / 26 %, 8,000 95 / 71 / 38 %; past
+    6,000 the first compaction gains nothing and every request pays for the room.
+
+    >>> digest_budget(32_768), digest_budget(128_000), digest_budget(1_000_000)
+    (2000, 6000, 16000)
+    """
+    if cap is not None:
+        return cap
+    return max(2000, min(16_000, int(context_window * DIGEST_SHARE)))
 
 
 def check_window(context_window: int, policy: BudgetPolicy) -> None:

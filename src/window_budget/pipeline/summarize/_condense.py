@@ -264,7 +264,8 @@ def _summary_flow(
     """All the logic of summarize; yields requests, receives replies or exceptions."""
     scope = deps.scope
     policy = deps.policy
-    max_tokens = deps.max_tokens or policy.digest_max_tokens
+    # The condenser hands the window-scaled budget over as max_tokens; a direct call gets 2,000.
+    max_tokens = deps.max_tokens or policy.digest_max_tokens or 2000
     # The whole digest message stays within max_tokens: header, blank line and framing too.
     body_tokens = max(16, max_tokens - count_text(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
     body_messages = list(messages)
