@@ -34,6 +34,7 @@ from window_budget.contract import (
     Context,
     SummarizeDeps,
     Summary,
+    TokenCounter,
 )
 from window_budget.digest import DIGEST_HEADERS, digest_body, is_digest
 from window_budget.errors import SummarizerError
@@ -46,15 +47,19 @@ from window_budget.pipeline._fit import water_level
 from window_budget.pipeline.summarize._audit import audit_digest
 from window_budget.pipeline.summarize._drive import SummaryRequest, drive_async, drive_sync
 from window_budget.pipeline.summarize._extract import local_ledger, render_local_digest
+from window_budget.pipeline.summarize._invented import invented_names, mark_invented
 from window_budget.pipeline.summarize._memory import archive_start, carried_ledger, store_digest
 from window_budget.pipeline.summarize._prompt import (
     CONDENSER_BRIEF,
+    DIGEST_TEMPLATE,
+    FRAMING_LINES,
     build_summary_prompt,
     clamp_text,
     cut_to_tokens,
+    escape_block_tags,
     flatten_message,
 )
-from window_budget.pipeline.summarize._reply import reply_text
+from window_budget.pipeline.summarize._reply import SentPrompt, clean_reply, reply_text
 from window_budget.pipeline.summarize.facts import FactLedger, ledger_to_json, merge_ledgers
 
 __all__ = [
@@ -202,6 +207,37 @@ def _carry_digests(
     return prior, prior_ledger, counted_masks
 
 
+def _carried_text(
+    prior: str | None,
+    prior_ledger: FactLedger | None,
+    max_tokens: int,
+    counter: TokenCounter | None,
+) -> str | None:
+    """The carried digest as the first call shows it: audited against its ledger, within budget."""
+    digest = prior
+    if prior and prior.strip() and prior_ledger is not None:
+        # The model gets the carried ledger too: what the last digest's text lost is pinned.
+        digest, _ = audit_digest(
+            prior.strip(), prior_ledger, max_tokens=max_tokens, counter=counter
+        )
+    if digest and count_text(digest, counter) > max_tokens:
+        # Written under a larger budget: it would crowd out the scrollback. Its facts are
+        # already in the ledger, which the fallback and the audit draw on.
+        digest = cut_to_tokens(digest, max_tokens, counter)
+    return digest
+
+
+def _plan_calls(entries: list[str], budget_chars: int, max_calls: int) -> list[str]:
+    """The scrollback of each call: at most ``max_calls`` chunks of ``budget_chars`` each."""
+    chunks = _chunks(entries, budget_chars) or [""]
+    allowed = budget_chars * max_calls
+    while len(chunks) > max_calls:
+        # Greedy packing leaves gaps at chunk ends: tighten until the calls fit the cap.
+        allowed = int(allowed * 0.9)
+        chunks = _chunks(_fit_calls(entries, allowed), budget_chars) or [""]
+    return chunks
+
+
 def _summary_flow(
     messages: Sequence[AgentMessage],
     deps: SummarizeDeps,
@@ -251,29 +287,25 @@ def _summary_flow(
     entries: list[str] = []
     for m in body_messages:
         entries.extend(flatten_message(m, tool_output_chars=policy.tool_output_chars))
-    digest = prior
-    if prior and prior.strip() and prior_ledger is not None:
-        # The model gets the carried ledger too: what the last digest's text lost is pinned.
-        digest, _ = audit_digest(
-            prior.strip(), prior_ledger, max_tokens=max_tokens, counter=deps.counter
-        )
-    if digest and count_text(digest, deps.counter) > max_tokens:
-        # Written under a larger budget: it would crowd out the scrollback. Its facts are
-        # already in the ledger, which the fallback and the audit draw on.
-        digest = cut_to_tokens(digest, max_tokens, deps.counter)
+    digest = _carried_text(prior, prior_ledger, max_tokens, deps.counter)
     # Each call must fit the summarizer's own window: prompt + carried digest (at most
     # ``max_tokens``, this one or the one the previous call wrote) + reply.
     room = model.context_window - 2 * max_tokens - _PROMPT_OVERHEAD_TOKENS
-    budget_chars = max(4000, int(room * 3.0))
-    chunks = _chunks(entries, budget_chars) or [""]
-    allowed = budget_chars * policy.max_summary_calls
-    while len(chunks) > policy.max_summary_calls:
-        # Greedy packing leaves gaps at chunk ends: tighten until the calls fit the cap.
-        allowed = int(allowed * 0.9)
-        chunks = _chunks(_fit_calls(entries, allowed), budget_chars) or [""]
+    chunks = _plan_calls(entries, max(4000, int(room * 3.0)), policy.max_summary_calls)
     options = CompleteOptions(
         max_tokens=max_tokens, reasoning="high", signal=deps.signal, tags=SUMMARY_TAGS
     )
+    carried = digest.strip() if digest else ""
+    instructions = "\n".join((CONDENSER_BRIEF, FRAMING_LINES[scope], DIGEST_TEMPLATE))
+
+    def unusable(why: str) -> Summary:
+        if policy.on_summarizer_error == "raise":
+            raise SummarizerError(
+                f"the summarizer's reply was unusable ({why}); the transcript was left unchanged"
+            )
+        _log_fallback("unusable reply: " + re.sub(r"[\d,]+", "N", why), f"unusable reply: {why}")
+        return fallback(why)
+
     for chunk in chunks:
         prompt = build_summary_prompt(chunk, scope=scope, prior_digest=digest)
         context = Context(CONDENSER_BRIEF, (UserMessage(prompt),))
@@ -290,20 +322,33 @@ def _summary_flow(
             _log_fallback(type(exc).__name__, failure)
             return fallback(f"model call failed: {failure}")
         text, why = reply_text(reply, max_tokens)
+        if text is not None:
+            text, why = _cleaned(text, SentPrompt(instructions, chunk, carried))
         if text is None:
-            if policy.on_summarizer_error == "raise":
-                raise SummarizerError(
-                    f"the summarizer's reply was unusable ({why}); the "
-                    "transcript was left unchanged"
-                )
-            _log_fallback(
-                "unusable reply: " + re.sub(r"[\d,]+", "N", why), f"unusable reply: {why}"
-            )
-            return fallback(why)
-        digest = text.strip()
+            return unusable(why)
+        digest = text
     assert digest is not None
     body = cut_to_tokens(digest, body_tokens, deps.counter)
-    body, audit = audit_digest(body, ledger, max_tokens=body_tokens, counter=deps.counter)
+    # Checked after the cut, so a runaway reply costs no more than a digest's worth of names.
+    sources = "\n".join([*entries, carried, *(f.text for f in ledger.facts)])
+    invented = invented_names(body, sources, carried=carried)
+    body = mark_invented(body, invented, carried=carried)
+    body, audit = audit_digest(
+        body,
+        ledger,
+        max_tokens=body_tokens,
+        counter=deps.counter,
+        carried=carried,
+        invented=invented,
+    )
+    if audit.checked and not audit.found + audit.copied:
+        # Nothing the audit looks for, in the model's words or copied: the 0.5B shape of a
+        # digest that restates the template, kept as the objective with every fact pinned.
+        return unusable(
+            f"reply held none of the {audit.checked} key facts of the folded turns "
+            "(objective, constraints, files, errors, asks)"
+        )
+    body = _without_tags(body, body_tokens, deps.counter)
     message = make_digest_message(body, scope, covered_count=covered)
     return Summary(
         store_digest(message, ledger, body_messages, deps, record_tokens=deps.record_tokens),
@@ -313,6 +358,26 @@ def _summary_flow(
         scope,
         audit,
     )
+
+
+def _cleaned(text: str, sent: SentPrompt) -> tuple[str | None, str]:
+    """The reply cleaned of what it wrapped, echoed or copied, or None and why it failed."""
+    cleaned = clean_reply(text, sent)
+    if cleaned.text is not None and cleaned.removed:
+        logger.debug(
+            "window-budget: the summarizer's reply was cleaned (removed: %s)",
+            ", ".join(cleaned.removed),
+        )
+    return cleaned.text, cleaned.why
+
+
+def _without_tags(body: str, max_tokens: int, counter: TokenCounter | None) -> str:
+    """``body`` with the prompt's tags escaped, also a look-alike or one in a pinned fact.
+
+    A digest is carried into the next prompt, and a tag in it would read as the block's end.
+    """
+    escaped = escape_block_tags(body)
+    return body if escaped == body else cut_to_tokens(escaped, max_tokens, counter)
 
 
 async def summarize(
