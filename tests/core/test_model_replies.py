@@ -86,7 +86,8 @@ Reply = str | Callable[[Context], str]
 
 def run(reply: Reply, messages: list | None = None) -> tuple[Summary, ScriptedCompleter]:
     fake = ScriptedCompleter([reply])
-    deps = SummarizeDeps(complete_sync=fake.sync, model=Model("m", 64_000))
+    # A record large enough for the whole ledger: ledger_of(message) is the one audited.
+    deps = SummarizeDeps(complete_sync=fake.sync, model=Model("m", 64_000), record_tokens=100_000)
     return summarize_sync(messages or head(), deps), fake
 
 
