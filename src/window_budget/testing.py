@@ -8,7 +8,7 @@ loudly when it runs out — unlike a fake that silently wraps around.
 >>> from window_budget.contract import SummarizeDeps
 
 >>> from window_budget.pipeline.summarize import summarize_sync
->>> fake = ScriptedCompleter(["# Objective\\nship it"])
+>>> fake = ScriptedCompleter(["# Objective\nship it"])
 >>> s = summarize_sync([UserMessage("ship it")], SummarizeDeps(complete_sync=fake.sync,
 ...                    model=Model("fake", 8192)))
 >>> s.fallback, len(fake.calls)

@@ -173,7 +173,9 @@ def test_compact_with_a_langchain_model(
 
     import window_budget.cli.compact as compact_command
 
-    fake = GenericFakeChatModel(messages=iter([AIMessage("# Objective\nport the loader")]))
+    # A digest that names the session's objective (one that names no fact is no digest).
+    reply = "# Objective\nWe're porting the settings service from YAML to TOML.\nport the loader"
+    fake = GenericFakeChatModel(messages=iter([AIMessage(reply)]))
     monkeypatch.setattr(compact_command, "_load_chat_model", lambda spec: fake)
     out = tmp_path / "out.json"
     result = run(

@@ -64,7 +64,9 @@ def test_inspect_shows_the_ledger_the_audit_and_the_pointer(tmp_path: Path, fmt:
 
 def test_a_model_written_digest_shows_what_the_audit_pinned(tmp_path: Path) -> None:
     transcript = read_transcript(LONG)
-    forgetful = ScriptedCompleter(["# Objective\nPort the settings service."])
+    forgetful = ScriptedCompleter(
+        ["# Objective\nWe're porting the settings service from YAML to TOML."]
+    )
     result = create_condenser(
         model=Model("m", int(WINDOW)),
         complete_sync=forgetful.sync,

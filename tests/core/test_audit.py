@@ -78,7 +78,7 @@ def test_a_complete_digest_gets_no_pins() -> None:
 
 
 def test_pins_stay_within_the_budget_and_the_model_text_gives_way() -> None:
-    long_reply = "# Objective\n" + "words the model wrote at length. " * 400
+    long_reply = "# Objective\nMove billing to the ledger API.\n" + "words at length. " * 400
     summary = summarize_sync(head(), deps(long_reply, max_tokens=300))
     assert count_text(summary.text) <= 300
     assert summary.audit is not None
@@ -93,7 +93,7 @@ def test_the_network_free_digest_has_no_audit() -> None:
 
 
 def test_the_next_prompt_carries_the_ledger_the_model_dropped() -> None:
-    fake = ScriptedCompleter(["# Objective\nbilling", "# Objective\nbilling"])
+    fake = ScriptedCompleter(["# Objective\nMove billing to the ledger API."] * 2)
     condenser = create_condenser(
         model=Model("m", 200_000), complete_sync=fake.sync, policy=BudgetPolicy(keep_recent=20)
     )
@@ -110,7 +110,7 @@ def test_the_next_prompt_carries_the_ledger_the_model_dropped() -> None:
 
 
 def test_the_usage_report_shows_the_audit() -> None:
-    fake = ScriptedCompleter(["# Objective\nbilling"])
+    fake = ScriptedCompleter(["# Objective\nMove billing to the ledger API."])
     condenser = create_condenser(
         model=Model("m", 200_000), complete_sync=fake.sync, policy=BudgetPolicy(keep_recent=20)
     )
@@ -182,7 +182,9 @@ def test_floor_facts_are_pinned_first_compressed_within_the_budget() -> None:
     budget = 800
     out, audit = audit_digest(forgetful, ledger, max_tokens=budget)
     assert count_text(out) <= budget
-    assert out.startswith("# Objective\nSomething about settings.")  # the model's head stays
+    # The model's head stays, its objective replaced by the user's (it did not state it).
+    assert out.startswith("# Objective\nPort the settings service to TOML.")
+    assert "- musing" in out
     files = [f for f in ledger.facts if f.kind == "file"]
     assert len(files) == 36
     assert ledger.root == f"{ROOT}/services/settings"

@@ -251,8 +251,16 @@ def test_a_cancelled_run_makes_no_model_call() -> None:
     assert calls.prompts == []
 
 
+class StepCalls(EchoCalls):
+    """A framework whose model's digest states the session's objective."""
+
+    def call(self, prompt: list[str], options: CompleteOptions | None) -> dict[str, str]:
+        super().call(prompt, options)
+        return {"said": "# Objective\nstep 0: please continue"}
+
+
 def test_completers_drive_a_real_summary() -> None:
-    calls = EchoCalls()
+    calls = StepCalls()
     _, complete_sync = make_completers(calls)
     notes = session(60, "x" * 1900)
     cores = convert(NoteCodec(), notes, cache=ContentCache(1 << 20))

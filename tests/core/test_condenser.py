@@ -90,7 +90,7 @@ async def test_identity_no_op_when_nothing_is_condensable() -> None:
 
 
 async def test_stub_completer_produces_digest_then_tail() -> None:
-    fake = ScriptedCompleter(["# Objective\nport budgeting"])
+    fake = ScriptedCompleter(["# Objective\nstep 0: please continue, port budgeting"])
     condenser = create_condenser(
         CondenserDeps(
             complete=fake,
@@ -193,8 +193,16 @@ def test_anchored_usage_drives_the_gate() -> None:
     assert result.reason == "condensed"
 
 
+# Each generation's digest states the latest ask in a line of its own (a line copied from
+# the carried digest does not count as found: a reply of nothing else is a failed summary).
+OBJECTIVE = "# Objective\nstep 0: please continue"
+ASK = "step 44: please continue"
+
+
 def test_six_successive_compactions_carry_the_digest() -> None:
-    fake = ScriptedCompleter([lambda ctx, i=i: f"# Objective\ngeneration {i}" for i in range(6)])
+    fake = ScriptedCompleter(
+        [lambda ctx, i=i: f"{OBJECTIVE}\n# Status\ngeneration {i}: {ASK}" for i in range(6)]
+    )
     condenser = create_condenser(
         model=WINDOW, complete_sync=fake.sync, summarizer_model=Model("big", 200_000)
     )
@@ -207,7 +215,8 @@ def test_six_successive_compactions_carry_the_digest() -> None:
     assert len(fake.calls) == 6
     for i, call in enumerate(fake.calls[1:]):
         # The model's last digest, then the key facts the audit pinned back into it.
-        assert f"<carried-digest>\n# Objective\ngeneration {i}\n\n# Pinned facts\n" in call.prompt
+        digest = f"{OBJECTIVE}\n# Status\ngeneration {i}: {ASK}\n\n# Pinned facts\n"
+        assert f"<carried-digest>\n{digest}" in call.prompt
 
 
 def test_failing_summarizer_keeps_every_message_or_raises_cleanly() -> None:

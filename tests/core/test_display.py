@@ -338,7 +338,7 @@ def formatters_text(value: object) -> str:
 def test_the_audit_of_a_model_digest_is_shown() -> None:
     from window_budget.testing import ScriptedCompleter
 
-    forgetful = ScriptedCompleter(["# Objective\nsomething"] * 4)
+    forgetful = ScriptedCompleter(["# Objective\nShip ticket PAY-2817."] * 4)
     result = create_condenser(
         model=Model("m", 6000),
         complete_sync=forgetful.sync,

@@ -239,14 +239,14 @@ async def test_cancel_during_the_call_aborts_it_and_forwards_the_signal() -> Non
 
 
 def test_sync_twin_drives_an_async_completer_even_inside_a_loop() -> None:
-    fake = ScriptedCompleter(["from async"])
+    fake = ScriptedCompleter(["port the loader, from async"])
     deps = SummarizeDeps(complete=fake, model=MODEL)
-    text = summarize_sync([UserMessage("x")], deps).text
+    text = summarize_sync([UserMessage("port the loader")], deps).text
     assert text.split("\n\n# Pinned facts")[0].endswith("from async")
 
     async def inside() -> str:
-        fake.enqueue("nested")
-        return summarize_sync([UserMessage("x")], deps).text
+        fake.enqueue("port the loader, nested")
+        return summarize_sync([UserMessage("port the loader")], deps).text
 
     assert asyncio.run(inside()).split("\n\n# Pinned facts")[0].endswith("nested")
 
@@ -258,9 +258,11 @@ async def test_async_driver_runs_a_sync_completer_off_the_loop() -> None:
         model: Model, context: Context, options: CompleteOptions | None = None
     ) -> AssistantMessage:
         threads.append(threading.current_thread().name)
-        return AssistantMessage("sync reply")
+        return AssistantMessage("port the loader, sync reply")
 
-    s = await summarize([UserMessage("x")], SummarizeDeps(complete_sync=sync_complete, model=MODEL))
+    s = await summarize(
+        [UserMessage("port the loader")], SummarizeDeps(complete_sync=sync_complete, model=MODEL)
+    )
     assert s.text.split("\n\n# Pinned facts")[0].endswith("sync reply")
     assert threads
     assert threads[0] != threading.main_thread().name
@@ -281,8 +283,8 @@ async def test_a_head_too_long_for_one_call_is_chunked_with_the_digest_carried()
 
 
 async def test_an_oversized_reply_is_cut_to_the_digest_budget() -> None:
-    fake = ScriptedCompleter(["word " * 10_000])
-    s = await summarize([UserMessage("x")], _deps(fake, max_tokens=200))
+    fake = ScriptedCompleter(["port the loader: " + "word " * 10_000])
+    s = await summarize([UserMessage("port the loader")], _deps(fake, max_tokens=200))
     assert len(s.text) / 3.6 < 260
     assert "chars removed by window-budget" in s.text
 
@@ -298,7 +300,7 @@ async def test_the_number_of_summary_calls_is_bounded() -> None:
     msgs = [UserMessage("the very first ask")]
     msgs += [ToolResultMessage(f"c{i}", "read", f"file {i} " + "z" * 3000) for i in range(400)]
     msgs += [UserMessage("the latest ask")]
-    fake = ScriptedCompleter([lambda ctx, i=i: f"part {i}" for i in range(10)])
+    fake = ScriptedCompleter([lambda ctx, i=i: f"the very first ask, part {i}" for i in range(10)])
     policy = BudgetPolicy(max_summary_calls=3)
     s = await summarize(
         msgs, SummarizeDeps(complete=fake, model=tiny, max_tokens=1000, policy=policy)
@@ -315,7 +317,7 @@ async def test_the_number_of_summary_calls_is_bounded() -> None:
 async def test_many_small_entries_keep_the_first_and_latest() -> None:
     tiny = Model("tiny", 12_000)
     msgs = [UserMessage("first ask")] + [UserMessage(f"note {i}") for i in range(20_000)]
-    fake = ScriptedCompleter(["d1", "d2"])
+    fake = ScriptedCompleter(["first ask: d1", "first ask: d2"])
     s = await summarize(
         msgs,
         SummarizeDeps(

@@ -276,7 +276,7 @@ def test_a_fast_summarizer_is_unaffected_by_the_timeout() -> None:
     result = _run(
         "sync",
         _transcript(),
-        complete_sync=_sync_completer(lambda: "the digest"),
+        complete_sync=_sync_completer(lambda: "the digest: step 0, rename module_0.py"),
         policy=BudgetPolicy(summary_timeout=30),
         signal=CancelToken(),
     )

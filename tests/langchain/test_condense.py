@@ -516,7 +516,9 @@ def test_summarizer_window_sizes_the_summary_requests() -> None:
             self.sizes.append(n)
             if n > 8000:
                 raise ValueError(f"context_length_exceeded: {n} > 8000")
-            return ChatResult(generations=[ChatGeneration(message=AIMessage("# Objective\nok"))])
+            # The digest states the user's first words (the objective).
+            reply = AIMessage("# Objective\nu0 " + "x" * 1000)
+            return ChatResult(generations=[ChatGeneration(message=reply)])
 
     small = Small(sizes=[], profile={"max_input_tokens": 8000})
     engine = LangChainCondenser(None, context_window=100_000, summarizer=small)

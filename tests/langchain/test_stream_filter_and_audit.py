@@ -56,6 +56,9 @@ FACTY = [
 ]
 
 
+STATES_THE_OBJECTIVE = f"# Objective\n{FACTY[0].content}"
+
+
 def _long_head() -> list:
     filler = [
         m
@@ -66,8 +69,8 @@ def _long_head() -> list:
 
 
 def test_the_digest_audit_is_in_the_record_and_on_the_result() -> None:
-    # The fake summarizer's digest names none of the facts: the audit pins them back.
-    engine = LangChainCondenser(digest_model(), context_window=WINDOW)
+    # The fake summarizer's digest names the objective only: the audit pins the rest back.
+    engine = LangChainCondenser(digest_model(STATES_THE_OBJECTIVE), context_window=WINDOW)
     result = engine.run(_long_head())
     assert result.digest is not None
     assert result.audit is not None
@@ -77,7 +80,9 @@ def test_the_digest_audit_is_in_the_record_and_on_the_result() -> None:
     assert record is not None
     assert record["audit"]["appended"] == result.audit.appended >= 1
     # condense_messages and the transformer hand back the digest with the same record.
-    out = condense_messages(_long_head(), model=digest_model(), context_window=WINDOW)
+    out = condense_messages(
+        _long_head(), model=digest_model(STATES_THE_OBJECTIVE), context_window=WINDOW
+    )
     assert "audit" in (digest_record(out[0]) or {})
 
 

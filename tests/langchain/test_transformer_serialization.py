@@ -15,8 +15,6 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_window_budget import WindowBudgetRunnable, condense_messages
 from window_budget import BudgetPolicy
 
-from .conftest import DIGEST_REPLY
-
 pytestmark = pytest.mark.filterwarnings(
     "ignore::langchain_core._api.beta_decorator.LangChainBetaWarning"
 )
@@ -50,7 +48,9 @@ def _history() -> list[Any]:
 
 
 def test_the_transformer_round_trips_through_dumps_and_loads() -> None:
-    model = SavableFakeModel(responses=[DIGEST_REPLY] * 10)
+    # The digest states the objective (the first note): a reply naming no fact of the folded
+    # turns is a failed summary, which on_summarizer_error="raise" would raise.
+    model = SavableFakeModel(responses=["# Objective\nnote 0: " + "x" * 400] * 10)
     runnable = condense_messages(
         model=model,
         context_window=4000,

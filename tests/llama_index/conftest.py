@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -118,8 +119,17 @@ class ScriptedLLM(MockFunctionCallingLLM):
             if self.fail_summaries:
                 raise RuntimeError("summarizer is down")
             n = len(self._summary_prompts)
+            # The digest restates the latest ask it was shown, else keeps the carried digest's
+            # last line, as a model merging it would: a reply that names no fact of the
+            # folded turns is a failed summary.
+            prompt = messages[-1].content or ""
+            asks = re.findall(r"^» you: (.*)$", prompt, re.MULTILINE)
+            carried = prompt.partition("<carried-digest>\n")[2].partition("\n</carried-digest>")[0]
+            kept = [ln for ln in carried.splitlines() if ln.strip() and not ln.startswith("#")]
+            plan = f"\n# Plan\n{(asks or kept)[-1]}" if asks or kept else ""
             return ChatMessage(
-                role="assistant", content=f"# Objective\nkeep chatting (digest {n})\n# Status\nok"
+                role="assistant",
+                content=f"# Objective\nkeep chatting (digest {n})\n# Status\nok (digest {n}){plan}",
             )
         self._sizes.append(size)
         if size > self.window:

@@ -7,17 +7,25 @@ omits under ``# Pinned facts``, within the digest's token budget. The objective,
 constraints, the edited files and the open errors are pinned first, compressed as the
 network-free digest compresses, and may take all but a quarter of the budget (the model's
 text gives way from its end); other key facts fill at most half of it.
+
+Only the model's own prose counts as found: lines it copied from the carried digest hold
+facts (they are not pinned again) but are counted apart, and a path or name it invented (see
+``_reply``) states nothing. The ``# Objective`` section says what the user asked for: where it
+disagrees with the ledger's objective, the ledger's replaces it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from window_budget.budget._estimate import count_text
 from window_budget.contract import TokenCounter
+from window_budget.pipeline.summarize._invented import mask_names
 from window_budget.pipeline.summarize._prompt import cut_to_tokens
+from window_budget.pipeline.summarize._reply import drop_pins_sections, own_prose
 from window_budget.pipeline.summarize.facts import (
     Fact,
     FactLedger,
@@ -56,12 +64,25 @@ class DigestAudit:
     """How many were appended under ``# Pinned facts``."""
     left_out: int = 0
     """Omitted facts that did not fit the budget (they stay in the ledger)."""
+    copied: int = 0
+    """Key facts held only by lines the model copied from the carried digest: kept, not pinned
+    again, and not counted as found."""
+    invented: tuple[str, ...] = ()
+    """Paths and identifiers the model wrote that the folded turns and the carried digest never
+    name (a near miss of a real path, typically); marked in the digest."""
+    objective_replaced: bool = False
+    """True when the model's ``# Objective`` disagreed with the ledger's and was replaced by it
+    (counted under ``appended``)."""
 
     def __str__(self) -> str:
         left = f", {self.left_out} left out for room" if self.left_out else ""
+        copied = f", {self.copied} only in lines copied from the carried digest" * bool(self.copied)
+        goal = ", the objective put back from the ledger" if self.objective_replaced else ""
+        names = ", ".join(self.invented[:5]) + (" …" if len(self.invented) > 5 else "")
+        invented = f"; not in the transcript: {names}" if self.invented else ""
         return (
             f"{self.in_ledger} facts in the ledger; {self.found} of {self.checked} key facts "
-            f"found in the model's digest, {self.appended} pinned{left}"
+            f"found in the model's digest, {self.appended} pinned{left}{copied}{goal}{invented}"
         )
 
 
@@ -141,8 +162,43 @@ def _fit_lines(
         kept.remove(min(evictable, key=lambda f: (pin_priority(f), f.last, f.key)))
 
 
+_OBJECTIVE_RE = re.compile(r"^\s{0,3}#{1,6}\s*objective\b", re.IGNORECASE)
+_ANY_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s")
+
+
+def _put_objective(
+    text: str, ledger: FactLedger, view: Callable[[str], str]
+) -> tuple[str, Fact | None]:
+    """``text`` with an ``# Objective`` section that does not state the ledger's replaced by it.
+
+    Returns the text and the objective when it was put back. The objective is the user's
+    (only text the user typed is one): the model's rewording is kept while it still states it.
+    """
+    objective = next((f for f in ledger.facts if f.kind == "objective"), None)
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if _OBJECTIVE_RE.match(line)), None)
+    if objective is None or start is None:
+        return text, None
+    end = next(
+        (j for j in range(start + 1, len(lines)) if _ANY_HEADING_RE.match(lines[j])), len(lines)
+    )
+    if mentions(view("\n".join(lines[start + 1 : end])), objective, ledger.root):
+        return text, None
+    # Its constraints are not repeated: they are checked (and pinned) on their own.
+    said = pin_lines([objective, *ledger.of_kind("constraint")], ledger.root)[0]
+    said = said.removeprefix("objective: ")
+    gap = [""] if end < len(lines) else []
+    return "\n".join([*lines[: start + 1], said, *gap, *lines[end:]]), objective
+
+
 def audit_digest(
-    text: str, ledger: FactLedger, *, max_tokens: int, counter: TokenCounter | None = None
+    text: str,
+    ledger: FactLedger,
+    *,
+    max_tokens: int,
+    counter: TokenCounter | None = None,
+    carried: str = "",
+    invented: Sequence[str] = (),
 ) -> tuple[str, DigestAudit]:
     """Append the key facts ``text`` omits under ``# Pinned facts``, within ``max_tokens``.
 
@@ -153,36 +209,65 @@ def audit_digest(
     grouped by directory, errors to their key part) before any is left out. Other key facts
     fill what the model left free, within half the budget.
 
+    ``carried`` is the carried digest the model was shown: a fact stated only in lines
+    copied from it is kept but not counted as found. ``invented`` are names the model made up
+    (:func:`~window_budget.pipeline.summarize._reply.invented_names`): they state nothing, so
+    ``annotation.exs`` does not state ``annotation.ex``. A ``Pinned facts`` section already
+    in ``text`` is replaced by this audit's, so a digest has one. A ``# Objective`` section
+    that does not state the ledger's objective is replaced by it.
+
     Returns the (possibly shortened) text with the pins, and the audit's figures.
     """
     root = ledger.root
     key = _key_facts(ledger)
-    missing = [f for f in key if not mentions(text, f, root)]
-    found = len(key) - len(missing)
+    text = drop_pins_sections(text)[0]
+
+    def view(part: str) -> str:
+        return mask_names(part, invented)
+
+    own = view(own_prose(text, carried))
+    found = {id(f) for f in key if mentions(own, f, root)}
+    held = {id(f) for f in key if mentions(view(text), f, root)}  # own or copied
+    text, put = _put_objective(text, ledger, view)
+    missing = [f for f in key if not mentions(view(text), f, root)]
+    # What the ledger's objective brought (its constraints too) counts as pinned.
+    put_back = len({id(f) for f in key} - {id(f) for f in missing} - held)
+
+    def figures(appended: int, left_out: int) -> DigestAudit:
+        return DigestAudit(
+            len(ledger.facts),
+            len(key),
+            len(found),
+            appended + put_back,
+            left_out,
+            copied=len(held - found),
+            invented=tuple(invented),
+            objective_replaced=put is not None,
+        )
+
     if not missing:
-        return text, DigestAudit(len(ledger.facts), len(key), found, 0)
-    own = count_text(text, counter)
+        return cut_to_tokens(text, max_tokens, counter), figures(0, 0)
+    size = count_text(text, counter)
     # Making room for the pins cuts the model's text from its end, and a fact the model
     # did write may sit in what is cut (its newest material comes last): such facts are
     # pinned too, until what the kept text holds and what is pinned cover every key fact.
     while True:
-        pins, appended = _pins(missing, root, own, max_tokens, counter)
+        pins, appended = _pins(missing, root, size, max_tokens, counter)
         if not pins:
-            return text, DigestAudit(len(ledger.facts), len(key), found, 0, len(missing))
+            return cut_to_tokens(text, max_tokens, counter), figures(0, len(missing))
         block = f"{PINNED_HEADING}\n" + "\n".join(pins)
         body_room = max_tokens - count_text("\n\n" + block, counter)
         body = cut_to_tokens(text, max(body_room, 1), counter)
         if body == text:
             break
         pending = {id(f) for f in missing}
-        lost = [f for f in key if id(f) not in pending and not mentions(body, f, root)]
+        lost = [f for f in key if id(f) not in pending and not mentions(view(body), f, root)]
         if not lost:
             break
         pending.update(map(id, lost))
         missing = [f for f in key if id(f) in pending]
     out = f"{body}\n\n{block}" if body else block
-    out = cut_to_tokens(out, max_tokens, counter)
-    return out, DigestAudit(len(ledger.facts), len(key), found, appended, len(missing) - appended)
+    return cut_to_tokens(out, max_tokens, counter), figures(appended, len(missing) - appended)
 
 
 def _pins(

@@ -3,7 +3,8 @@
 ``_summary_flow`` is a generator that holds all the logic and no I/O: it yields each
 request (context and options) for a model call and receives the reply (or the
 exception) back. :func:`summarize` drives it with an async completer,
-:func:`summarize_sync` with a sync one.
+:func:`summarize_sync` with a sync one (the drivers live in ``_drive``; reading the
+reply's text, in ``_reply``).
 
 A head too long for one call is summarized in chunks, each chunk carrying the digest
 of the ones before it in, so the summarizer's own window is never overrun.
@@ -18,15 +19,11 @@ is still blocked in its provider call.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
-import inspect
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Generator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from window_budget.budget._estimate import count_text
@@ -35,30 +32,34 @@ from window_budget.contract import (
     CompleteOptions,
     CondenseScope,
     Context,
-    Model,
     SummarizeDeps,
     Summary,
+    TokenCounter,
 )
 from window_budget.digest import DIGEST_HEADERS, digest_body, is_digest
 from window_budget.errors import SummarizerError
 from window_budget.messages import (
     AgentMessage,
-    AssistantMessage,
     DigestMessage,
-    TextBlock,
     UserMessage,
 )
 from window_budget.pipeline._fit import water_level
 from window_budget.pipeline.summarize._audit import audit_digest
+from window_budget.pipeline.summarize._drive import SummaryRequest, drive_async, drive_sync
 from window_budget.pipeline.summarize._extract import local_ledger, render_local_digest
+from window_budget.pipeline.summarize._invented import invented_names, mark_invented
 from window_budget.pipeline.summarize._memory import archive_start, carried_ledger, store_digest
 from window_budget.pipeline.summarize._prompt import (
     CONDENSER_BRIEF,
+    DIGEST_TEMPLATE,
+    FRAMING_LINES,
     build_summary_prompt,
     clamp_text,
     cut_to_tokens,
+    escape_block_tags,
     flatten_message,
 )
+from window_budget.pipeline.summarize._reply import SentPrompt, clean_reply, reply_text
 from window_budget.pipeline.summarize.facts import FactLedger, ledger_to_json, merge_ledgers
 
 __all__ = [
@@ -74,9 +75,6 @@ SUMMARY_TAGS = ("window-budget", "window-budget:summary")
 """Tags on every summary call, so frameworks can keep it out of streamed output."""
 
 _PROMPT_OVERHEAD_TOKENS = 900  # brief + framing + template, rounded up
-# A reply this long is not an overlong digest but junk (a dumped prompt, a runaway loop):
-# cutting it would keep garbage and counting it costs seconds, so fall back instead.
-_JUNK_REPLY_CHARS = 1_000_000
 
 
 def make_digest_message(
@@ -140,54 +138,6 @@ def _describe(exc: BaseException) -> str:
     if len(text) > _ERROR_CHARS:
         text = text[: _ERROR_CHARS - 1] + "…"
     return f"{type(exc).__name__}: {text}"
-
-
-def _reply_text(reply: object, max_tokens: int) -> tuple[str | None, str]:
-    """Text of a completer's reply, or None and why it cannot be used.
-
-    Defensive on purpose: the reply comes from user code and a provider, so a message
-    built around its own validation (``object.__setattr__``) or an object of another
-    type is reported, never crashed on.
-    """
-    if isinstance(reply, AssistantMessage):
-        if reply.stop_reason == "error":
-            return None, "reply held no text"
-        content: object = reply.content
-        if isinstance(content, str):
-            text = content
-        elif isinstance(content, tuple | list):
-            texts = [getattr(b, "text", None) for b in content if isinstance(b, TextBlock)]
-            if not all(isinstance(t, str) for t in texts):
-                return None, "reply held a text block whose text is not a str"
-            text = "\n".join(texts)  # type: ignore[arg-type]
-        else:
-            return None, f"reply content is a {type(content).__name__}, not text or blocks"
-    elif isinstance(reply, str):
-        text = reply
-    else:
-        if inspect.isawaitable(reply):
-            close = getattr(reply, "close", None)
-            if callable(close):
-                close()  # never awaited: closing it spares a "never awaited" warning
-            return None, (
-                "the sync completer returned an awaitable; pass an async function "
-                "as complete= instead"
-            )
-        return None, f"reply is a {type(reply).__name__}, not an AssistantMessage or str"
-    if len(text) > max(_JUNK_REPLY_CHARS, max_tokens * 64):
-        return None, (
-            f"reply of {len(text):,} characters is far beyond the {max_tokens:,} tokens asked for"
-        )
-    if not text.strip():
-        return None, "empty reply"
-    return text, ""
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    model: Model
-    context: Context
-    options: CompleteOptions
 
 
 def _fit_calls(entries: list[str], allowed: int) -> list[str]:
@@ -257,10 +207,41 @@ def _carry_digests(
     return prior, prior_ledger, counted_masks
 
 
+def _carried_text(
+    prior: str | None,
+    prior_ledger: FactLedger | None,
+    max_tokens: int,
+    counter: TokenCounter | None,
+) -> str | None:
+    """The carried digest as the first call shows it: audited against its ledger, within budget."""
+    digest = prior
+    if prior and prior.strip() and prior_ledger is not None:
+        # The model gets the carried ledger too: what the last digest's text lost is pinned.
+        digest, _ = audit_digest(
+            prior.strip(), prior_ledger, max_tokens=max_tokens, counter=counter
+        )
+    if digest and count_text(digest, counter) > max_tokens:
+        # Written under a larger budget: it would crowd out the scrollback. Its facts are
+        # already in the ledger, which the fallback and the audit draw on.
+        digest = cut_to_tokens(digest, max_tokens, counter)
+    return digest
+
+
+def _plan_calls(entries: list[str], budget_chars: int, max_calls: int) -> list[str]:
+    """The scrollback of each call: at most ``max_calls`` chunks of ``budget_chars`` each."""
+    chunks = _chunks(entries, budget_chars) or [""]
+    allowed = budget_chars * max_calls
+    while len(chunks) > max_calls:
+        # Greedy packing leaves gaps at chunk ends: tighten until the calls fit the cap.
+        allowed = int(allowed * 0.9)
+        chunks = _chunks(_fit_calls(entries, allowed), budget_chars) or [""]
+    return chunks
+
+
 def _summary_flow(
     messages: Sequence[AgentMessage],
     deps: SummarizeDeps,
-) -> Generator[_Request, Any, Summary]:
+) -> Generator[SummaryRequest, Any, Summary]:
     """All the logic of summarize; yields requests, receives replies or exceptions."""
     scope = deps.scope
     policy = deps.policy
@@ -307,34 +288,30 @@ def _summary_flow(
     entries: list[str] = []
     for m in body_messages:
         entries.extend(flatten_message(m, tool_output_chars=policy.tool_output_chars))
-    digest = prior
-    if prior and prior.strip() and prior_ledger is not None:
-        # The model gets the carried ledger too: what the last digest's text lost is pinned.
-        digest, _ = audit_digest(
-            prior.strip(), prior_ledger, max_tokens=max_tokens, counter=deps.counter
-        )
-    if digest and count_text(digest, deps.counter) > max_tokens:
-        # Written under a larger budget: it would crowd out the scrollback. Its facts are
-        # already in the ledger, which the fallback and the audit draw on.
-        digest = cut_to_tokens(digest, max_tokens, deps.counter)
+    digest = _carried_text(prior, prior_ledger, max_tokens, deps.counter)
     # Each call must fit the summarizer's own window: prompt + carried digest (at most
     # ``max_tokens``, this one or the one the previous call wrote) + reply.
     room = model.context_window - 2 * max_tokens - _PROMPT_OVERHEAD_TOKENS
-    budget_chars = max(4000, int(room * 3.0))
-    chunks = _chunks(entries, budget_chars) or [""]
-    allowed = budget_chars * policy.max_summary_calls
-    while len(chunks) > policy.max_summary_calls:
-        # Greedy packing leaves gaps at chunk ends: tighten until the calls fit the cap.
-        allowed = int(allowed * 0.9)
-        chunks = _chunks(_fit_calls(entries, allowed), budget_chars) or [""]
+    chunks = _plan_calls(entries, max(4000, int(room * 3.0)), policy.max_summary_calls)
     options = CompleteOptions(
         max_tokens=max_tokens, reasoning="high", signal=deps.signal, tags=SUMMARY_TAGS
     )
+    carried = digest.strip() if digest else ""
+    instructions = "\n".join((CONDENSER_BRIEF, FRAMING_LINES[scope], DIGEST_TEMPLATE))
+
+    def unusable(why: str) -> Summary:
+        if policy.on_summarizer_error == "raise":
+            raise SummarizerError(
+                f"the summarizer's reply was unusable ({why}); the transcript was left unchanged"
+            )
+        _log_fallback("unusable reply: " + re.sub(r"[\d,]+", "N", why), f"unusable reply: {why}")
+        return fallback(why)
+
     for chunk in chunks:
         prompt = build_summary_prompt(chunk, scope=scope, prior_digest=digest)
         context = Context(CONDENSER_BRIEF, (UserMessage(prompt),))
         try:
-            reply = yield _Request(model, context, options)
+            reply = yield SummaryRequest(model, context, options)
         except CancelledByToken:
             raise
         except Exception as exc:
@@ -345,21 +322,34 @@ def _summary_flow(
                 ) from exc
             _log_fallback(type(exc).__name__, failure)
             return fallback(f"model call failed: {failure}")
-        text, why = _reply_text(reply, max_tokens)
+        text, why = reply_text(reply, max_tokens)
+        if text is not None:
+            text, why = _cleaned(text, SentPrompt(instructions, chunk, carried))
         if text is None:
-            if policy.on_summarizer_error == "raise":
-                raise SummarizerError(
-                    f"the summarizer's reply was unusable ({why}); the "
-                    "transcript was left unchanged"
-                )
-            _log_fallback(
-                "unusable reply: " + re.sub(r"[\d,]+", "N", why), f"unusable reply: {why}"
-            )
-            return fallback(why)
-        digest = text.strip()
+            return unusable(why)
+        digest = text
     assert digest is not None
     body = cut_to_tokens(digest, body_tokens, deps.counter)
-    body, audit = audit_digest(body, ledger, max_tokens=body_tokens, counter=deps.counter)
+    # Checked after the cut, so a runaway reply costs no more than a digest's worth of names.
+    sources = "\n".join([*entries, carried, *(f.text for f in ledger.facts)])
+    invented = invented_names(body, sources, carried=carried)
+    body = mark_invented(body, invented, carried=carried)
+    body, audit = audit_digest(
+        body,
+        ledger,
+        max_tokens=body_tokens,
+        counter=deps.counter,
+        carried=carried,
+        invented=invented,
+    )
+    if audit.checked and not audit.found + audit.copied:
+        # Nothing the audit looks for, in the model's words or copied: the 0.5B shape of a
+        # digest that restates the template, kept as the objective with every fact pinned.
+        return unusable(
+            f"reply held none of the {audit.checked} key facts of the folded turns "
+            "(objective, constraints, files, errors, asks)"
+        )
+    body = _without_tags(body, body_tokens, deps.counter)
     message = make_digest_message(body, scope, covered_count=covered)
     return Summary(
         store_digest(message, ledger, body_messages, deps, record_tokens=deps.record_tokens),
@@ -371,170 +361,24 @@ def _summary_flow(
     )
 
 
-def _nothing() -> None:
-    return None
+def _cleaned(text: str, sent: SentPrompt) -> tuple[str | None, str]:
+    """The reply cleaned of what it wrapped, echoed or copied, or None and why it failed."""
+    cleaned = clean_reply(text, sent)
+    if cleaned.text is not None and cleaned.removed:
+        logger.debug(
+            "window-budget: the summarizer's reply was cleaned (removed: %s)",
+            ", ".join(cleaned.removed),
+        )
+    return cleaned.text, cleaned.why
 
 
-def _timed_out(timeout: float) -> TimeoutError:
-    return TimeoutError(f"no reply within {timeout:g} s (BudgetPolicy.summary_timeout)")
+def _without_tags(body: str, max_tokens: int, counter: TokenCounter | None) -> str:
+    """``body`` with the prompt's tags escaped, also a look-alike or one in a pinned fact.
 
-
-async def _await_with_signal(awaitable: Awaitable[Any], deps: SummarizeDeps) -> Any:
-    """Await the model call until it answers, the token is cancelled or the timeout passes."""
-    signal = deps.signal
-    timeout = deps.policy.summary_timeout
-    if signal is None and timeout is None:
-        return await awaitable
-    task = asyncio.ensure_future(awaitable)
-    waiters: set[asyncio.Future[Any]] = {task}
-    dispose: Callable[[], None] = _nothing
-    if signal is not None:
-        loop = asyncio.get_running_loop()
-        cancelled = asyncio.Event()
-
-        def on_cancel() -> None:
-            loop.call_soon_threadsafe(cancelled.set)
-
-        dispose = signal.add_callback(on_cancel)
-        waiters.add(asyncio.ensure_future(cancelled.wait()))
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if task.done():
-            return task.result()
-        if signal is not None and signal.cancelled:
-            raise CancelledByToken(signal.reason)
-        assert timeout is not None
-        raise _timed_out(timeout)
-    finally:
-        dispose()
-        for waiter in waiters:
-            waiter.cancel()  # the call too, when we stopped waiting for it (or were cancelled)
-
-
-def _start_in_thread(call: Callable[[], Any], on_done: Callable[[dict[str, Any]], None]) -> None:
-    """Run a sync completer call in a daemon thread, then hand ``on_done`` its outcome.
-
-    Its own daemon thread, not an executor's: a call stuck in a provider must not keep the
-    interpreter (or ``asyncio.run``'s executor shutdown) waiting after we gave up on it.
-    The caller's context variables (framework callbacks, tracing) travel with it.
+    A digest is carried into the next prompt, and a tag in it would read as the block's end.
     """
-    context = contextvars.copy_context()
-
-    def runner() -> None:
-        box: dict[str, Any] = {}
-        try:
-            box["value"] = context.run(call)
-        except BaseException as exc:
-            box["error"] = exc
-        on_done(box)
-
-    threading.Thread(target=runner, name="window-budget-summary", daemon=True).start()
-
-
-async def _call_sync_completer_async(call: Callable[[], Any], deps: SummarizeDeps) -> Any:
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(box: dict[str, Any]) -> None:
-        if future.done():
-            return  # we stopped waiting (timeout, cancel): the late reply is discarded
-        if "error" in box:
-            future.set_exception(box["error"])
-        else:
-            future.set_result(box["value"])
-
-    def on_done(box: dict[str, Any]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-            loop.call_soon_threadsafe(settle, box)
-
-    _start_in_thread(call, on_done)
-    return await _await_with_signal(future, deps)
-
-
-async def _call_async(request: _Request, deps: SummarizeDeps) -> Any:
-    if deps.complete is not None:
-        return await _await_with_signal(
-            deps.complete(request.model, request.context, request.options), deps
-        )
-    assert deps.complete_sync is not None
-    sync = deps.complete_sync
-    return await _call_sync_completer_async(
-        lambda: sync(request.model, request.context, request.options), deps
-    )
-
-
-def _call_sync_completer(
-    call: Callable[[], Any], deps: SummarizeDeps, *, in_thread: bool = False
-) -> Any:
-    """Call a sync completer; with a timeout or a token, stop waiting when either fires."""
-    signal = deps.signal
-    timeout = deps.policy.summary_timeout
-    if signal is None and timeout is None and not in_thread:
-        return call()  # nothing could interrupt the wait: call on this thread, as before
-    settled = threading.Event()
-    outcome: dict[str, Any] = {}
-
-    def on_done(box: dict[str, Any]) -> None:
-        outcome.update(box)
-        settled.set()
-
-    dispose = signal.add_callback(settled.set) if signal is not None else _nothing
-    try:
-        _start_in_thread(call, on_done)
-        finished = settled.wait(timeout)
-    finally:
-        dispose()
-    if signal is not None and signal.cancelled:
-        raise CancelledByToken(signal.reason)
-    if not finished:
-        assert timeout is not None
-        raise _timed_out(timeout)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-def _call_sync(request: _Request, deps: SummarizeDeps) -> Any:
-    if deps.complete_sync is not None:
-        sync = deps.complete_sync
-        return _call_sync_completer(
-            lambda: sync(request.model, request.context, request.options), deps
-        )
-    assert deps.complete is not None
-    complete = deps.complete
-
-    async def coro_factory() -> Any:
-        return await _await_with_signal(
-            complete(request.model, request.context, request.options), deps
-        )
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        in_loop = False
-    else:
-        in_loop = True
-    # A private loop, in a worker thread when called from inside a running loop (a notebook)
-    # or when a timeout or token must be able to stop the wait: an async completer that
-    # blocks its loop (a sync call inside ``async def``) would stall the loop's own timers.
-    return _call_sync_completer(lambda: asyncio.run(coro_factory()), deps, in_thread=in_loop)
-
-
-def _drive_sync(flow: Generator[_Request, Any, Summary], deps: SummarizeDeps) -> Summary:
-    try:
-        request = next(flow)
-        while True:
-            try:
-                reply = _call_sync(request, deps)
-            except CancelledByToken:
-                raise
-            except Exception as exc:
-                request = flow.throw(exc)
-                continue
-            request = flow.send(reply)
-    except StopIteration as done:
-        result: Summary = done.value
-        return result
+    escaped = escape_block_tags(body)
+    return body if escaped == body else cut_to_tokens(escaped, max_tokens, counter)
 
 
 async def summarize(
@@ -561,21 +405,7 @@ async def summarize(
 
     """
     deps = deps or SummarizeDeps()
-    flow = _summary_flow(messages, deps)
-    try:
-        request = next(flow)
-        while True:
-            try:
-                reply = await _call_async(request, deps)
-            except CancelledByToken:
-                raise
-            except Exception as exc:
-                request = flow.throw(exc)
-                continue
-            request = flow.send(reply)
-    except StopIteration as done:
-        result: Summary = done.value
-        return result
+    return await drive_async(_summary_flow(messages, deps), deps)
 
 
 def summarize_sync(
@@ -584,7 +414,7 @@ def summarize_sync(
 ) -> Summary:
     """The sync twin of :func:`summarize` (uses ``deps.complete_sync`` when given)."""
     deps = deps or SummarizeDeps()
-    return _drive_sync(_summary_flow(messages, deps), deps)
+    return drive_sync(_summary_flow(messages, deps), deps)
 
 
 async def condense_scope(
