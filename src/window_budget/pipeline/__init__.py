@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from window_budget.pipeline._condenser import CondenseDecision as CondenseDecision
     from window_budget.pipeline._condenser import WindowCondenser as WindowCondenser
     from window_budget.pipeline._condenser import check_window as check_window
-    from window_budget.pipeline._gate import digest_budget as digest_budget
     from window_budget.pipeline._condenser import condense as condense
     from window_budget.pipeline._condenser import condense_sync as condense_sync
     from window_budget.pipeline._condenser import create_condenser as create_condenser
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from window_budget.pipeline._gate import anchor_index as anchor_index
     from window_budget.pipeline._gate import anchor_usage as anchor_usage
     from window_budget.pipeline._gate import budget_limit as budget_limit
+    from window_budget.pipeline._gate import digest_budget as digest_budget
     from window_budget.pipeline._gate import estimate_context as estimate_context
     from window_budget.pipeline._gate import is_over_budget as is_over_budget
     from window_budget.pipeline._gate import same_model as same_model
@@ -96,11 +96,11 @@ __all__ = [
     "blocked_cuts",
     "budget_limit",
     "check_window",
-    "digest_budget",
     "condense",
     "condense_sync",
     "create_condenser",
     "cut_text",
+    "digest_budget",
     "estimate_context",
     "fit_messages",
     "is_masked",
