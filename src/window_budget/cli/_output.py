@@ -23,7 +23,11 @@ from typing import NoReturn
 
 import click
 
-from window_budget.readers._base import PICK_FORMAT, PICK_RUN, SKIP_BAD
+from window_budget.readers._base import (
+    PICK_FORMAT,
+    PICK_RUN,
+    SKIP_BAD,
+)
 
 __all__ = ["cli_wording", "fail", "plural", "say", "show_error", "terminal_text"]
 

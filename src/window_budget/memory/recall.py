@@ -117,25 +117,33 @@ def _fact_line(fact: _Fact) -> str:
     return f"- {fact.kind}{status}: {' '.join(fact.text.split())}{pointer}"
 
 
+def _name(value: object) -> str:
+    """A name from the archive (a tool's, a note's type) as quoted data on one line."""
+    text = " ".join(_clean(str(value)).split())
+    return json.dumps(text[:80] + ("…" if len(text) > 80 else ""), ensure_ascii=False)
+
+
 def _speaker(raw: Mapping[str, Any]) -> tuple[str, str]:
+    """Who an archived message is from (names quoted: they are data), and its text."""
     try:
         message = message_from_dict(raw)
     except (ValueError, TypeError, KeyError):
-        return "unknown", str(raw.get("content", ""))
+        return f"unknown {_name(raw.get('role', ''))}", str(raw.get("content", ""))
     text = message_text(message)
     match message:
         case ToolResultMessage():
-            return f"tool {message.tool_name}{' (error)' if message.is_error else ''}", text
+            error = " (error)" if message.is_error else ""
+            return f"tool {_name(message.tool_name)}{error}", text
         case BashExecutionMessage():
             return f"shell (exit {message.exit_code})", text
         case CustomMessage():
-            return f"{message.custom_type} (not the user)", text
+            return f"note {_name(message.custom_type)} (not the user)", text
         case UserMessage():
             return "user", text
         case AssistantMessage():
             calls = [f"call {c.name} {json.dumps(dict(c.arguments))}" for c in message.tool_calls]
             return "assistant", "\n".join([text, *calls]).strip()
-    return getattr(message, "role", "message"), text
+    return f"message {_name(getattr(message, 'role', ''))}", text
 
 
 def _clamp(text: str, budget: int, counter: TokenCounter | None) -> str:

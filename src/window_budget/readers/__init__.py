@@ -53,6 +53,8 @@ from window_budget.readers._base import (
     Transcript,
     loads,
     open_transcript,
+)
+from window_budget.readers._records import (
     tag,
 )
 from window_budget.readers.anthropic import read_anthropic, write_anthropic

@@ -14,8 +14,13 @@ from functools import partial
 from typing import Any
 
 from window_budget.messages import AgentMessage, CompactionSummaryMessage
-from window_budget.readers._base import Collector, tag
+from window_budget.readers._base import (
+    Collector,
+)
 from window_budget.readers._openhands_events import Events, is_id
+from window_budget.readers._records import (
+    tag,
+)
 
 __all__ = ["Forgotten", "condensed_view", "is_condensation"]
 

@@ -22,9 +22,11 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from window_budget.readers._base import (
+from window_budget.readers._digests import (
     digest_from_info,
     find_digest_record,
+)
+from window_budget.readers._records import (
     image_from_url,
     real_usage,
     tag,

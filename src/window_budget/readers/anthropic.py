@@ -26,13 +26,15 @@ from window_budget.messages import (
 )
 from window_budget.readers._base import (
     Collector,
-    FieldTally,
-    KeyFields,
     Transcript,
     foreign_dump,
-    guess_image_type,
     load_json,
     records,
+)
+from window_budget.readers._records import (
+    FieldTally,
+    KeyFields,
+    guess_image_type,
     tag,
     text_of,
 )

@@ -40,17 +40,21 @@ from window_budget.messages import (
 )
 from window_budget.readers._base import (
     CLAUDE_TYPES,
-    DIGEST_KEY,
     PI_TYPES,
     Collector,
-    FieldTally,
-    KeyFields,
     Transcript,
-    as_int,
+    iter_json_lines,
+)
+from window_budget.readers._digests import (
+    DIGEST_KEY,
     digest_from_info,
     digest_info,
     find_digest_record,
-    iter_json_lines,
+)
+from window_budget.readers._records import (
+    FieldTally,
+    KeyFields,
+    as_int,
     real_usage,
     tag,
     text_of,

@@ -26,12 +26,16 @@ from window_budget.messages import (
     content_text,
 )
 from window_budget.readers._base import (
-    DIGEST_KEY,
-    KeyFields,
     Transcript,
+)
+from window_budget.readers._digests import (
+    DIGEST_KEY,
     digest_from_info,
     digest_info,
     find_digest_record,
+)
+from window_budget.readers._records import (
+    KeyFields,
     image_from_url,
     image_to_url,
     read_message_records,

@@ -24,12 +24,16 @@ from window_budget.messages import (
     content_text,
 )
 from window_budget.readers._base import (
-    DIGEST_KEY,
-    KeyFields,
     Transcript,
+)
+from window_budget.readers._digests import (
+    DIGEST_KEY,
     digest_from_info,
     digest_info,
     find_digest_record,
+)
+from window_budget.readers._records import (
+    KeyFields,
     read_message_records,
 )
 from window_budget.readers._render import render_as_text

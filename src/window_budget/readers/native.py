@@ -10,14 +10,17 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-from window_budget.messages import AgentMessage, message_from_dict, message_to_dict
+from window_budget.messages import AgentMessage, message_from_dict
 from window_budget.readers._base import (
     Collector,
     ReadError,
     Transcript,
-    check_counts,
     load_json,
     records,
+)
+from window_budget.readers._digests import honoured, sealed_dict
+from window_budget.readers._records import (
+    check_counts,
 )
 
 __all__ = ["NATIVE_TAG", "read_native", "write_native"]
@@ -44,7 +47,7 @@ def read_native(stream: IO[str], *, path: str = "", skip_bad: bool = False) -> T
         def one(raw: Any = raw) -> None:
             if isinstance(raw, Mapping):
                 check_counts(raw.get("usage"), ("input", "output", "cacheRead", "cacheWrite"))
-            out.append(message_from_dict(raw))
+            out.append(honoured(message_from_dict(raw), raw))
 
         collector.guard(where, one)
     return Transcript(
@@ -63,7 +66,7 @@ def write_native(
     doc: dict[str, Any] = {
         "format": NATIVE_TAG,
         "system": list(system),
-        "messages": [message_to_dict(m) for m in messages],
+        "messages": [sealed_dict(m) for m in messages],
     }
     json.dump(doc, stream, ensure_ascii=False, indent=1)
     stream.write("\n")

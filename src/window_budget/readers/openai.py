@@ -26,16 +26,20 @@ from window_budget.messages import (
     content_text,
 )
 from window_budget.readers._base import (
-    DIGEST_KEY,
-    KeyFields,
     Transcript,
+    foreign_dump,
+    loads,
+)
+from window_budget.readers._digests import (
+    DIGEST_KEY,
     digest_from_info,
     digest_info,
     find_digest_record,
-    foreign_dump,
+)
+from window_budget.readers._records import (
+    KeyFields,
     image_from_url,
     image_to_url,
-    loads,
     read_message_records,
 )
 from window_budget.readers._render import render_as_text

@@ -43,20 +43,24 @@ from window_budget.messages import (
 )
 from window_budget.readers._base import (
     BOM,
-    DIGEST_KEY,
     PICK_RUN,
     Collector,
-    FieldTally,
-    KeyFields,
     ReadError,
     Transcript,
-    digest_info,
-    image_to_url,
     loads,
     mismatch,
 )
+from window_budget.readers._digests import (
+    DIGEST_KEY,
+    digest_info,
+)
 from window_budget.readers._openhands_condensation import condensed_view, is_condensation
 from window_budget.readers._openhands_events import Events
+from window_budget.readers._records import (
+    FieldTally,
+    KeyFields,
+    image_to_url,
+)
 from window_budget.readers._render import render_as_text
 
 __all__ = ["is_openhands_events", "is_openhands_run", "read_openhands", "write_openhands"]

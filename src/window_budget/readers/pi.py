@@ -32,18 +32,20 @@ from window_budget.messages import (
     CompactionSummaryMessage,
     DigestMessage,
     message_from_dict,
-    message_to_dict,
 )
 from window_budget.readers._base import (
     CLAUDE_TYPES,
     PI_TYPES,
     Collector,
+    Transcript,
+    iter_json_lines,
+)
+from window_budget.readers._digests import honoured, sealed_dict
+from window_budget.readers._records import (
     FieldTally,
     KeyFields,
-    Transcript,
     as_int,
     check_counts,
-    iter_json_lines,
     real_usage,
     tag,
 )
@@ -86,7 +88,7 @@ def _context_message(raw: Any) -> AgentMessage | None:
     """A ``message`` entry's message, or None for a ``!!`` shell run (shown, never sent)."""
     if isinstance(raw, Mapping):
         check_counts(raw.get("usage"), USAGE_FIELDS)
-    msg = message_from_dict(raw)
+    msg = honoured(message_from_dict(raw), raw)
     if (
         isinstance(msg, AssistantMessage)
         and msg.usage is not None
@@ -305,5 +307,5 @@ def write_pi(
                 # number rides along for read_pi: their usage must not anchor.
                 entry["keptCount"] = msg.kept_count
         else:
-            entry = {"type": "message", "message": message_to_dict(msg)}
+            entry = {"type": "message", "message": sealed_dict(msg)}
         stream.write(json.dumps(entry, ensure_ascii=False) + "\n")

@@ -43,17 +43,21 @@ from window_budget.messages import (
     content_text,
 )
 from window_budget.readers._base import (
-    DIGEST_KEY,
-    LEGACY_DIGEST_KEY,
-    FieldTally,
     JSONProblem,
-    KeyFields,
     ReadError,
     Transcript,
-    convert_records,
     load_json,
     loads,
     mismatch,
+)
+from window_budget.readers._digests import (
+    DIGEST_KEY,
+    LEGACY_DIGEST_KEY,
+)
+from window_budget.readers._records import (
+    FieldTally,
+    KeyFields,
+    convert_records,
     tag,
     text_of,
 )

@@ -18,9 +18,11 @@ from window_budget.readers._base import (
     PICK_RUN,
     ReadError,
     Transcript,
-    convert_records,
     load_json,
     mismatch,
+)
+from window_budget.readers._records import (
+    convert_records,
 )
 from window_budget.readers.openai import message_from_openai, openai_fields, to_openai
 
