@@ -374,6 +374,14 @@ def test_set_of_a_view_stores_exactly_the_messages_put(role: str) -> None:
 def test_the_acknowledgement_is_marked_as_the_digests() -> None:
     memory, _ = put_thirty("pair")
     view = memory.get()
+    extra = 0
+    while view[1].role != MessageRole.ASSISTANT or RECORD_KEY not in view[1].additional_kwargs:
+        # The tail starts with a reply: no acknowledgement is needed. One more turn each try
+        # moves the cut until it lands before a user turn.
+        extra += 1
+        assert extra < 12, "no view needed an acknowledgement"
+        memory.put(ChatMessage(role=MessageRole.USER, content=f"more {extra} " + "w " * 30))
+        view = memory.get()
     assert is_digest_message(view[0])
     ack = view[1]
     assert ack.role == MessageRole.ASSISTANT

@@ -171,13 +171,18 @@ class Compactor:
         )
 
     def should_commit(self, p: Pass) -> bool:
-        """True when ``p`` wrote a digest worth storing (not a failing LLM's fallback)."""
+        """True when ``p`` wrote a digest worth storing (not a failed call's fallback)."""
         result = p.result
         if result is None or result.summary is None or result.plan.cut == 0:
             return False
-        # A failing LLM: keep the store as it was and retry on a later call; the view
-        # still uses the network-free digest so the caller stays inside the window.
-        return not (result.summary.fallback and self.has_llm)
+        # A call that failed (an outage, a rate limit, a timeout): keep the store as it was and
+        # retry on a later call; the view still uses the network-free digest meanwhile. A reply
+        # that was rejected (an echo of the prompt, no fact of the session) would be rejected
+        # again: the network-free digest is stored, not paid for again on every get().
+        reason = result.summary.fallback_reason or ""
+        return not (
+            result.summary.fallback and self.has_llm and reason.startswith("model call failed")
+        )
 
     def commit(self, p: Pass, digest: ChatMessage) -> bool:
         """Rewrite the store as ``[pinned, digest, tail, anything appended meanwhile]``.

@@ -43,18 +43,21 @@ __all__ = ["extract_facts", "ledger_of", "merge_ledgers"]
 # ------------------------------------------------------------------ patterns
 
 _CONSTRAINT_RE = re.compile(
-    r"\b(must|never|don'?t|do not|shouldn'?t|should not|can'?t|cannot"
-    r"|avoid|make sure|ensure|no more than|at most|at least|forbidden|not allowed)\b",
+    r"\b(must|shouldn'?t|should not|avoid|make sure|ensure|forbidden|not allowed)\b",
     re.IGNORECASE,
 )
 # Words that state a rule only when said *to* someone: "Only touch src/", "Keep the API
 # stable", "you can only run one command"; in a description ("the loader only reads the
 # first table", "it doesn't parse comments") they state a symptom, not a constraint.
-_WEAK_CONSTRAINT_RE = re.compile(r"\b(only|always|without|keep|doesn'?t)\b", re.IGNORECASE)
+_WEAK_CONSTRAINT_RE = re.compile(
+    r"\b(only|always|never|without|keep|doesn'?t|don'?t|do not|can'?t|cannot|no more than"
+    r"|at most|at least)\b",
+    re.IGNORECASE,
+)
 _ADDRESSED_RE = re.compile(
-    r"^\W*(?:only|always|keep|never|please|use|leave|stay|do|don'?t|make|run|edit|change|add"
+    r"^\W*(?:only|always|keep|never|no|please|use|leave|stay|do|don'?t|make|run|edit|change|add"
     r"|write|fix|move|port|commit|push|touch|return|test|build|update|stick)\b"
-    r"|\b(?:you|please|we need|need to|let'?s)\b",
+    r"|\b(?:you|please|we|need to|let'?s)\b",
     re.IGNORECASE,
 )
 
@@ -104,8 +107,43 @@ _IDENT_RES: Final = (
 )
 
 
+# A block a reader or adapter serialised (an unknown content block, a document, extra
+# metadata: ``{"type": ...}`` or ``[metadata] {...}``) was attached to the turn, not typed:
+# its words are data, never the user's ask or rule.
+_ATTACHED_RE = re.compile(r'^\s*(?:\[[\w.:-]+\]\s*)?\{\s*"')
+_TRIVIAL_ASKS: Final = frozenset(
+    {
+        "ok",
+        "okay",
+        "k",
+        "yes",
+        "y",
+        "no",
+        "continue",
+        "go on",
+        "go ahead",
+        "next",
+        "thanks",
+        "thank you",
+        "proceed",
+        "sure",
+        "done",
+        "great",
+    }
+)
+
+
+def _typed(content: Content) -> str:
+    """The text the user typed: attached, serialised blocks left out."""
+    if isinstance(content, str):
+        return "" if _ATTACHED_RE.match(content) else content
+    return "".join(
+        b.text for b in content if isinstance(b, TextBlock) and not _ATTACHED_RE.match(b.text)
+    )
+
+
 def _user_text(message: UserMessage) -> str:
-    text = _REMINDER_RE.sub("", content_text(message.content)).strip()
+    text = _REMINDER_RE.sub("", _typed(message.content)).strip()
     if not text or _INJECTED_RE.match(text):
         return ""
     return text
@@ -185,7 +223,7 @@ def _fail(b: _Builder, target: str, label: str, output: str) -> None:
 
 def _on_user(b: _Builder, msg: UserMessage) -> None:
     text = _user_text(msg)
-    if not text:
+    if not text or _norm_key(text) in _TRIVIAL_ASKS:
         return
     if not any(f.kind == "objective" for f in b.facts.values()):
         b.put("objective", "objective", one_line(text))
