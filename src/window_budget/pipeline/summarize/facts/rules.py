@@ -14,6 +14,7 @@ from window_budget.messages import (
     BashExecutionMessage,
     BranchSummaryMessage,
     CompactionSummaryMessage,
+    Content,
     DigestMessage,
     TextBlock,
     ToolCallBlock,
