@@ -264,3 +264,43 @@ def test_names_in_the_archive_are_quoted_on_the_header_line(raw: dict) -> None:
     assert len(lines) == 3  # preamble, one header line, one quoted line
     assert lines[1].startswith("#0 ")
     assert lines[2].startswith("| ")
+
+
+def test_many_rules_leave_oldest_first_instead_of_cutting_the_digest_blind() -> None:
+    from window_budget.pipeline.summarize import extract_facts, render_ledger
+
+    rules = [
+        UserMessage(
+            f"Wire the sandbox {i}: route every call through the proxy, and never call "
+            f"the sandbox number {i} from unit tests."
+        )
+        for i in range(40)
+    ]
+    ledger = extract_facts([UserMessage("Harden the test suite."), *rules])
+    body = render_ledger(ledger, max_tokens=600, recall=True)
+    assert "# Status" in body
+    assert "# Plan" in body
+    assert "removed by window-budget" not in body
+    assert "never call the sandbox number 39 from unit tests" in body  # the newest stay
+    assert "constraints more are archived" in body.splitlines()[-1]
+
+
+def test_the_whole_ledger_in_the_store_is_not_cut_at_800_facts() -> None:
+    store = InProcessMemoryStore()
+    condenser = create_condenser(model=Model("m", 200_000), memory=store, conversation="c1")
+    calls = [
+        m
+        for i in range(1200)
+        for m in (
+            AssistantMessage(
+                (ToolCallBlock(f"c{i}", "Bash", {"command": f"make target_{i:04d}"}),)
+            ),
+            ToolResultMessage(f"c{i}", "Bash", "ok"),
+        )
+    ]
+    result = condenser.run_sync([UserMessage("Build every target."), *calls], force=True)
+    whole = condenser.ledger(result.messages[0])
+    assert whole is not None
+    commands = {f.text for f in whole.facts if f.kind == "command"}
+    assert "make target_0000" in commands
+    assert len(commands) >= 1000

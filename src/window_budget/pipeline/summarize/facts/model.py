@@ -53,8 +53,9 @@ _BY_KIND: Final[dict[str, Provenance]] = {
     "error": "tool",
     "note": "digest",
 }
-MAX_FACTS: Final = 800
-"""A ledger keeps at most this many facts (lowest priority, oldest first leave)."""
+MAX_FACTS: Final = 5000
+"""A ledger keeps at most this many facts (lowest priority, oldest first leave). The digest's
+record is bounded apart; this bounds the whole ledger a memory store keeps per version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +165,9 @@ _P: Final[dict[str, int]] = {
     "file:read": 25,
     "command:noise": 15,
 }
-_NEVER_EVICTED: Final = frozenset({"objective", "constraint"})
+_NEVER_EVICTED: Final = frozenset({"objective", "constraint"})  # constraints: see the end
 _FLOOR = 2  # the newest facts of each kind leave last
+_RULES_KEPT = 5  # the user's newest rules never leave a digest
 
 
 def _priority(fact: Fact) -> int:
@@ -223,7 +225,11 @@ def _eviction_order(facts: list[Fact], cost: Mapping[int, float] | None = None) 
 
     first = sorted((f for f in evictable if id(f) not in floor), key=rank)
     last = sorted((f for f in evictable if id(f) in floor), key=rank)
-    return first + last
+    # The user's rules leave after everything else, oldest first: a long list of them must
+    # not cut the digest blind (its Status and Plan gone); the store keeps them for recall.
+    # The newest few are never evicted.
+    rules = sorted((f for f in facts if f.kind == "constraint"), key=lambda f: (f.last, f.key))
+    return first + last + rules[:-_RULES_KEPT]
 
 
 _COST_WEIGHT: Final = 4.0

@@ -51,10 +51,17 @@ _CONSTRAINT_RE = re.compile(
 # stable", "you can only run one command"; in a description ("the loader only reads the
 # first table", "it doesn't parse comments") they state a symptom, not a constraint.
 _WEAK_CONSTRAINT_RE = re.compile(
-    r"\b(only|always|never|without|keep|doesn'?t|don'?t|do not|can'?t|cannot|no more than"
-    r"|at most|at least)\b",
+    r"\b(doesn'?t|don'?t|do not|can'?t|cannot|no more than|at most|at least)\b", re.IGNORECASE
+)
+# "never call", "only use", "always run": a rule; "never finished", "only reads", "always
+# returns", "only has": a description (the verb is inflected, or no verb follows).
+_ADVERB_RULE_RE = re.compile(
+    r"\b(?:only|always|never|without)\s+(?!(?:the|a|an|this|that|these|those|it|its|one|two"
+    r"|some|any|when|if|because|after|before|on|in|at|for|to|of|with|by|from)\b)"
+    r"([a-z]+)\b(?<!s)(?<!ed)(?<!ing)(?<!ly)",
     re.IGNORECASE,
 )
+_ADVERBS_RE = re.compile(r"\b(only|always|never|without|keep)\b", re.IGNORECASE)
 _ADDRESSED_RE = re.compile(
     r"^\W*(?:only|always|keep|never|no|please|use|leave|stay|do|don'?t|make|run|edit|change|add"
     r"|write|fix|move|port|commit|push|touch|return|test|build|update|stick)\b"
@@ -65,9 +72,10 @@ _ADDRESSED_RE = re.compile(
 
 def is_constraint(sentence: str) -> bool:
     """True when ``sentence`` states a rule the user set, not a description of a symptom."""
-    if _CONSTRAINT_RE.search(sentence):
+    if _CONSTRAINT_RE.search(sentence) or _ADVERB_RULE_RE.search(sentence):
         return True
-    return bool(_WEAK_CONSTRAINT_RE.search(sentence) and _ADDRESSED_RE.search(sentence))
+    weak = _WEAK_CONSTRAINT_RE.search(sentence) or _ADVERBS_RE.search(sentence)
+    return bool(weak and _ADDRESSED_RE.search(sentence))
 
 
 _DECISION_RE = re.compile(
