@@ -43,6 +43,9 @@ __all__ = [
 MEMORY_KEY: Final = "memory"
 """Key of the store pointer inside a digest's facts record."""
 _POINTER_TOKENS: Final = 32  # {"memory":{"conversation":…,"version":N}} with a short name
+# What a framework record adds around the ledger: the seal (64 hex), the text hash (32 hex),
+# the counts and an adapter's bookkeeping (compactions, archive range, audit).
+_RECORD_OVERHEAD: Final = 110
 _FACT_CHARS: Final = 160  # a fact's text in a bounded record
 MIN_RECORD_TOKENS: Final = 200
 """The smallest room a digest's record gets; 1 % of the window when that is larger."""
@@ -172,7 +175,8 @@ def store_digest(
     take no position), ending at ``ledger.archived``.
     """
     store = deps.memory
-    room = record_tokens if store is None else max(32, record_tokens - _POINTER_TOKENS)
+    room = record_tokens - _RECORD_OVERHEAD - (0 if store is None else _POINTER_TOKENS)
+    room = max(32, room)
     facts = bounded_ledger(ledger, room, deps.counter)
     digest = replace(digest, facts=facts)
     if store is None:
