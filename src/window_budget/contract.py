@@ -259,8 +259,7 @@ class Summary:
     scope: CondenseScope = "session"
     """Which header the digest carries."""
     audit: DigestAudit | None = None
-    """A model-written digest's audit: key facts found in its text, those pinned back; None
-    for the network-free digest (it is the rendered ledger)."""
+    """A model digest's audit (key facts found, pinned back); None for the network-free one."""
 
     @property
     def text(self) -> str:
