@@ -28,7 +28,8 @@ from llama_index.memory.window_budget.instrumentation import (
     Compaction,
     CompactionEvent,
 )
-from llama_index.memory.window_budget.tools import bounded_tool, clamp_text_tokens
+from llama_index.memory.window_budget.memory_store import ChatStoreMemoryStore
+from llama_index.memory.window_budget.tools import bounded_tool, clamp_text_tokens, recall_tool
 
 __all__ = [
     "ARCHIVE_SUFFIX",
@@ -36,6 +37,7 @@ __all__ = [
     "DIGEST_KEY",
     "RECORD_KEY",
     "SUMMARY_TAG",
+    "ChatStoreMemoryStore",
     "Compaction",
     "CompactionEvent",
     "CounterSpec",
@@ -48,5 +50,6 @@ __all__ = [
     "default_policy",
     "is_digest",
     "is_digest_message",
+    "recall_tool",
     "to_core",
 ]

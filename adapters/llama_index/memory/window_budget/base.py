@@ -17,6 +17,7 @@ This module is the memory's public API; its parts live beside it: the stored con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY, BaseMemory
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
+from llama_index.core.tools import FunctionTool
 
 from llama_index.memory.window_budget.building import (
     CounterSpec,
@@ -41,10 +43,11 @@ from llama_index.memory.window_budget.conversation import (
     StoredConversation,
     copy_message,
 )
-from llama_index.memory.window_budget.convert import LlamaIndexCodec
+from llama_index.memory.window_budget.convert import LlamaIndexCodec, sealed_with
 from llama_index.memory.window_budget.instrumentation import Compaction, dispatcher
 from llama_index.memory.window_budget.persistence import MemoryPersistence
 from llama_index.memory.window_budget.restore import Runtime
+from llama_index.memory.window_budget.tools import memory_recall_tool
 from llama_index.memory.window_budget.views import (
     ViewPlanner,
     ack,
@@ -54,7 +57,13 @@ from llama_index.memory.window_budget.views import (
 )
 from window_budget import bridge
 from window_budget.budget import estimate_tokens
-from window_budget.contract import BudgetPolicy, CondenseResult, Model, TokenCounter
+from window_budget.contract import (
+    BudgetPolicy,
+    CondenseResult,
+    MemoryStore,
+    Model,
+    TokenCounter,
+)
 from window_budget.errors import BudgetError, SummarizerError
 from window_budget.messages import AgentMessage
 from window_budget.pipeline import WindowCondenser, budget_limit
@@ -133,6 +142,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     _stored: StoredConversation | None = PrivateAttr(default=None)
     _store_rewrite: ConditionalRewrite | None = PrivateAttr(default=None)
     _runtime: Runtime | None = PrivateAttr(default=None)
+    _memory_store: MemoryStore | None = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -150,7 +160,12 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         self._resumed_tokens = self.count_tokens([resumed()])
         self._ack_tokens = self.count_tokens([ack()])
         self._sync_condenser, self._async_condenser = condensers_for(
-            llm, self.context_window, policy, self._counter
+            llm,
+            self.context_window,
+            policy,
+            self._counter,
+            memory=self._memory_store,
+            conversation=self.chat_store_key,
         )
 
     def model_post_init(self, context: Any, /) -> None:
@@ -163,6 +178,32 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     def llm(self) -> LLM | None:
         """The LLM writing the digests."""
         return self._llm
+
+    @property
+    def memory_store(self) -> MemoryStore | None:
+        """Where the full ledger and the folded originals go (``from_defaults(memory_store=)``)."""
+        return self._memory_store
+
+    def recall_tool(
+        self, *, name: str = "recall", max_tokens: int = 1500, counter: TokenCounter | None = None
+    ) -> FunctionTool:
+        """A ``recall`` tool for an agent: what this conversation's digests left out.
+
+        The model searches the archive by words, lists the facts of one kind or fetches an
+        archived message by its ``#pointer``; ``max_tokens`` clamps each answer.
+
+        Raises:
+            ValueError: no memory store is configured (``from_defaults(memory_store=True)``).
+
+        """
+        store, counter = self._memory_store, counter or self._counter
+        return memory_recall_tool(
+            store, self.chat_store_key, name=name, max_tokens=max_tokens, counter=counter
+        )
+
+    def _sealing(self) -> contextlib.AbstractContextManager[None]:
+        """Digest records read and written under the memory store's key, when there is one."""
+        return sealed_with(None if self._memory_store is None else self._memory_store.key)
 
     @property
     def policy(self) -> BudgetPolicy:
@@ -210,7 +251,8 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
 
     def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
         """Estimated tokens of ``messages`` with this memory's counter."""
-        return estimate_tokens(self._core(messages), self._counter)
+        with self._sealing():
+            return estimate_tokens(self._core(messages), self._counter)
 
     @property
     def store_guarantee(self) -> str:
@@ -229,7 +271,9 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         memory over a store read from disk; the same core objects then let the condenser's
         ledger estimate only what was appended.
         """
-        return bridge.convert(_CODEC, messages)
+        store = self._memory_store
+        codec = _CODEC if store is None else LlamaIndexCodec(store.key)
+        return bridge.convert(codec, messages)
 
     def _conversation(self) -> StoredConversation:
         """The stored conversation as the fields stand (reused while they do not change)."""
@@ -279,7 +323,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     def _compact_sync(
         self, extra: int, *, force: bool = False, want_view: bool = True
     ) -> list[ChatMessage]:
-        with self._compact_lock:
+        with self._compact_lock, self._sealing():
             compactor = self._compactor()
             return self._keep(compactor.compact_sync(extra, force=force, want_view=want_view))
 
@@ -295,9 +339,10 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         self, extra: int, *, force: bool = False, want_view: bool = True
     ) -> list[ChatMessage]:
         async with self._async_lock():
-            compactor = self._compactor()
-            outcome = await compactor.compact_async(extra, force=force, want_view=want_view)
-            return self._keep(outcome)
+            with self._sealing():
+                compactor = self._compactor()
+                outcome = await compactor.compact_async(extra, force=force, want_view=want_view)
+                return self._keep(outcome)
 
     # ----------------------------------------------------------- the memory API
 
@@ -359,14 +404,24 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         with stored.lock:
             live = stored.read()
             archived = stored.read_archive() if include_archived else []
-        return full_history(live, archived) if include_archived else [copy_message(m) for m in live]
+        with self._sealing():
+            return (
+                full_history(live, archived)
+                if include_archived
+                else [copy_message(m) for m in live]
+            )
 
     async def aget_all(self, include_archived: bool = False) -> list[ChatMessage]:
         """Async :meth:`get_all`."""
         stored = self._conversation()
         live = await stored.aread()
         archived = await stored.aread_archive() if include_archived else []
-        return full_history(live, archived) if include_archived else [copy_message(m) for m in live]
+        with self._sealing():
+            return (
+                full_history(live, archived)
+                if include_archived
+                else [copy_message(m) for m in live]
+            )
 
     def put(self, message: ChatMessage) -> None:
         """Append a message (a deep copy is stored); compacts when the gate fires.
@@ -408,13 +463,17 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         folded messages is kept: nothing moves out of it. Pass ``clear_archive=True``
         to start over, or call :meth:`reset`.
         """
-        self._conversation().replace(stored_form(messages), clear_archive=clear_archive)
+        with self._sealing():
+            stored = stored_form(messages)
+        self._conversation().replace(stored, clear_archive=clear_archive)
         self._compact_sync(self._extra_pinned, want_view=False)
 
     async def aset(self, messages: list[ChatMessage], *, clear_archive: bool = False) -> None:
         """Async :meth:`set`."""
         stored = self._conversation()
-        await stored.write_in_thread(stored.replace, stored_form(messages), clear_archive)
+        with self._sealing():
+            kept = stored_form(messages)
+        await stored.write_in_thread(stored.replace, kept, clear_archive)
         await self._compact_async(self._extra_pinned, want_view=False)
 
     def reset(self) -> None:

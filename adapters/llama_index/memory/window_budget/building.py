@@ -19,9 +19,10 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
+from llama_index.memory.window_budget.memory_store import resolve_memory_store
 from window_budget import bridge
 from window_budget.budget import CallableCounter, model_for
-from window_budget.contract import BudgetPolicy, Model, TokenCounter
+from window_budget.contract import BudgetPolicy, MemoryStore, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.pipeline import WindowCondenser, check_window, create_condenser
 from window_budget.stores import ConditionalRewrite
@@ -31,6 +32,7 @@ __all__ = [
     "CounterSpec",
     "DigestRole",
     "MemoryBuilding",
+    "MemoryStoreSpec",
     "check_arguments",
     "check_policy",
     "condensers_for",
@@ -45,6 +47,9 @@ __all__ = [
 CounterSpec = TokenCounter | Callable[[str], int] | Literal["heuristic", "tiktoken", "llama_index"]
 """How to count: the heuristic (default), tiktoken, LlamaIndex's configured tokenizer,
 a ``TokenCounter`` or any ``str -> int`` callable."""
+
+MemoryStoreSpec = MemoryStore | bool | Literal["chat_store"] | None
+"""A memory store, ``True``/``"chat_store"`` (one over the memory's chat store), or None."""
 
 DigestRole = Literal["system", "pair", "user"]
 """How a view hands the digest over: a system message, a user message answered by an
@@ -184,12 +189,21 @@ def resolve_window(
 
 
 def condensers_for(
-    llm: LLM | None, context_window: int, policy: BudgetPolicy, counter: TokenCounter | None
+    llm: LLM | None,
+    context_window: int,
+    policy: BudgetPolicy,
+    counter: TokenCounter | None,
+    *,
+    memory: MemoryStore | None = None,
+    conversation: str = "default",
 ) -> tuple[WindowCondenser, WindowCondenser]:
     """The memory's two condensers: one for the sync path, one for the async path.
 
-    Each keeps an incremental token ledger that is not thread-safe, and a streaming writer
-    thread may compact while the event loop does too.
+    With ``memory`` (a memory store) they archive the folded originals and the full
+    ledger there under ``conversation`` and the digest offers ``recall``; without, the
+    digest's bounded record carries the ledger. Each keeps an incremental token ledger
+    that is not thread-safe, and a streaming writer thread may compact while the event
+    loop does too.
     """
     meta = getattr(llm, "metadata", None)
     model_id = getattr(meta, "model_name", None) or "llm"
@@ -210,7 +224,9 @@ def condensers_for(
             complete=complete,
             complete_sync=complete_sync,
             summarizer_model=summarizer,
-            memory=None,  # the digest's bounded record carries the ledger
+            memory=memory,  # None: the digest's bounded record carries the ledger
+            conversation=conversation,
+            recall_offered=memory is not None,
         )
 
     return condenser(), condenser()
@@ -221,6 +237,7 @@ class MemoryBuilding:
 
     if TYPE_CHECKING:
         _store_rewrite: ConditionalRewrite | None
+        _memory_store: MemoryStore | None
 
         def __init__(self, **data: Any) -> None: ...
 
@@ -249,6 +266,7 @@ class MemoryBuilding:
         model: str | None = None,
         digest_role: DigestRole = "pair",
         store_rewrite: ConditionalRewrite | None = None,
+        memory_store: MemoryStoreSpec = None,
     ) -> Self:
         """Build the memory, the way LlamaIndex's own memories are built.
 
@@ -292,6 +310,12 @@ class MemoryBuilding:
                 the store's own transaction (Redis, PostgreSQL, SQLite) or the in-process
                 fallback. Pass one for a store it does not know; it is not pickled or
                 copied with the memory.
+            memory_store: where the full fact ledger and every folded original go, for
+                :meth:`recall_tool`: a ``window_budget.memory.MemoryStore``, or ``True``
+                (or ``"chat_store"``) for a ``ChatStoreMemoryStore`` over ``chat_store``.
+                Digest records are then sealed with the store's key, so a client-written
+                record is never taken for a digest. None (default): the digest's bounded
+                record alone carries the ledger.
 
         A ``policy`` is used as given; its token fields are absolute, so scale the
         default to your window and change only what you need:
@@ -320,8 +344,9 @@ class MemoryBuilding:
         spec: CounterSpec | None = counter
         if tokenizer_fn is not None:
             spec = tokenizer_counter(tokenizer_fn)
+        chat_store = chat_store or SimpleChatStore()
         memory = cls(
-            chat_store=chat_store or SimpleChatStore(),
+            chat_store=chat_store,
             chat_store_key=chat_store_key,
             archive_key=archive_key or chat_store_key + ARCHIVE_SUFFIX,
             archive_store=archive_store,
@@ -329,6 +354,7 @@ class MemoryBuilding:
             digest_role=digest_role,
         )
         memory._store_rewrite = store_rewrite
+        memory._memory_store = resolve_memory_store(memory_store, chat_store)
         memory._configure(
             llm, policy or default_policy(context_window, output_reserved=output_reserved), spec
         )

@@ -23,6 +23,7 @@ from llama_index.memory.window_budget.convert import (
     from_core_shortened,
     is_digest_message,
     make_digest_chat_message,
+    seal_key,
     split_pinned,
     to_core,
 )
@@ -164,7 +165,7 @@ class Compactor:
         body = p.body
         cut = result.plan.cut
         covered, compactions = bridge.head_counts(
-            bridge.read_digest_record(m.additional_kwargs) for m in body[:cut]
+            bridge.read_digest_record(m.additional_kwargs, key=seal_key()) for m in body[:cut]
         )
         return make_digest_chat_message(
             result.summary.text, covered, source=result.summary.message, compactions=compactions

@@ -10,8 +10,11 @@ which is estimated from its serialized form.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -59,6 +62,8 @@ __all__ = [
     "is_digest_message",
     "make_digest_chat_message",
     "message_key",
+    "seal_key",
+    "sealed_with",
     "split_pinned",
     "to_core",
     "tool_calls_of",
@@ -230,6 +235,32 @@ _DIGEST_ROLES = frozenset({MessageRole.USER, MessageRole.SYSTEM})
 """Where this memory writes digests (``digest_role="system"`` hands them over as system)."""
 
 
+_SEAL_KEY: ContextVar[bytes | None] = ContextVar("window_budget_seal_key", default=None)
+
+
+def seal_key() -> bytes | None:
+    """The key digest records are read and written under here (see :func:`sealed_with`)."""
+    return _SEAL_KEY.get()
+
+
+@contextmanager
+def sealed_with(key: bytes | None) -> Iterator[None]:
+    """Within the block, digest records are sealed and checked with ``key``.
+
+    ``key`` is a memory store's (a memory with a store enters this around every
+    operation); None leaves the key as it is (by default ``$WINDOW_BUDGET_SECRET`` or
+    the process key).
+    """
+    if key is None:
+        yield
+        return
+    token = _SEAL_KEY.set(key)
+    try:
+        yield
+    finally:
+        _SEAL_KEY.reset(token)
+
+
 def _record(message: ChatMessage) -> dict[str, Any] | None:
     """The digest record of ``message``, only where the memory writes digests.
 
@@ -237,7 +268,9 @@ def _record(message: ChatMessage) -> dict[str, Any] | None:
     """
     if message.role not in _DIGEST_ROLES:
         return None
-    return bridge.read_digest_record(message.additional_kwargs, message.content or "")
+    return bridge.read_digest_record(
+        message.additional_kwargs, message.content or "", key=_SEAL_KEY.get()
+    )
 
 
 def is_digest(message: ChatMessage) -> bool:
@@ -289,7 +322,7 @@ def to_core(message: ChatMessage) -> AgentMessage:
 
 def split_pinned(messages: Sequence[ChatMessage]) -> int:
     """How many leading messages are system/developer instructions (pinned, never evicted)."""
-    return bridge.pinned_count(LlamaIndexCodec(), messages)
+    return bridge.pinned_count(LlamaIndexCodec(_SEAL_KEY.get()), messages)
 
 
 def make_digest_chat_message(
@@ -306,7 +339,7 @@ def make_digest_chat_message(
     return ChatMessage(
         role=MessageRole.USER,
         content=text,
-        additional_kwargs={RECORD_KEY: bridge.digest_record(digest, **extra)},
+        additional_kwargs={RECORD_KEY: bridge.digest_record(digest, key=_SEAL_KEY.get(), **extra)},
     )
 
 
@@ -324,10 +357,19 @@ def message_key(message: ChatMessage) -> Hashable | None:
 
 
 class LlamaIndexCodec:
-    """The bridge codec for LlamaIndex messages (see :class:`window_budget.bridge.Codec`)."""
+    """The bridge codec for LlamaIndex messages (see :class:`window_budget.bridge.Codec`).
 
-    name = "llama_index"
-    """Names the codec in cache keys."""
+    ``record_key`` is a memory store's key: digest records are checked with it (and the
+    codec's name, part of the conversion cache's keys, tells it apart).
+    """
+
+    def __init__(self, record_key: bytes | None = None) -> None:
+        self.record_key = record_key
+        """The key digest records are checked with (None: the default)."""
+        self.name = "llama_index"
+        """Names the codec in cache keys."""
+        if record_key is not None:
+            self.name += ":sealed:" + hashlib.sha256(record_key).hexdigest()[:16]
 
     def key(self, message: ChatMessage) -> Hashable | None:
         """See :func:`message_key`."""
@@ -335,11 +377,13 @@ class LlamaIndexCodec:
 
     def to_core(self, message: ChatMessage) -> AgentMessage:
         """See :func:`to_core`."""
-        return to_core(message)
+        with sealed_with(self.record_key):
+            return to_core(message)
 
     def is_pinned(self, message: ChatMessage) -> bool:
         """Leading system and developer messages are pinned (a digest never is)."""
-        return message.role in SYSTEM_ROLES and not is_digest(message)
+        with sealed_with(self.record_key):
+            return message.role in SYSTEM_ROLES and not is_digest(message)
 
 
 def _from_core_block(block: Block, original: Any) -> Any | None:
