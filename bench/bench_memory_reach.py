@@ -79,7 +79,6 @@ from window_budget.budget import count_text
 from window_budget.digest import digest_body, is_digest
 from window_budget.memory import InProcessMemoryStore, recall_text
 from window_budget.memory._rank import _B, _K1, words
-from window_budget.memory.recall import _speaker
 from window_budget.messages import message_text
 from window_budget.pipeline.summarize._memory import record_budget
 
@@ -738,28 +737,12 @@ class CachedRank:
 
 
 class IndexedStore(InProcessMemoryStore):
-    """``InProcessMemoryStore`` with the store protocol's optional ``search``, ranking as recall
-    ranks a store without one (the same BM25 over the same texts, ties in archive order).
-
-    Without it each search re-reads and re-splits the whole archive (0.2-1 s a query here).
-    """
+    """The library's in-process store: it answers recall's word search from texts it keeps
+    per archived message (``InProcessMemoryStore.search``), as a store with an index does."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ranker = CachedRank()
-        self.texts: list[str] = []
-
-    def archive(
-        self, conversation: str, start: int, originals: Sequence[Mapping[str, Any]]
-    ) -> None:
-        super().archive(conversation, start, originals)
-        held = self.archived(conversation)
-        while len(self.texts) < held:  # positions are dense: the ledger numbers them so
-            raw = self.original(conversation, len(self.texts))
-            self.texts.append("" if raw is None else _speaker(raw)[1])
-
-    def search(self, conversation: str, terms: Sequence[str], *, limit: int) -> list[int]:
-        return self.ranker(" ".join(terms), self.texts, limit=limit)
 
 
 class _Plain:
@@ -771,13 +754,8 @@ class _Plain:
 
 @contextmanager
 def fast_recall(ranker: CachedRank) -> Iterator[None]:
-    """Recall's fact ranking through ``ranker`` (the same results, computed once per fact)."""
-    saved = recall_module.rank
-    recall_module.rank = ranker
-    try:
-        yield
-    finally:
-        recall_module.rank = saved
+    """Kept for the call sites: recall ranks with the library's own ranking."""
+    yield
 
 
 def verify_recall(store: IndexedStore, queries: Iterable[str]) -> None:

@@ -307,12 +307,13 @@ def agent_session(turns: int = 24) -> list:
 
 
 def test_the_ledger_shows_by_kind_with_pointers_into_the_archive() -> None:
-    from window_budget.pipeline.summarize import FACT_KINDS, ledger_of
+    from window_budget.pipeline.summarize import FACT_KINDS
 
-    result = create_condenser(
+    condenser = create_condenser(
         model=Model("m", 6000), policy=BudgetPolicy(keep_recent=800, reserve_tokens=0)
-    ).run_sync(agent_session())
-    ledger = ledger_of(result.summary.message)
+    )
+    result = condenser.run_sync(agent_session())
+    ledger = condenser.ledger(result.summary.message)  # the whole ledger, from the store
     assert ledger is not None
     page = ledger._repr_html_()
     assert_inert(page)
@@ -326,8 +327,13 @@ def test_the_ledger_shows_by_kind_with_pointers_into_the_archive() -> None:
             assert f"archive #{fact.source}" in page
     text = formatters_text(ledger)
     assert text.startswith(f"fact ledger: {len(ledger.facts):,} facts")
-    # The condense result carries the same ledger, collapsed.
-    assert f"fact ledger: {len(ledger.facts):,} facts" in condense_result_html(result)
+    # The condense result shows the record its digest carries (bounded), collapsed.
+    from window_budget.pipeline.summarize import ledger_of
+
+    record = ledger_of(result.summary.message)
+    assert record is not None
+    assert len(record.facts) < len(ledger.facts)
+    assert f"fact ledger: {len(record.facts):,} facts" in condense_result_html(result)
 
 
 def formatters_text(value: object) -> str:

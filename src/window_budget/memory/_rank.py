@@ -18,6 +18,16 @@ def words(text: str) -> list[str]:
     return [w.casefold() for w in _WORD_RE.findall(text)]
 
 
+def _holds(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    """True when ``needle`` stands in ``haystack`` word for word (``svc_007`` in a path)."""
+    n = len(needle)
+    first = needle[0]
+    return any(
+        haystack[i] == first and list(haystack[i : i + n]) == list(needle)
+        for i in range(len(haystack) - n + 1)
+    )
+
+
 def rank(query: str, documents: Sequence[str], *, limit: int) -> list[int]:
     """Indexes of the ``limit`` documents that best match ``query`` (BM25), best first.
 
@@ -39,7 +49,7 @@ def rank(query: str, documents: Sequence[str], *, limit: int) -> list[int]:
     for t in terms:
         df = sum(1 for b in bags if t in b)
         idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    phrase = " ".join(query.split()).casefold()
+    sequence = words(query)
     scored = []
     for i, bag in enumerate(bags):
         score = 0.0
@@ -48,7 +58,7 @@ def rank(query: str, documents: Sequence[str], *, limit: int) -> list[int]:
             if tf:
                 score += idf[t] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths[i] / mean))
         if score > 0:
-            exact = len(terms) > 1 and phrase in " ".join(documents[i].split()).casefold()
+            exact = len(sequence) > 1 and _holds(words(documents[i]), sequence)
             scored.append((-score - (1000.0 if exact else 0.0), i))
     scored.sort()
     return [i for _, i in scored[:limit]]

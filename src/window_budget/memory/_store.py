@@ -21,6 +21,8 @@ from typing import Any
 
 from window_budget.contract import LedgerVersion, MemoryStore
 from window_budget.errors import ConfigError
+from window_budget.memory._rank import rank
+from window_budget.memory._text import archived_text
 
 __all__ = ["InProcessMemoryStore", "LedgerVersion", "MemoryStore", "check_conversation"]
 
@@ -55,6 +57,7 @@ class InProcessMemoryStore:
     def __init__(self, *, key: bytes | None = None) -> None:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._originals: dict[str, dict[int, Mapping[str, Any]]] = {}
+        self._texts: dict[str, dict[int, str]] = {}  # how each original reads, for search
         self._ledgers: dict[str, list[LedgerVersion]] = {}
         self._lock = threading.Lock()
 
@@ -70,8 +73,11 @@ class InProcessMemoryStore:
         check_conversation(conversation)
         with self._lock:
             kept = self._originals.setdefault(conversation, {})
+            texts = self._texts.setdefault(conversation, {})
             for i, original in enumerate(originals):
-                kept.setdefault(start + i, dict(original))
+                if start + i not in kept:
+                    kept[start + i] = dict(original)
+                    texts[start + i] = archived_text(original)[1]
 
     def archived(self, conversation: str) -> int:
         """One more than the highest position kept."""
@@ -89,6 +95,13 @@ class InProcessMemoryStore:
         with self._lock:
             items = sorted(self._originals.get(conversation, {}).items())
         return iter(items)
+
+    def search(self, conversation: str, terms: Sequence[str], *, limit: int) -> list[int]:
+        """Positions of the originals that best match ``terms``, best first (BM25)."""
+        with self._lock:
+            items = sorted(self._texts.get(conversation, {}).items())
+        found = rank(" ".join(terms), [text for _, text in items], limit=limit)
+        return [items[i][0] for i in found]
 
     def save_ledger(self, conversation: str, ledger: Mapping[str, Any], *, seal: str) -> int:
         """Append a ledger version; returns its number."""

@@ -70,6 +70,22 @@ _ADDRESSED_RE = re.compile(
 )
 
 
+_CLAUSE_RE = re.compile(r",\s+(?:and|but|so|then|also)\s+|;\s+|\s+—\s+")
+
+
+def _rule_clauses(sentence: str) -> list[str]:
+    """The clauses of a long sentence that state its rules, or the sentence itself.
+
+    A rule in a trailing clause ("…, and never touch X") must not be cut off with the
+    sentence's head when the digest is short of room.
+    """
+    if len(sentence) < 160:
+        return [sentence]
+    clauses = [c.strip(" ,") for c in _CLAUSE_RE.split(sentence) if c.strip(" ,")]
+    rules = [c for c in clauses if is_constraint(c)]
+    return rules or [sentence]
+
+
 def is_constraint(sentence: str) -> bool:
     """True when ``sentence`` states a rule the user set, not a description of a symptom."""
     if _CONSTRAINT_RE.search(sentence) or _ADVERB_RULE_RE.search(sentence):
@@ -240,7 +256,8 @@ def _on_user(b: _Builder, msg: UserMessage) -> None:
         b.put("ask", _norm_key(text), one_line(text))
     for sentence in _sentences(text):
         if is_constraint(sentence):
-            b.put("constraint", _norm_key(sentence), one_line(sentence), replace_text=False)
+            for rule in _rule_clauses(sentence):
+                b.put("constraint", _norm_key(rule), one_line(rule), replace_text=False)
     _add_idents(b, text, by_user=True)
 
 
