@@ -45,7 +45,7 @@ MEMORY_KEY: Final = "memory"
 _POINTER_TOKENS: Final = 32  # {"memory":{"conversation":…,"version":N}} with a short name
 # What a framework record adds around the ledger: the seal (64 hex), the text hash (32 hex),
 # the counts and an adapter's bookkeeping (compactions, archive range, audit).
-_RECORD_OVERHEAD: Final = 110
+_RECORD_OVERHEAD: Final = 90
 _FACT_CHARS: Final = 160  # a fact's text in a bounded record
 MIN_RECORD_TOKENS: Final = 200
 """The smallest room a digest's record gets; 1 % of the window when that is larger."""
@@ -94,6 +94,13 @@ def bounded_ledger(
             lo = mid
         else:
             hi = mid - 1
+    if lo == 0:  # not even the top fact whole: the objective, shorter, rather than nothing
+        top = [f for f in ledger.facts if f.kind == "objective"][:1]
+        for chars in (120, 80, 40):
+            short = tuple(replace(f, text=cut_words(f.text, chars)) for f in top)
+            candidate = ledger_to_json(replace(ledger, facts=short))
+            if _size(candidate, counter) <= max_tokens:
+                return candidate
     return keeping(lo)
 
 

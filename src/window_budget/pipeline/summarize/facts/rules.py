@@ -362,13 +362,19 @@ def _on_command(
 def _carried(message: AgentMessage) -> FactLedger | None:
     """The ledger a digest in the transcript carries (its own, or read from its text)."""
     if isinstance(message, DigestMessage):
-        if message.facts is not None:
-            try:
-                return ledger_from_json(message.facts)
-            except ValueError:
-                pass  # a damaged ledger: fall back to what the text says
         from window_budget.digest import digest_body
 
+        if message.facts is not None:
+            try:
+                ledger = ledger_from_json(message.facts)
+            except ValueError:
+                pass  # a damaged ledger: fall back to what the text says
+            else:
+                if any(f.kind == "objective" for f in ledger.facts):
+                    return ledger
+                # A record too small for the objective: its text still states it.
+                said = ledger_from_text(digest_body(message) or "").of_kind("objective")
+                return replace(ledger, facts=(*said[:1], *ledger.facts))
         return ledger_from_text(digest_body(message) or "")
     if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
         return ledger_from_text(message.summary)
