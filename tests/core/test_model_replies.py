@@ -408,3 +408,34 @@ def test_whatever_the_model_replies_the_digest_keeps_its_shape(
     assert ledger is not None
     # Found counts the model's own lines only: never a copied line, a pin or an echo.
     assert audit.found == check_digest("\n".join(own), ledger).found
+
+
+def test_a_repetition_loop_is_kept_once() -> None:
+    # Qwen2.5-Coder 1.5B over a real SWE-agent run: one phrase 21 times in the objective, and
+    # one guardrail line 21 times.
+    phrase = "the NumPy pixel data handler requires the Pixel Representation attribute "
+    rule = "- The user must ensure the handler works without Pixel Representation."
+    looped = GOOD.replace(
+        "Move billing to the ledger API.", "Move billing to the ledger API. " + phrase * 21
+    ).replace("Never push to main.", "Never push to main.\n" + "\n".join([rule] * 21))
+    summary, _ = run(looped)
+    text = body(summary)
+    assert not summary.fallback
+    assert text.count(phrase.strip()) == 1
+    assert text.count(rule) == 1
+
+
+def test_a_name_the_length_cap_split_is_not_flagged_as_invented() -> None:
+    # A reply at the cap is cut to the digest's room; the cut must not turn the model's whole
+    # name into a "new" one (tomllib.TOMLDecodeErro for tomllib.TOMLDecodeError).
+    name = "tomllib.TOMLDecodeError"
+    messages = [*head(), UserMessage(f"It raised {name} on the fixture.")]
+    for width in range(0, 23):  # wherever the cut lands, inside a name or between two
+        reply = GOOD + "\n" + "x" * width + " " + " ".join([name] * 400)
+        fake = ScriptedCompleter([reply])
+        deps = SummarizeDeps(
+            complete_sync=fake.sync, model=Model("m", 64_000), max_tokens=300, record_tokens=10**5
+        )
+        summary = summarize_sync(messages, deps)
+        assert summary.audit is not None
+        assert summary.audit.invented == (), width

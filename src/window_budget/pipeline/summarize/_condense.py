@@ -332,7 +332,12 @@ def _summary_flow(
     body = cut_to_tokens(digest, body_tokens, deps.counter)
     # Checked after the cut, so a runaway reply costs no more than a digest's worth of names.
     sources = "\n".join([*entries, carried, *(f.text for f in ledger.facts)])
-    invented = invented_names(body, sources, carried=carried)
+    # A name the cut split ("tomllib.TOMLDecodeErro") is the model's whole name, not a new one.
+    invented = tuple(
+        name
+        for name in invented_names(body, sources, carried=carried)
+        if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w./-])", digest)
+    )
     body = mark_invented(body, invented, carried=carried)
     body, audit = audit_digest(
         body,

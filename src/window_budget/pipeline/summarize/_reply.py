@@ -223,6 +223,29 @@ def drop_pins_sections(text: str) -> tuple[str, int]:
 _BULLETS: Final = frozenset({"- ", "* ", "+ ", "• "})
 
 
+_LOOP_RE = re.compile(r"(.{24,}?)(?:\s*\1){2,}")
+_LOOP_LINE_CHARS = 4000  # the search is quadratic in a line's length
+
+
+def _unloop(text: str) -> tuple[str, bool]:
+    """A small model's repetition loop, kept once.
+
+    A phrase written three or more times in a row within a line, or a line repeated
+    anywhere in the reply (Qwen2.5-Coder 1.5B wrote one sentence 21 times).
+    """
+    seen: set[str] = set()
+    lines = []
+    for raw in text.split("\n"):
+        line = _LOOP_RE.sub(r"\1", raw) if len(raw) <= _LOOP_LINE_CHARS else raw
+        key = _line_key(line)
+        if key and len(key) >= 24 and key in seen:
+            continue
+        seen.add(key)
+        lines.append(line)
+    out = "\n".join(lines)
+    return out, out != text
+
+
 def _drop_prompt_tags(text: str) -> tuple[str, bool]:
     if not _PROMPT_TAG_RE.search(text):
         return text, False
@@ -309,6 +332,7 @@ def clean_reply(text: str, sent: SentPrompt) -> CleanReply:
         (_strip_chat_tokens, "chat-template tokens"),
         (_strip_thinking, "a thinking block"),
         (_unfence, "a fence around the reply"),
+        (_unloop, "a repetition loop"),
     ):
         text, changed = step(text)
         if changed:
