@@ -94,6 +94,12 @@ def _fact_line(fact: _Fact) -> str:
     return f"- {fact.kind}{status}: {' '.join(fact.text.split())}{pointer}"
 
 
+def _header(position: int, speaker: str) -> list[str]:
+    """``#12 tool:`` — the kind only; a name from the archive goes on a quoted line below."""
+    kind, _, named = speaker.partition(" ")
+    return [f"#{position} {kind}:", *([_quoted(f"({named})")] if named else [])]
+
+
 def _clamp(text: str, budget: int, counter: TokenCounter | None) -> str:
     if count_text(text, counter) <= budget:
         return text
@@ -144,7 +150,7 @@ def recall_text(
             return Recalled(f"{_PREAMBLE}\nNothing is archived at #{position}.")
         speaker, text = _speaker(raw)
         room = max(32, max_tokens - count_text(_PREAMBLE + speaker, counter) - 16)
-        body.append(f"#{position} {speaker}:")
+        body.extend(_header(position, speaker))
         body.append(_quoted(_clamp(text, room, counter)))
         positions.append(position)
     elif kind is not None:
@@ -207,7 +213,7 @@ def _search(
             positions.append(source)
     for position, raw in originals:
         speaker, text = _speaker(raw)
-        lines.append(f"#{position} {speaker}:")
+        lines.extend(_header(position, speaker))
         lines.append(_quoted(_snippet(text, words(query))))
         positions.append(position)
     return lines
