@@ -439,3 +439,10 @@ def test_a_name_the_length_cap_split_is_not_flagged_as_invented() -> None:
         summary = summarize_sync(messages, deps)
         assert summary.audit is not None
         assert summary.audit.invented == (), width
+
+
+def test_a_run_of_one_character_is_not_a_loop() -> None:
+    from window_budget.pipeline.summarize._reply import _unloop
+
+    text = "# Carryover\n- token: " + "x" * 300 + "\n- rule: " + "=" * 80
+    assert _unloop(text) == (text, False)

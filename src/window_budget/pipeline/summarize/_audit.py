@@ -107,6 +107,8 @@ def mentions(text: str, fact: Fact, root: str | None = None) -> bool:
     if fact.kind in ("command", "identifier"):
         return _norm(fact.text) in hay
     said = fact.text
+    if said.endswith("…"):  # cut short in a bounded record: its last word may be cut too
+        said = said.rstrip(" …").rsplit(" ", 1)[0] if " " in said.strip() else said
     if fact.kind == "objective":  # its later sentences are constraints, checked on their own
         said = re.split(r"(?<=[.!?])\s+", said, maxsplit=1)[0]
     words = set(_WORD_RE.findall(_norm(said)))

@@ -227,6 +227,12 @@ _LOOP_RE = re.compile(r"(.{24,}?)(?:\s*\1){2,}")
 _LOOP_LINE_CHARS = 4000  # the search is quadratic in a line's length
 
 
+def _once(match: re.Match[str]) -> str:
+    # A phrase of several words looped; a run of one character ("xxxx", "====") is not.
+    unit = match.group(1)
+    return unit if len(set(unit.split())) >= 3 else match.group(0)
+
+
 def _unloop(text: str) -> tuple[str, bool]:
     """A small model's repetition loop, kept once.
 
@@ -236,7 +242,7 @@ def _unloop(text: str) -> tuple[str, bool]:
     seen: set[str] = set()
     lines = []
     for raw in text.split("\n"):
-        line = _LOOP_RE.sub(r"\1", raw) if len(raw) <= _LOOP_LINE_CHARS else raw
+        line = _LOOP_RE.sub(_once, raw) if len(raw) <= _LOOP_LINE_CHARS else raw
         key = _line_key(line)
         if key and len(key) >= 24 and key in seen:
             continue
