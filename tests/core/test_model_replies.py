@@ -446,3 +446,21 @@ def test_a_run_of_one_character_is_not_a_loop() -> None:
 
     text = "# Carryover\n- token: " + "x" * 300 + "\n- rule: " + "=" * 80
     assert _unloop(text) == (text, False)
+
+
+def test_when_not_every_rule_fits_the_newest_are_pinned() -> None:
+    # A real SWE-agent run: 12 constraints (11 from the agent's own template) did not fit the
+    # pins' room together, and none was pinned.
+    rules = [
+        UserMessage(f"Never call the payment sandbox number {i} from any of the unit tests.")
+        for i in range(40)
+    ]
+    fake = ScriptedCompleter(["# Objective\nMove billing to the ledger API."])
+    deps = SummarizeDeps(
+        complete_sync=fake.sync, model=Model("m", 64_000), max_tokens=400, record_tokens=10**5
+    )
+    summary = summarize_sync([*head(), *rules], deps)
+    assert summary.audit is not None
+    pinned = body(summary).split("# Pinned facts", 1)[1]
+    assert "- constraint: Never call the payment sandbox number 39 " in pinned
+    assert "- constraint: Never call the payment sandbox number 0 " not in pinned  # oldest go

@@ -149,8 +149,8 @@ def _fit_lines(
     """The least compressed lines of ``facts`` within ``room`` tokens, and the facts they hold.
 
     Compressed level by level as the network-free digest is; when even the tightest level
-    does not fit, the lowest-priority, oldest facts are left out (never the objective or a
-    constraint).
+    does not fit, the lowest-priority, oldest facts are left out, then the oldest
+    constraints; the objective last. Pinning the newest rules that fit beats pinning none.
     """
     kept = list(facts)
     while True:
@@ -160,7 +160,11 @@ def _fit_lines(
                 return lines, kept
         evictable = [f for f in kept if f.kind not in ("objective", "constraint")]
         if not evictable:
-            return [], []
+            evictable = [f for f in kept if f.kind == "constraint"]
+            if not evictable:
+                return [], []
+            kept.remove(min(evictable, key=lambda f: (f.last, f.key)))
+            continue
         kept.remove(min(evictable, key=lambda f: (pin_priority(f), f.last, f.key)))
 
 
