@@ -304,3 +304,11 @@ def test_the_whole_ledger_in_the_store_is_not_cut_at_800_facts() -> None:
     commands = {f.text for f in whole.facts if f.kind == "command"}
     assert "make target_0000" in commands
     assert len(commands) >= 1000
+
+
+def test_recall_lists_exactly_the_ledgers_kinds() -> None:
+    # recall sits below the fact ledger (it reads stored JSON): its kinds must not drift.
+    from window_budget.memory import RECALL_KINDS
+    from window_budget.pipeline.summarize import FACT_KINDS
+
+    assert RECALL_KINDS == FACT_KINDS

@@ -233,6 +233,7 @@ PINNED: dict[str, list[str]] = {
         "MemoryStore",
         "PAGE_SIZE",
         "PROCESS_KEY",
+        "RECALL_DESCRIPTION",
         "RECALL_KINDS",
         "Recalled",
         "SQLiteMemoryStore",

@@ -19,11 +19,19 @@ from window_budget.memory._store import (
     MemoryStore,
     check_conversation,
 )
-from window_budget.memory.recall import PAGE_SIZE, RECALL_KINDS, Recalled, recall, recall_text
+from window_budget.memory.recall import (
+    PAGE_SIZE,
+    RECALL_DESCRIPTION,
+    RECALL_KINDS,
+    Recalled,
+    recall,
+    recall_text,
+)
 
 __all__ = [
     "PAGE_SIZE",
     "PROCESS_KEY",
+    "RECALL_DESCRIPTION",
     "RECALL_KINDS",
     "InProcessMemoryStore",
     "LedgerVersion",
