@@ -109,9 +109,14 @@ def test_a_store_key_seals_records_and_verifies_them_strictly(
     assert read_digest_record({RECORD_KEY: sealed}, "t") is None
 
 
-def test_without_a_secret_records_are_read_as_before() -> None:
-    old = {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
-    a = digest_from_record("t", read_digest_record({RECORD_KEY: old}) or {})
+def test_without_a_secret_only_this_process_records_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("WINDOW_BUDGET_SECRET", raising=False)
+    unsealed = {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
+    assert read_digest_record({RECORD_KEY: unsealed}) is None  # anyone can write that
+    ours = digest_record(DigestMessage("t", covered_count=10, kept_count=3))
+    a = digest_from_record("t", read_digest_record({RECORD_KEY: ours}, "t") or {})
     assert (a.covered_count, a.kept_count) == (10, 3)
     assert read_digest_record(None) is None
     assert read_digest_record({RECORD_KEY: {"digest": "yes"}}) is None

@@ -86,17 +86,19 @@ def test_a_forged_digest_is_an_ordinary_message_when_a_store_is_configured(
     assert FORGED_TEXT in folded  # archived as what it is: the user's message
 
 
-def test_without_a_store_or_a_secret_the_same_record_is_read(
+def test_without_a_store_or_a_secret_a_forged_record_is_an_ordinary_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The contrast that shows the forged record above is well formed: where records are
-    # read leniently (no store, no WINDOW_BUDGET_SECRET), it steers the next digest.
+    # Without a store or WINDOW_BUDGET_SECRET records are sealed under this process's key,
+    # and a client's message metadata is never trusted: the forged record (sealed under the
+    # client's own key) is read as the user's message, and folded as one.
     monkeypatch.delenv("WINDOW_BUDGET_SECRET", raising=False)
-    state, _ = _run(InMemoryStore(), memory=None)
+    state, middleware = _run(InMemoryStore(), memory=None)
     record = digest_record(state[0])
-    assert record is not None
-    assert record["covered"] >= 2**53 - 1
-    assert FORGED_OBJECTIVE in state[0].text
+    assert record is not None  # the middleware's own digest, sealed under the process key
+    assert record["covered"] < 100
+    assert record["compactions"] == middleware.compactions
+    assert FORGED_OBJECTIVE not in str(record)
 
 
 def _genuine(memory: LangGraphMemoryStore) -> HumanMessage:

@@ -9,8 +9,6 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 
 from llama_index.memory.window_budget import (
-    DIGEST_COVERED_KEY,
-    DIGEST_KEY,
     is_digest_message,
 )
 
@@ -86,10 +84,12 @@ def test_set_keeps_the_archive() -> None:
 
 def test_archive_never_hides_more_than_it_holds() -> None:
     memory = small_memory()
+    from window_budget.bridge import RECORD_KEY, digest_record
+    from window_budget.messages import DigestMessage
+
+    record = digest_record(DigestMessage("[session digest]", covered_count=10))
     digest = ChatMessage(
-        role="user",
-        content="[session digest]",
-        additional_kwargs={DIGEST_KEY: True, DIGEST_COVERED_KEY: 10},
+        role="user", content="[session digest]", additional_kwargs={RECORD_KEY: record}
     )
     memory.set([digest, user(1), bot(1)])
     assert len(memory.get_all(include_archived=True)) == 3

@@ -190,6 +190,11 @@ def test_is_digest_is_the_one_predicate_and_the_old_name_an_alias() -> None:
 
     assert lwb.is_digest_message is lwb.is_digest
     record = digest_record(DigestMessage("[session digest]\n\nbody", covered_count=3))
-    assert lwb.is_digest(Chat(role="user", content="x", additional_kwargs={RECORD_KEY: record}))
-    assert lwb.is_digest(Chat(role="user", content="x", additional_kwargs={LEGACY_FLAG_KEY: True}))
+    text = "[session digest]\n\nbody"
+    assert lwb.is_digest(Chat(role="user", content=text, additional_kwargs={RECORD_KEY: record}))
+    # A record sealed for another text, or an unsealed flag anyone can write, is no digest.
+    assert not lwb.is_digest(Chat(role="user", content="x", additional_kwargs={RECORD_KEY: record}))
+    assert not lwb.is_digest(
+        Chat(role="user", content=text, additional_kwargs={LEGACY_FLAG_KEY: True})
+    )
     assert not lwb.is_digest(Chat(role="user", content="[session digest]\n\ntyped by a user"))

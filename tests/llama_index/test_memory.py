@@ -405,23 +405,27 @@ def test_chat_engine_prefix_stays_within_limit() -> None:
 
 
 def test_a_digest_deeper_in_the_head_is_counted_as_what_it_covered() -> None:
-    from llama_index.memory.window_budget.convert import make_digest_chat_message
+    from llama_index.memory.window_budget.convert import make_digest_chat_message, sealed_with
+    from llama_index.memory.window_budget.memory_store import seal_key_of
     from window_budget.bridge import read_digest_record
 
     memory = small_memory()
-    older = make_digest_chat_message("older digest", 10, compactions=2)
-    deeper = make_digest_chat_message("a digest written elsewhere", 5, compactions=3)
+    key = seal_key_of(memory.chat_store)  # digests this memory's store wrote
+    with sealed_with(key):
+        older = make_digest_chat_message("older digest", 10, compactions=2)
+        deeper = make_digest_chat_message("a digest written elsewhere", 5, compactions=3)
     memory.set([older, user(0), bot(0), deeper, user(1), bot(1)])
     fill(memory, 40)
-    digest = memory.get_all()[0]
-    record = read_digest_record(digest.additional_kwargs)
+    record = read_digest_record(memory.get_all()[0].additional_kwargs, key=key)
     assert record is not None
     archived = [
         m
         for m in memory.get_all(include_archived=True)
-        if read_digest_record(m.additional_kwargs) is None
+        if read_digest_record(m.additional_kwargs, key=key) is None
     ]
-    live_plain = [m for m in memory.get_all() if read_digest_record(m.additional_kwargs) is None]
+    live_plain = [
+        m for m in memory.get_all() if read_digest_record(m.additional_kwargs, key=key) is None
+    ]
     # Every plain original is either archived or live; each digest folded in counts its own.
     assert record["covered"] == 15 + len(archived) - len(live_plain)
     assert record["compactions"] >= 4

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -147,8 +148,11 @@ def digest_of(text: str, source: object = None, **fields: Any) -> DigestMessage:
     ``covered_count``. The record the native message carries is
     ``digest_record(digest_of(...), **extra)``.
     """
-    digest = source if isinstance(source, DigestMessage) else DigestMessage(text)
-    return dataclasses.replace(digest, **fields) if fields else digest
+    if not isinstance(source, DigestMessage):
+        return DigestMessage(text, **fields)
+    if content_text(source.content) != text:
+        fields = {"content": text, **fields}  # the record is sealed over the text it sits on
+    return dataclasses.replace(source, **fields) if fields else source
 
 
 def verified_record(
@@ -180,15 +184,44 @@ def read_digest_record(
 ) -> dict[str, Any] | None:
     """The digest record in a message's ``additional_kwargs``, or None for other messages.
 
-    Only a record this library sealed counts (:func:`verified_record`; ``key`` is the
-    memory store's, when there is one); pass the message's ``text`` to check the record
-    belongs to it. Returns a new dict (the message is not touched).
+    Only a record sealed under ``key`` (the memory store's), else under :func:`record_key`,
+    counts (:func:`verified_record`); pass the message's ``text`` to check the record belongs
+    to it. A framework message's metadata is whatever a client sent, so this is strict even
+    without a secret: a digest written by another process, without a shared store or
+    ``$WINDOW_BUDGET_SECRET``, reads as an ordinary message of its role (its text is kept;
+    a warning is logged once per process). Returns a new dict (the
+    message is not touched).
     """
     if not kwargs:
         return None
-    if kwargs.get(LEGACY_FLAG_KEY) is True and key is None and not os.environ.get(SECRET_ENV):
-        return {"digest": True, "covered": _count(kwargs.get(LEGACY_COVERED_KEY)) or 0}
-    return verified_record(kwargs.get(RECORD_KEY), text, key=key)
+    raw = kwargs.get(RECORD_KEY)
+    record = verified_record(raw, text, key=record_key() if key is None else key)
+    if record is None and _claims_digest(raw, kwargs):
+        _warn_unverified()
+    return record
+
+
+logger = logging.getLogger("window_budget.memory")
+_warned: list[bool] = []
+
+
+def _claims_digest(raw: object, kwargs: Mapping[str, Any]) -> bool:
+    return (isinstance(raw, Mapping) and raw.get("digest") is True) or (
+        kwargs.get(LEGACY_FLAG_KEY) is True
+    )
+
+
+def _warn_unverified() -> None:
+    """Log once per process: the first unverifiable record is news, the next ones are not."""
+    if _warned:
+        return
+    _warned.append(True)
+    logger.warning(
+        "a message carries a digest record this process cannot verify (written by another "
+        "process without a shared memory store or $%s, or forged): it is read as an ordinary "
+        "message; set the same secret in every process to keep digests across them",
+        SECRET_ENV,
+    )
 
 
 def digest_from_record(

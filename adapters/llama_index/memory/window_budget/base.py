@@ -45,6 +45,7 @@ from llama_index.memory.window_budget.conversation import (
 )
 from llama_index.memory.window_budget.convert import LlamaIndexCodec, sealed_with
 from llama_index.memory.window_budget.instrumentation import Compaction, dispatcher
+from llama_index.memory.window_budget.memory_store import seal_key_of
 from llama_index.memory.window_budget.persistence import MemoryPersistence
 from llama_index.memory.window_budget.restore import Runtime
 from llama_index.memory.window_budget.tools import memory_recall_tool
@@ -128,6 +129,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     _llm: LLM | None = PrivateAttr(default=None)
     _policy: BudgetPolicy = PrivateAttr(default_factory=BudgetPolicy)
     _counter: TokenCounter | None = PrivateAttr(default=None)
+    _seal_key: bytes | None = PrivateAttr(default=None)
     _counter_name: str = PrivateAttr(default="heuristic")
     _sync_condenser: WindowCondenser | None = PrivateAttr(default=None)
     _async_condenser: WindowCondenser | None = PrivateAttr(default=None)
@@ -202,8 +204,12 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         )
 
     def _sealing(self) -> contextlib.AbstractContextManager[None]:
-        """Digest records read and written under the memory store's key, when there is one."""
-        return sealed_with(None if self._memory_store is None else self._memory_store.key)
+        """Digest records read and written under the memory store's key, else the chat store's."""
+        if self._memory_store is not None:
+            return sealed_with(self._memory_store.key)
+        if self._seal_key is None:
+            self._seal_key = seal_key_of(self.chat_store)
+        return sealed_with(self._seal_key)
 
     @property
     def policy(self) -> BudgetPolicy:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -243,17 +244,28 @@ def seal_key() -> bytes | None:
     return _SEAL_KEY.get()
 
 
+_KNOWN_KEYS: dict[bytes, None] = {}
+"""Keys memories of this process sealed with, newest last: :func:`is_digest` outside a
+memory's operations tries them, so a caller's own check recognises its memory's digests."""
+_KNOWN_LOCK = threading.Lock()
+
+
 @contextmanager
 def sealed_with(key: bytes | None) -> Iterator[None]:
     """Within the block, digest records are sealed and checked with ``key``.
 
-    ``key`` is a memory store's (a memory with a store enters this around every
-    operation); None leaves the key as it is (by default ``$WINDOW_BUDGET_SECRET`` or
-    the process key).
+    ``key`` is the memory's (its memory store's, else the one kept in its chat store; a
+    memory enters this around every operation); None leaves the key as it is (by default
+    ``$WINDOW_BUDGET_SECRET`` or the process key).
     """
     if key is None:
         yield
         return
+    with _KNOWN_LOCK:
+        _KNOWN_KEYS.pop(key, None)
+        _KNOWN_KEYS[key] = None
+        while len(_KNOWN_KEYS) > 64:
+            del _KNOWN_KEYS[next(iter(_KNOWN_KEYS))]
     token = _SEAL_KEY.set(key)
     try:
         yield
@@ -268,9 +280,27 @@ def _record(message: ChatMessage) -> dict[str, Any] | None:
     """
     if message.role not in _DIGEST_ROLES:
         return None
-    return bridge.read_digest_record(
-        message.additional_kwargs, message.content or "", key=_SEAL_KEY.get()
-    )
+    key, text = _SEAL_KEY.get(), message.content or ""
+    raw = message.additional_kwargs.get(RECORD_KEY) if message.additional_kwargs else None
+    if raw is not None:
+        for candidate in _candidate_keys(key):
+            record = bridge.verified_record(raw, text, key=candidate)
+            if record is not None:
+                return record
+    # None, logging once when the message claims to be a digest it cannot prove it is.
+    return bridge.read_digest_record(message.additional_kwargs, text, key=key)
+
+
+def _candidate_keys(key: bytes | None) -> list[bytes]:
+    """The memory's key inside a memory; outside one, this process's and every key one used.
+
+    A client cannot forge a record sealed under any key this process holds, so a caller's
+    own ``is_digest`` recognises its memories' digests.
+    """
+    if key is not None:
+        return [key]
+    with _KNOWN_LOCK:
+        return [bridge.record_key(), *reversed(_KNOWN_KEYS)]
 
 
 def is_digest(message: ChatMessage) -> bool:

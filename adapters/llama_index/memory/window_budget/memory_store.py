@@ -28,6 +28,7 @@ stands in for it.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,9 +39,10 @@ from llama_index.core.storage.chat_store import BaseChatStore
 
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory import LedgerVersion, MemoryStore, check_conversation
+from window_budget.memory.records import SECRET_ENV
 from window_budget.messages import message_from_dict, message_text
 
-__all__ = ["ChatStoreMemoryStore", "resolve_memory_store"]
+__all__ = ["ChatStoreMemoryStore", "resolve_memory_store", "seal_key_of"]
 
 ORIGINAL_FIELD: Final = "window_budget_original"
 """``additional_kwargs`` key of an archived original (``message_to_dict`` form)."""
@@ -268,3 +270,16 @@ def resolve_memory_store(spec: object, chat_store: BaseChatStore) -> MemoryStore
         f"memory_store must be a window_budget MemoryStore, True, 'chat_store' or None, "
         f"not {type(spec).__name__}"
     )
+
+
+def seal_key_of(chat_store: BaseChatStore) -> bytes | None:
+    """The key a memory without a memory store seals its digests with, over ``chat_store``.
+
+    ``$WINDOW_BUDGET_SECRET`` when it is set (None: the records module reads it), else the
+    secret kept in the chat store itself (as :class:`ChatStoreMemoryStore` keeps it), so every
+    worker and restart over one store honours the digests the others wrote, and a client that
+    writes message metadata cannot forge one.
+    """
+    if os.environ.get(SECRET_ENV):
+        return None
+    return ChatStoreMemoryStore(chat_store).key
