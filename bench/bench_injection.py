@@ -48,8 +48,8 @@ Forged records: a client-supplied LangChain ``HumanMessage`` / LlamaIndex user
 ``ChatMessage`` whose ``additional_kwargs["window_budget"]`` fakes a digest (a hostile
 objective, ``covered`` 2**53-1, archive positions 10**9), and the same digest written into a
 transcript file in each format that keeps one (sealed under the client's own key), with
-``WINDOW_BUDGET_SECRET`` set (honoured = escape) and without (read by design: a record sealed
-by another worker cannot be told from a forged one).
+``WINDOW_BUDGET_SECRET`` set and without. Honoured by an adapter = escape, either way; a
+file's record is honoured without the secret by design (a file is the user's own data).
 
 Prints markdown tables and writes ``bench/results/injection.json``.
 """
