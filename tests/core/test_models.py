@@ -93,7 +93,8 @@ def test_prices_come_with_the_model() -> None:
     assert prices == ModelPrices(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
     assert prices_for("replay") is None
     tiered = prices_for("gemini-2.5-pro")
-    assert tiered.tiers and tiered.for_prompt(300_000).input > tiered.input
+    assert tiered.tiers
+    assert tiered.for_prompt(300_000).input > tiered.input
 
 
 @pytest.mark.parametrize(
@@ -136,7 +137,9 @@ def test_hostile_ids_are_unknown_quickly(model_id: str) -> None:
     with pytest.raises(ConfigError) as raised:
         model_for(model_id)
     message = str(raised.value)
-    assert "\x1b" not in message and "\x07" not in message and "\n" not in message
+    assert "\x1b" not in message
+    assert "\x07" not in message
+    assert "\n" not in message
     assert len(message) < 300
 
 

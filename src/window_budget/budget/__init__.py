@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from window_budget.budget._calibrate import calibrate as calibrate
     from window_budget.budget._calibrate import calibrate_many as calibrate_many
     from window_budget.budget._calibrate import model_key as model_key
+    from window_budget.budget._cost import CompactionSaving as CompactionSaving
+    from window_budget.budget._cost import compaction_saving as compaction_saving
+    from window_budget.budget._cost import session_cost as session_cost
     from window_budget.budget._counters import CallableCounter as CallableCounter
     from window_budget.budget._counters import EncodingUnavailable as EncodingUnavailable
     from window_budget.budget._counters import HeuristicCounter as HeuristicCounter
@@ -48,9 +51,6 @@ if TYPE_CHECKING:
     from window_budget.budget._estimate import prefix_tokens as prefix_tokens
     from window_budget.budget._estimate import text_tokens as text_tokens
     from window_budget.budget._ledger import TokenLedger as TokenLedger
-    from window_budget.budget._cost import CompactionSaving as CompactionSaving
-    from window_budget.budget._cost import compaction_saving as compaction_saving
-    from window_budget.budget._cost import session_cost as session_cost
     from window_budget.budget._models import ModelLimits as ModelLimits
     from window_budget.budget._models import context_window_for as context_window_for
     from window_budget.budget._models import lookup_model as lookup_model
