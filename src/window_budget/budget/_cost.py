@@ -21,11 +21,12 @@ from window_budget.messages import AgentMessage, AssistantMessage
 __all__ = ["CompactionSaving", "compaction_saving", "session_cost"]
 
 
+def _shown(model: str) -> str:
+    return repr(model if len(model) <= 60 else model[:59] + "…")
+
+
 def _no_prices(model: str | None) -> str:
-    if not model:
-        return "no model named"
-    shown = model if len(model) <= 60 else model[:59] + "…"
-    return f"no prices for model {shown!r}"
+    return f"no prices for model {_shown(model)}" if model else "no model named"
 
 
 def session_cost(
@@ -52,14 +53,18 @@ def session_cost(
         usage = message.usage
         if not usage.prompt_tokens and not usage.output_tokens:
             continue
-        found = prices
+        if prices is not None:
+            total = total + prices.cost_of(usage)
+            continue
+        name = message.model or model
+        found = prices_for(name)
         if found is None:
-            name = message.model or model
-            found = prices_for(name)
-            if found is None:
-                total = total + Cost.unknown(_no_prices(name))
-                continue
-        total = total + found.cost_of(usage)
+            total = total + Cost.unknown(_no_prices(name))
+            continue
+        cost = found.cost_of(usage)
+        if cost.unpriced and name:
+            cost = Cost.unknown(f"{' and '.join(cost.missing)} for model {_shown(name)}")
+        total = total + cost
     return total
 
 

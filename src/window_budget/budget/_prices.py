@@ -216,6 +216,7 @@ class Cost:
         total = self.total
         return {
             "total_usd": None if total is None else round(total, 6),
+            "priced_usd": round(self.priced, 6),
             "input_usd": round(self.input, 6),
             "output_usd": round(self.output, 6),
             "cache_read_usd": round(self.cache_read, 6),
