@@ -1,4 +1,4 @@
-"""The cost in dollars: prices per part of the bill, hand-computed sessions, unknown stays unknown."""
+"""The cost in dollars: prices per part of the bill, sessions priced by hand, unknown stays so."""
 
 from __future__ import annotations
 
