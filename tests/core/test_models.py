@@ -42,6 +42,7 @@ from window_budget.budget._model_data import MAX_ID_CHARS, DataIndex, data_index
         ("gpt-3.5-turbo-0125", 16_385, 4_096),
         ("o3-mini-2025-01-31", 200_000, 100_000),
         ("gemini/gemini-2.5-pro", 1_048_576, 65_536),
+        ("google_genai:gemini-2.5-pro", 1_048_576, 65_536),
         ("models/gemini-2.5-pro", 1_048_576, 65_536),
         ("meta-llama/llama-4-maverick", 1_048_576, 16_384),
         ("openrouter/meta-llama/llama-4-maverick", 1_048_576, 16_384),
@@ -112,6 +113,7 @@ def test_prices_come_with_the_model() -> None:
         "claude",
         "claude-sonnet",
         "claude-sonnet-4-7",  # a version the data does not have is not its neighbour
+        "qwen2.5:7b",  # an Ollama size tag is not dropped to find another model
     ],
 )
 def test_unknown_models_are_not_guessed(model_id: str | None) -> None:

@@ -46,26 +46,44 @@ def session_cost(
     >>> session_cost([call]).total
     2.5
     """
-    total = Cost()
+    sums = [0.0, 0.0, 0.0, 0.0]
+    calls = unpriced = 0
+    missing: dict[str, None] = {}
+    known: dict[str | None, ModelPrices | None] = {}
     for message in messages:
         if not isinstance(message, AssistantMessage) or message.usage is None:
             continue
         usage = message.usage
         if not usage.prompt_tokens and not usage.output_tokens:
             continue
-        if prices is not None:
-            total = total + prices.cost_of(usage)
-            continue
         name = message.model or model
-        found = prices_for(name)
+        found = prices
         if found is None:
-            total = total + Cost.unknown(_no_prices(name))
+            if name not in known:
+                known[name] = prices_for(name)
+            found = known[name]
+        bill = found.bill(usage) if found is not None else _no_prices(name)
+        if isinstance(bill, str):
+            unpriced += 1
+            reason = (
+                bill
+                if found is None or prices is not None or not name
+                else (f"{bill} for model {_shown(name)}")
+            )
+            missing[reason] = None
             continue
-        cost = found.cost_of(usage)
-        if cost.unpriced and name:
-            cost = Cost.unknown(f"{' and '.join(cost.missing)} for model {_shown(name)}")
-        total = total + cost
-    return total
+        calls += 1
+        for i, dollars in enumerate(bill):
+            sums[i] += dollars
+    return Cost(
+        calls=calls,
+        input=sums[0],
+        output=sums[1],
+        cache_read=sums[2],
+        cache_write=sums[3],
+        unpriced=unpriced,
+        missing=tuple(missing),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

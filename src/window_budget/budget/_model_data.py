@@ -85,10 +85,12 @@ MAX_ID_CHARS: Final = 256
 """Ids longer than this are not looked up: models.dev's longest is about 60 characters."""
 
 # Dates and release tags after the model name: -20250929, -2024-08-06, -05-20, @20240620,
-# @default, -0613, -v1:0, -v2, -latest, -preview, :free, [1m].
+# @default, -0613, -v1:0, -v2, -latest, -preview, OpenRouter's :free and kin, [1m]. Other
+# ":tags" stay: Ollama's "llama3:70b" names a size, and "ollama:llama3" a provider.
 _SUFFIX: Final = re.compile(
     r"(?:[-@](?:\d{8}|\d{4}-\d{2}-\d{2}|\d{4})|-\d{2}-\d{2}|@default|-v\d+(?::\d+)?|-latest"
-    r"|-preview|:[\w.-]+|\[[\w.]+\])$"
+    r"|-preview|:(?:free|beta|extended|nitro|thinking|exacto|floor|online|latest)"
+    r"|\[[\w.]+\])$"
 )
 # Bedrock's "<region>.<vendor>." in front of the name.
 BEDROCK_PREFIX: Final = re.compile(

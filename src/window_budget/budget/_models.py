@@ -80,6 +80,7 @@ class ModelLimits:
 
 
 _CLOUD_SPELLING = re.compile(r"-v\d+(?::\d+)?$")
+_UNLISTED_PROVIDER = re.compile(r"^[a-z_-]+:(?=.)")
 
 
 def _limits(entry: Entry) -> ModelLimits:
@@ -127,6 +128,8 @@ def _find(text: str) -> ModelLimits | None:
     index = data_index()
     provider, rest = _split_provider(text, index.providers)
     last = text.rsplit("/", 1)[-1]
+    # "ollama:llama3": a provider the data does not list, in LangChain's spelling.
+    last = _UNLISTED_PROVIDER.sub("", last)
     names = [text, rest, rest.rsplit("/", 1)[-1], last, BEDROCK_PREFIX.sub("", last)]
     # Bedrock's "-v1:0" and Vertex's "@" are how those clouds spell the lab's dated id.
     spelled = {_CLOUD_SPELLING.sub("", n).replace("@", "-") for n in names} | set(names)

@@ -121,32 +121,33 @@ class ModelPrices:
         changed = {n: getattr(tier, n) for n in _PARTS if getattr(tier, n) is not None}
         return replace(self, tiers=(), **changed)
 
-    def cost_of(self, usage: Usage) -> Cost:
-        """What one request that reported ``usage`` cost.
-
-        A part with tokens and no price leaves the call unpriced (``Cost.total`` is None).
-        """
-        prices = self.for_prompt(usage.prompt_tokens)
-        dollars: dict[str, float] = {}
+    def bill(self, usage: Usage) -> tuple[float, float, float, float] | str:
+        """Dollars for input, output, cache read and cache write, or why they are unknown."""
+        prices = self.for_prompt(usage.prompt_tokens) if self.tiers else self
+        dollars = []
         missing = []
         for name in _PARTS:
             tokens = getattr(usage, _TOKENS[name])
             price = getattr(prices, name)
             if not tokens:
-                dollars[name] = 0.0
+                dollars.append(0.0)
             elif price is None:
                 missing.append(f"no {_SAID[name]} price")
             else:
-                dollars[name] = tokens * price / _PER
+                dollars.append(tokens * price / _PER)
         if missing:
-            return Cost(unpriced=1, missing=tuple(missing))
-        return Cost(
-            calls=1,
-            input=dollars["input"],
-            output=dollars["output"],
-            cache_read=dollars["cache_read"],
-            cache_write=dollars["cache_write"],
-        )
+            return " and ".join(missing)
+        return dollars[0], dollars[1], dollars[2], dollars[3]
+
+    def cost_of(self, usage: Usage) -> Cost:
+        """What one request that reported ``usage`` cost.
+
+        A part with tokens and no price leaves the call unpriced (``Cost.total`` is None).
+        """
+        bill = self.bill(usage)
+        if isinstance(bill, str):
+            return Cost(unpriced=1, missing=(bill,))
+        return Cost(calls=1, input=bill[0], output=bill[1], cache_read=bill[2], cache_write=bill[3])
 
     def cost_of_tokens(self, tokens: int, *, cached: bool) -> float | None:
         """Dollars for ``tokens`` prompt tokens at the input or the cache-read price."""
