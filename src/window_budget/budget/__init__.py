@@ -1,6 +1,7 @@
 """Budget arithmetic: how many tokens, and how much room.
 
-Estimates, counters, the content cache, the incremental ledger, model windows and calibration.
+Estimates, counters, the content cache, the incremental ledger, model windows and prices (the
+models.dev data), what a session cost, and calibration.
 Nothing here imports the summarize path.
 
 The names below are this package's public face; the modules behind them are private. They load
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from window_budget.budget._calibrate import calibrate as calibrate
     from window_budget.budget._calibrate import calibrate_many as calibrate_many
     from window_budget.budget._calibrate import model_key as model_key
+    from window_budget.budget._cost import CompactionSaving as CompactionSaving
+    from window_budget.budget._cost import compaction_saving as compaction_saving
+    from window_budget.budget._cost import session_cost as session_cost
     from window_budget.budget._counters import CallableCounter as CallableCounter
     from window_budget.budget._counters import EncodingUnavailable as EncodingUnavailable
     from window_budget.budget._counters import HeuristicCounter as HeuristicCounter
@@ -47,11 +51,16 @@ if TYPE_CHECKING:
     from window_budget.budget._estimate import prefix_tokens as prefix_tokens
     from window_budget.budget._estimate import text_tokens as text_tokens
     from window_budget.budget._ledger import TokenLedger as TokenLedger
-    from window_budget.budget._models import KNOWN_MODELS as KNOWN_MODELS
     from window_budget.budget._models import ModelLimits as ModelLimits
     from window_budget.budget._models import context_window_for as context_window_for
     from window_budget.budget._models import lookup_model as lookup_model
+    from window_budget.budget._models import model_data_version as model_data_version
     from window_budget.budget._models import model_for as model_for
+    from window_budget.budget._models import prices_for as prices_for
+    from window_budget.budget._prices import Cost as Cost
+    from window_budget.budget._prices import ModelPrices as ModelPrices
+    from window_budget.budget._prices import PriceTier as PriceTier
+    from window_budget.budget._prices import format_usd as format_usd
     from window_budget.budget._usage import MAX_USAGE_TOKENS as MAX_USAGE_TOKENS
     from window_budget.budget._usage import read_count as read_count
     from window_budget.budget._usage import usage_from_anthropic as usage_from_anthropic
@@ -70,12 +79,20 @@ _EXPORTS: dict[str, str] = {
     "FLOOR_CHARS_PER_TOKEN": "window_budget.budget._estimate",
     "HeuristicCounter": "window_budget.budget._counters",
     "IMAGE_TOKENS": "window_budget.budget._estimate",
-    "KNOWN_MODELS": "window_budget.budget._models",
     "MAX_RATIO": "window_budget.budget._calibrate",
     "MESSAGE_FRAMING_TOKENS": "window_budget.budget._estimate",
     "MIN_RATIO": "window_budget.budget._calibrate",
     "MIN_SAMPLES": "window_budget.budget._calibrate",
     "ModelLimits": "window_budget.budget._models",
+    "ModelPrices": "window_budget.budget._prices",
+    "PriceTier": "window_budget.budget._prices",
+    "Cost": "window_budget.budget._prices",
+    "format_usd": "window_budget.budget._prices",
+    "CompactionSaving": "window_budget.budget._cost",
+    "compaction_saving": "window_budget.budget._cost",
+    "session_cost": "window_budget.budget._cost",
+    "model_data_version": "window_budget.budget._models",
+    "prices_for": "window_budget.budget._models",
     "TOOL_FRAMING_TOKENS": "window_budget.budget._estimate",
     "TiktokenCounter": "window_budget.budget._counters",
     "TokenLedger": "window_budget.budget._ledger",
@@ -111,7 +128,6 @@ __all__ = [
     "ESTIMATES",
     "FLOOR_CHARS_PER_TOKEN",
     "IMAGE_TOKENS",
-    "KNOWN_MODELS",
     "MAX_RATIO",
     "MAX_USAGE_TOKENS",
     "MESSAGE_FRAMING_TOKENS",
@@ -120,30 +136,39 @@ __all__ = [
     "TOOL_FRAMING_TOKENS",
     "Calibration",
     "CallableCounter",
+    "CompactionSaving",
     "ContentCache",
+    "Cost",
     "EncodingUnavailable",
     "HeuristicCounter",
     "ModelLimits",
+    "ModelPrices",
+    "PriceTier",
     "TiktokenCounter",
     "TokenLedger",
     "TokenizerFallbackWarning",
     "cached_estimates",
     "calibrate",
     "calibrate_many",
+    "compaction_saving",
     "context_window_for",
     "count_text",
     "estimate_message_tokens",
     "estimate_tokens",
     "fingerprint",
+    "format_usd",
     "key_size",
     "load_encoding",
     "lookup_model",
     "message_parts",
+    "model_data_version",
     "model_for",
     "model_key",
     "prefix_tokens",
+    "prices_for",
     "read_count",
     "resolve_counter",
+    "session_cost",
     "text_tokens",
     "usage_from_anthropic",
     "usage_from_langchain",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from window_budget.budget._prices import format_usd
 from window_budget.cli._output import plural, terminal_text
 
 __all__ = ["render_inspect"]
@@ -51,6 +52,56 @@ def _render_digest(digest: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _render_cost(cost: dict[str, Any], shows: str) -> list[str]:
+    """What the session cost and what the last compaction saves, for ``inspect``."""
+    session = cost["session"]
+    if session["total_usd"] is None:
+        why = "; ".join(session["missing"]) or "no prices"
+        priced = (
+            f"; the {plural(session['priced_calls'], 'priced call')} cost "
+            f"{format_usd(session['priced_usd'])}"
+            if session["priced_calls"]
+            else ""
+        )
+        said = f"unknown ({why}: {plural(session['unpriced_calls'], 'call')} unpriced{priced})"
+    elif not session["priced_calls"]:
+        said = "$0 (no call in the file reports usage)"
+    else:
+        said = (
+            f"{format_usd(session['total_usd'])} over {plural(session['priced_calls'], 'call')} "
+            f"(input {format_usd(session['input_usd'])}, cache read "
+            f"{format_usd(session['cache_read_usd'])}, cache write "
+            f"{format_usd(session['cache_write_usd'])}, output {format_usd(session['output_usd'])})"
+        )
+    lines = [f"  session cost      {said}"]
+    saved = cost["compaction_saved"]
+    if saved is None:
+        where = (
+            "read inline (--whole-file)" if shows == "whole-file" else "no compaction in the file"
+        )
+        lines.append(f"  compaction saves  nothing to measure: {where}")
+        return lines
+    lines.append(
+        f"  compaction saves  {saved['folded_tokens']:,} tokens a call (what it archived, less "
+        f"its digest): {_usd_range(saved['per_call_cached_usd'], saved['per_call_uncached_usd'])}"
+        " a call"
+    )
+    so_far = _usd_range(saved["so_far_cached_usd"], saved["so_far_uncached_usd"])
+    lines.append(
+        f"                    {so_far} over the {plural(saved['calls_since'], 'call')} since "
+        "(at cache-read - input prices)"
+    )
+    return lines
+
+
+def _usd_range(low: float | None, high: float | None) -> str:
+    if high is None:
+        return "unknown (no input price)"
+    if low is None:
+        return f"{format_usd(high)} (uncached; no cache-read price)"
+    return f"{format_usd(low)} - {format_usd(high)}"
+
+
 def _short(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -87,9 +138,15 @@ def render_inspect(info: dict[str, Any]) -> str:
             "--whole-file shows them)"
         )
     total = info["estimated_tokens"] or 1
+    listing = info["model_data"]
+    source = info["window_source"]
+    if source == "models.dev" and listing is not None:
+        source = f"models.dev: {listing['provider']} {listing['model_id']}"
+    elif source.startswith("assumed"):
+        source += "; --window N sets it"
     lines.append(
         f"  model             {info['model'] or 'not named in the file'}, window "
-        f"{info['gate']['window']:,} ({info['window_source']})"
+        f"{info['gate']['window']:,} ({source})"
     )
     lines.append(
         f"  estimated tokens  {info['estimated_tokens']:>9,}  ({info['counter']}; "
@@ -144,6 +201,7 @@ def render_inspect(info: dict[str, Any]) -> str:
             "as the transcript grows"
         )
     lines.extend(_render_digest(info["digest"]))
+    lines.extend(_render_cost(info["cost"], info["shows"]))
     cut = info["cut"]
     if cut["reason"] == "masked":
         outputs = plural(cut["masked_outputs"], "old tool output")

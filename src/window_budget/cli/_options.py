@@ -19,7 +19,6 @@ from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.budget._models import lookup_model, model_for
 from window_budget.cli._output import fail
 from window_budget.contract import BudgetPolicy, Model, TokenCounter
-from window_budget.errors import ConfigError
 from window_budget.messages import AssistantMessage, CustomMessage
 from window_budget.pipeline._condenser import DEFAULT_POLICY
 from window_budget.readers import FORMATS, Transcript
@@ -30,8 +29,11 @@ __all__ = [
     "model_for_transcript",
     "policy_options",
     "read_options",
+    "session_model",
     "settings_from",
     "system_tokens",
+    "window_note",
+    "window_source",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -123,8 +125,8 @@ def policy_options(fn: F) -> F:
             type=click.IntRange(min=1),
             default=None,
             help="The model's context window in tokens [default: the window of "
-            "the transcript's model when it is well known; 128,000 when the "
-            "transcript names no model].",
+            "the transcript's model in the models.dev data; 128,000, with a note, "
+            "when the transcript names no model the data knows].",
         ),
     ]
     for option in options:
@@ -186,18 +188,16 @@ def system_tokens(transcript: Transcript, counter: TokenCounter | None) -> int:
 
 
 ASSUMED_WINDOW = 128_000
-"""The window of a transcript that names no model, when ``--window`` is not given."""
+"""The window of a transcript whose model is not named or not in the models.dev data, when
+``--window`` is not given."""
 
 
-def model_for_transcript(transcript: Transcript, window: int | None) -> Model:
-    """The model a transcript is measured against: its own, with ``--window`` if given."""
-    # Naming the model the transcript was written with lets its usage figures anchor the
-    # estimate; a figure from another model is never trusted. Its window comes from the
-    # table of well-known models unless --window says otherwise.
+def session_model(transcript: Transcript) -> str | None:
+    """The model the transcript was written with: the last one named that the data knows."""
     name = transcript.model
-    if window is None and lookup_model(name) is None:
+    if lookup_model(name) is None:
         # A failed reply may name a placeholder ("<synthetic>"): the session's model is the
-        # last one the table knows.
+        # last one the data knows.
         name = next(
             (
                 m.model
@@ -206,9 +206,43 @@ def model_for_transcript(transcript: Transcript, window: int | None) -> Model:
             ),
             name,
         )
-    if window is None and not name:
-        window = ASSUMED_WINDOW  # nothing to look up; inspect says the window was assumed
-    try:
-        return model_for(name, context_window=window)
-    except ConfigError as exc:
-        fail(f"{transcript.path}: {exc}")
+    return name
+
+
+def model_for_transcript(transcript: Transcript, window: int | None) -> Model:
+    """The model a transcript is measured against: its own, with ``--window`` if given.
+
+    A model the data does not know (or none named) gets :data:`ASSUMED_WINDOW`;
+    :func:`window_source` says so.
+    """
+    # Naming the model the transcript was written with lets its usage figures anchor the
+    # estimate; a figure from another model is never trusted.
+    name = session_model(transcript)
+    if window is None and lookup_model(name) is None:
+        window = ASSUMED_WINDOW
+    return model_for(name, context_window=window)
+
+
+def window_source(transcript: Transcript, window: int | None) -> str:
+    """Where the window of :func:`model_for_transcript` came from, in a few words.
+
+    ``--window``, ``models.dev``, ``assumed: no model named`` or ``assumed: model not in
+    the models.dev data``.
+    """
+    if window is not None:
+        return "--window"
+    name = session_model(transcript)
+    if lookup_model(name) is not None:
+        return "models.dev"
+    return "assumed: model not in the models.dev data" if name else "assumed: no model named"
+
+
+def window_note(transcript: Transcript, window: int | None) -> str | None:
+    """One line for stderr when the window was assumed, None when it was known or given."""
+    source = window_source(transcript, window)
+    if not source.startswith("assumed"):
+        return None
+    return (
+        f"note: {transcript.path or 'the transcript'}: {source.removeprefix('assumed: ')}; "
+        f"assuming a {ASSUMED_WINDOW:,}-token window (--window N sets it)"
+    )

@@ -24,6 +24,7 @@ from window_budget.cli._options import (
     read_options,
     settings_from,
     system_tokens,
+    window_note,
 )
 from window_budget.cli._output import fail, plural, say
 from window_budget.contract import SyncCompleteFn
@@ -237,6 +238,9 @@ def _compact_one(
         # A session log keeps what a compaction folds ahead of its boundary; it has no place
         # for the originals of masked outputs, so a log is compacted with a digest.
         policy = replace(policy, mask_keep_outputs=None)
+    note = window_note(transcript, settings.window)
+    if note is not None:
+        say(note, err=True)
     condenser = create_condenser(
         model=model_for_transcript(transcript, settings.window),
         policy=policy,

@@ -15,9 +15,10 @@ import click
 
 from window_budget.budget._cache import cached_estimates
 from window_budget.budget._calibrate import calibrate
+from window_budget.budget._cost import compaction_saving, session_cost
 from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.budget._ledger import TokenLedger
-from window_budget.budget._models import lookup_model
+from window_budget.budget._models import lookup_model, model_data_version
 from window_budget.cli._batch import Batch
 from window_budget.cli._inspect_render import render_inspect
 from window_budget.cli._options import (
@@ -25,8 +26,10 @@ from window_budget.cli._options import (
     model_for_transcript,
     policy_options,
     read_options,
+    session_model,
     settings_from,
     system_tokens,
+    window_source,
 )
 from window_budget.contract import Model, TokenCounter
 from window_budget.errors import WindowBudgetError
@@ -134,9 +137,8 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
         "ignored_records": transcript.ignored,
         "skipped": [{"line": b.line, "reason": b.reason} for b in transcript.skipped],
         "model": transcript.model,
-        "window_source": "--window"
-        if settings.window is not None
-        else ("model table" if lookup_model(model.id) else "assumed: no model named"),
+        "window_source": window_source(transcript, settings.window),
+        "model_data": _model_data(model.id),
         "counter": counter.name if counter is not None else "heuristic",
         "system_tokens": pinned,
         "estimated_tokens": estimate,
@@ -177,7 +179,59 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
         },
         "cut": cut,
         "digest": carried_digest(msgs, transcript.archive),
+        "cost": _cost(transcript, counter),
     }
+
+
+def _model_data(model_id: str) -> dict[str, Any] | None:
+    """Which models.dev listing the window and prices came from (None: not in the data)."""
+    limits = lookup_model(model_id)
+    if limits is None:
+        return None
+    prices = limits.prices
+    return {
+        "provider": limits.provider,
+        "model_id": limits.model_id,
+        "version": model_data_version(),
+        "prices_per_million": None
+        if prices is None
+        else {
+            "input": prices.input,
+            "output": prices.output,
+            "cache_read": prices.cache_read,
+            "cache_write": prices.cache_write,
+        },
+    }
+
+
+def _cost(transcript: Transcript, counter: TokenCounter | None) -> dict[str, Any]:
+    """What the session cost and what its last compaction saves (docs/cli.md defines both).
+
+    The session is every call in the file, archived ones included; each is priced at the
+    model it names, else at the session's model.
+    """
+    calls = (*transcript.archive, *transcript.messages)
+    name = session_model(transcript)
+    limits = lookup_model(name)
+    prices = limits.prices if limits is not None else None
+    saving = compaction_saving(transcript.archive, transcript.messages, prices, counter)
+    return {
+        "session": session_cost(calls, model=name).as_dict(),
+        "compaction_saved": None
+        if saving is None
+        else {
+            "folded_tokens": saving.folded_tokens,
+            "calls_since": saving.calls,
+            "per_call_uncached_usd": _usd(saving.per_call_uncached),
+            "per_call_cached_usd": _usd(saving.per_call_cached),
+            "so_far_uncached_usd": _usd(saving.so_far_uncached),
+            "so_far_cached_usd": _usd(saving.so_far_cached),
+        },
+    }
+
+
+def _usd(dollars: float | None) -> float | None:
+    return None if dollars is None else round(dollars, 6)
 
 
 def _compactions(transcript: Transcript) -> int:
@@ -230,7 +284,8 @@ def inspect(
 
     PATHS are transcript files or directories of them (.json/.jsonl). For a Claude Code
     or pi session it shows the live context after the last compaction (what the model
-    sees), unless --whole-file is given.
+    sees), unless --whole-file is given. It also shows what the session's calls cost at
+    models.dev's prices and what the last compaction saves on each later call.
     """
     settings = settings_from(**policy)
     batch = Batch(paths, skip_bad=skip_bad, whole_file=whole_file, run=run)
@@ -240,12 +295,7 @@ def inspect(
             transcript = batch.read(path, fmt)
             if transcript is None:
                 continue
-            try:
-                reports.append(inspect_transcript(transcript, settings))
-            except click.ClickException as exc:  # this file's model has no known window
-                if not batch.many:
-                    raise
-                batch.skip(path, exc.message)
+            reports.append(inspect_transcript(transcript, settings))
     if as_json:
         # A skipped file is listed as {"file": ..., "skipped": reason}.
         click.echo(json.dumps(reports + batch.skipped, indent=2))

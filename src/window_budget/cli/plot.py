@@ -15,6 +15,7 @@ from window_budget.cli._options import (
     read_options,
     settings_from,
     system_tokens,
+    window_note,
 )
 from window_budget.cli._output import fail, say, terminal_text
 from window_budget.contract import Model
@@ -75,6 +76,9 @@ def _plot_one(
     many = batch.many
     pinned = system_tokens(transcript, settings.counter)
     try:
+        note = window_note(transcript, settings.window)
+        if note is not None:
+            say(note, err=True)
         window = model_for_transcript(transcript, settings.window).context_window
         timeline = simulate(
             transcript.messages,

@@ -7,6 +7,11 @@ OpenAI and Anthropic usage dicts, and this library's own :class:`~window_budget.
 or :class:`~window_budget.AssistantMessage`. ``used_tokens`` is what the last request
 put into the window: input + cache creation + cache read tokens.
 
+``cost`` adds up what those requests cost in dollars, each report priced as one request at
+the prices given (``prices=``) or at the models.dev prices of ``model=`` (an
+:class:`~window_budget.AssistantMessage` fed to it is priced at the model it names);
+``cost.total`` is None — unknown — when a report could not be priced.
+
 Two latched flags tell the loop what to do at the next turn boundary: ``should_warn``
 (70 % by default) and ``should_compact`` (78 %). Once set, a flag stays set until the
 caller clears it; crossing the compaction threshold sets both.
@@ -25,6 +30,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Final
 
+from window_budget.budget._cost import session_cost
+from window_budget.budget._prices import Cost, ModelPrices
 from window_budget.budget._usage import (
     MAX_USAGE_TOKENS,
     read_count,
@@ -145,11 +152,14 @@ class ContextBudget:
     """
 
     __slots__ = (
+        "_cost",
         "_last",
         "_should_compact",
         "_should_warn",
         "compact_ratio",
         "context_window",
+        "model",
+        "prices",
         "strict",
         "updates",
         "warn_ratio",
@@ -162,6 +172,8 @@ class ContextBudget:
         warn_ratio: float = DEFAULT_WARN_RATIO,
         compact_ratio: float = DEFAULT_COMPACT_RATIO,
         strict: bool = False,
+        model: str | None = None,
+        prices: ModelPrices | None = None,
     ) -> None:
         if (
             isinstance(context_window, bool)
@@ -169,6 +181,10 @@ class ContextBudget:
             or context_window <= 0
         ):
             raise ConfigError(f"context_window must be a positive int, got {context_window!r}")
+        if model is not None and not isinstance(model, str):
+            raise ConfigError(f"model must be a model id (str) or None, got {type(model).__name__}")
+        if prices is not None and not isinstance(prices, ModelPrices):
+            raise ConfigError(f"prices must be a ModelPrices or None, got {type(prices).__name__}")
         if not 0 < warn_ratio <= compact_ratio:
             raise ConfigError(
                 f"thresholds must satisfy 0 < warn_ratio <= compact_ratio, got "
@@ -184,6 +200,11 @@ class ContextBudget:
         """Raise :class:`UsageError` on malformed usage instead of warning and ignoring it."""
         self.updates = 0
         """Number of usage reports taken."""
+        self.model = model
+        """The model whose models.dev prices the reports are priced at, when ``prices`` is None."""
+        self.prices = prices
+        """The prices reports are priced at (None: the models.dev prices of ``model``)."""
+        self._cost = Cost()
         self._last: Usage | None = None
         self._should_warn = False
         self._should_compact = False
@@ -226,6 +247,18 @@ class ContextBudget:
         return self.used_tokens / self.context_window
 
     @property
+    def cost(self) -> Cost:
+        """What the reports taken cost, each priced as one request; ``total`` None: unknown.
+
+        >>> meter = ContextBudget(model="claude-sonnet-4-5")
+        >>> meter.update({"input_tokens": 1_000, "output_tokens": 100})
+        True
+        >>> round(meter.cost.total, 6)  # 1,000 x $3 + 100 x $15 per million
+        0.0045
+        """
+        return self._cost
+
+    @property
     def should_warn(self) -> bool:
         """Latched: utilization reached ``warn_ratio`` since the last :meth:`clear_warning`."""
         return self._should_warn
@@ -261,6 +294,9 @@ class ContextBudget:
             return False
         self._last = reading
         self.updates += 1
+        named = event.model if isinstance(event, AssistantMessage) else None
+        call = AssistantMessage("", usage=reading, model=named or self.model)
+        self._cost = self._cost + session_cost([call], prices=self.prices)
         utilization = self.utilization
         if utilization >= self.compact_ratio:
             self._should_compact = True

@@ -33,8 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from window_budget.budget._cost import session_cost
 from window_budget.budget._counters import resolve_counter
 from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget._prices import format_usd
 from window_budget.contract import (
     BudgetPolicy,
     CondenseResult,
@@ -334,7 +336,9 @@ def plot_estimate_vs_reported(
     :func:`~window_budget.budget._calibrate.calibrate`, learned with the heuristic) adds
     the heuristic as the provider would count it: scaled by its ratio, plus its overhead
     (``pinned_tokens`` is not added to that line: the overhead stands for it). The lower
-    panel shows ``estimate / reported``: above 1 the library errs on the safe side.
+    panel shows ``estimate / reported``: above 1 the library errs on the safe side. The
+    default title says what the requests cost at models.dev's prices ("cost unknown" when
+    a request's model or price is not in the data).
 
     Raises:
         ImportError: matplotlib is missing; the message names the extra to install.
@@ -378,8 +382,10 @@ def plot_estimate_vs_reported(
     top.grid(alpha=0.25)
     top.legend(loc="upper left", fontsize=8, framealpha=0.9)
     gap = f", {pinned_tokens:,} pinned tokens added" if pinned_tokens else ""
+    cost = session_cost(messages).total
+    spent = f", {'cost unknown' if cost is None else format_usd(cost)} at models.dev prices"
     top.set_title(
-        title or f"estimate against provider-reported usage ({len(first)} requests{gap})",
+        title or f"estimate against provider-reported usage ({len(first)} requests{spent}{gap})",
         fontsize=11,
     )
     bottom.set_ylabel("estimate / reported")

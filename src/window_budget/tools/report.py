@@ -16,13 +16,15 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from window_budget.budget._cache import cached_estimates
 from window_budget.budget._calibrate import Calibration
+from window_budget.budget._cost import session_cost
 from window_budget.budget._estimate import message_parts
+from window_budget.budget._prices import Cost, ModelPrices
 from window_budget.contract import BudgetPolicy, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage
@@ -40,6 +42,7 @@ __all__ = [
     "analyze",
     "audit_lines",
     "carried_digest",
+    "cost_line",
     "format_report",
     "format_report_rich",
 ]
@@ -83,6 +86,10 @@ class UsageReport:
     """Facts in the ledger the transcript's digest carries (None: no digest with a ledger)."""
     audit: DigestAudit | None = None
     """The audit of the model-written digest that produced this transcript, when given."""
+    cost: Cost = field(default_factory=Cost)
+    """What the calls recorded in the transcript cost: each assistant message's usage at its
+    model's prices (:func:`~window_budget.budget._cost.session_cost`); ``cost.total`` is None
+    when a call could not be priced."""
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (category keys are their names)."""
@@ -111,6 +118,7 @@ class UsageReport:
             "calibrated_total": self.calibrated_total,
             "ledger_facts": self.ledger_facts,
             "audit": None if self.audit is None else asdict(self.audit),
+            "cost": self.cost.as_dict(),
         }
 
     def __str__(self) -> str:
@@ -118,9 +126,13 @@ class UsageReport:
         return format_report(self)
 
     def _repr_html_(self) -> str:
-        from window_budget.tools.display import usage_report_html  # lazy: only notebooks need it
+        from window_budget.tools.display import (  # lazy: only notebooks need it
+            safe_text,
+            usage_report_html,
+        )
 
-        return usage_report_html(self)
+        line = cost_line(self)
+        return usage_report_html(self) + (f"<p>{safe_text(line)}</p>" if line else "")
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         from window_budget.tools.display import usage_report_text
@@ -139,6 +151,7 @@ def analyze(
     classify: Classifier = classify_message,
     calibration: Calibration | None = None,
     audit: DigestAudit | None = None,
+    prices: ModelPrices | None = None,
 ) -> UsageReport:
     """Measure ``messages`` against ``window`` (tokens, or a :class:`Model`).
 
@@ -155,6 +168,8 @@ def analyze(
             :func:`~window_budget.budget._calibrate.calibrate`); adds ``calibrated_total``.
         audit: The audit of the digest that produced ``messages`` (``CondenseResult.audit``),
             shown with the size of the ledger the digest carries.
+        prices: What the calls in ``messages`` are priced at; when None, each at the
+            models.dev prices of the model it names, else of ``window``'s model.
 
     Raises:
         ConfigError: a window that is not a positive int, or negative pinned tokens.
@@ -199,6 +214,9 @@ def analyze(
         calibrated_total=calibration.apply(total) if calibration is not None else None,
         ledger_facts=_ledger_size(messages),
         audit=audit,
+        cost=session_cost(
+            messages, model=window.id if isinstance(window, Model) else None, prices=prices
+        ),
     )
 
 
@@ -244,7 +262,17 @@ def format_report(report: UsageReport) -> str:
     for role, tokens in report.per_role.items():
         lines.append(f"  {role:<13} {tokens:>9,} tokens  {_pct(tokens, report.total):5.1f}%")
     lines.extend(audit_lines(report))
+    line = cost_line(report)
+    if line:
+        lines.append(line)
     return "\n".join(lines)
+
+
+def cost_line(report: UsageReport) -> str:
+    """What the transcript's calls cost, as a report line ("" when no call reports usage)."""
+    if not report.cost.calls and not report.cost.unpriced:
+        return ""
+    return f"cost: {report.cost.describe()}"
 
 
 def carried_digest(
@@ -399,4 +427,7 @@ def format_report_rich(report: UsageReport, *, width: int = 88, color: bool = Fa
         )
     for line in audit_lines(report):
         console.print(line, highlight=False)
+    cost = cost_line(report)
+    if cost:
+        console.print(cost, highlight=False, markup=False)  # a model name is data, not markup
     return buf.getvalue().rstrip("\n")
