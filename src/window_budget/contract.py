@@ -6,10 +6,11 @@ Nothing here has behaviour beyond validating its own fields.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from window_budget._store_contract import LedgerVersion, MemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, UserMessage
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "Strategy",
     "SummarizeDeps",
     "Summary",
+    "SummaryRequestShape",
     "SyncCompleteFn",
     "TokenCounter",
     "TokenEstimate",
@@ -43,6 +45,9 @@ CondenseScope: TypeAlias = Literal["session", "branch"]
 
 KeepUnit: TypeAlias = Literal["tokens", "turns", "messages"]
 """What ``BudgetPolicy.keep_recent`` counts."""
+
+SummaryRequestShape: TypeAlias = Literal["scrollback", "prefix"]
+"""How a summary call is built: the flattened scrollback, or the agent's own request prefix."""
 
 Strategy: TypeAlias = Literal["summarize", "trim"]
 """How the condenser reduces the head: a digest (model or network-free), or category trimming."""
@@ -121,6 +126,13 @@ class BudgetPolicy:
     keeps (see ``docs/memory.md``); ``None`` turns masking off."""
     mask_min_chars: int = 2000
     """Tool outputs of at most this many characters are never masked."""
+    summary_request: SummaryRequestShape = "scrollback"
+    """``"scrollback"``: the summary call is the brief plus the flattened, escaped turns.
+    ``"prefix"``: the agent's own system prompt and messages as sent, then one instruction, so
+    the provider's prompt cache serves the prefix (``docs/summary-calls.md``)."""
+    precompact_ratio: float | None = None
+    """With ``AheadCompactor``: the fraction of the usable window (below ``trigger_ratio``) at
+    which the next digest starts in the background; None never starts one early."""
 
     def __post_init__(self) -> None:
         ratio = self.trigger_ratio
@@ -154,6 +166,21 @@ class BudgetPolicy:
             raise ValueError(
                 "BudgetPolicy.on_summarizer_error must be 'fallback' or 'raise', "
                 f"got {self.on_summarizer_error!r}"
+            )
+        if self.summary_request not in ("scrollback", "prefix"):
+            raise ValueError(
+                "BudgetPolicy.summary_request must be 'scrollback' or 'prefix', "
+                f"got {self.summary_request!r}"
+            )
+        early = self.precompact_ratio
+        if early is not None and (
+            isinstance(early, bool)
+            or not isinstance(early, int | float)
+            or not 0 < early < self.trigger_ratio
+        ):
+            raise ValueError(
+                "BudgetPolicy.precompact_ratio must be None or in (0, trigger_ratio), "
+                f"got {early!r} with trigger_ratio {self.trigger_ratio}"
             )
         timeout = self.summary_timeout
         if timeout is not None and (
@@ -332,50 +359,6 @@ class TokenCounter(Protocol):
         ...
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LedgerVersion:
-    """One stored version of a conversation's fact ledger."""
-
-    version: int
-    """1 for the first compaction's ledger, then one more per write."""
-    ledger: Mapping[str, Any]
-    """The ledger as ``ledger_to_json`` wrote it."""
-    seal: str
-    """The seal of the digest this version belongs to: a record must carry the same."""
-
-
-@runtime_checkable
-class MemoryStore(Protocol):
-    """Where a conversation's archived originals and ledger versions live (thread-safe).
-
-    Positions are the fact ledger's archive numbering: the first message folded is 0.
-    """
-
-    @property
-    def key(self) -> bytes:
-        """The store's own secret: digest records are sealed with it (see ``seal``)."""
-
-    def archive(
-        self, conversation: str, start: int, originals: Sequence[Mapping[str, Any]]
-    ) -> None:
-        """Keep ``originals`` at ``start``, ``start + 1``, …; kept positions are left alone."""
-
-    def archived(self, conversation: str) -> int:
-        """One more than the highest position kept (0 for a new conversation)."""
-
-    def original(self, conversation: str, position: int) -> Mapping[str, Any] | None:
-        """The original at ``position``, or None."""
-
-    def originals(self, conversation: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
-        """Every original, by position."""
-
-    def save_ledger(self, conversation: str, ledger: Mapping[str, Any], *, seal: str) -> int:
-        """Store a new ledger version for the digest sealed ``seal``; returns its number."""
-
-    def ledger(self, conversation: str, version: int | None = None) -> LedgerVersion | None:
-        """A stored version (the newest when ``version`` is None), or None."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SummarizeDeps:
     """What summarize needs; every field optional (no model means the network-free digest)."""
@@ -413,6 +396,8 @@ class SummarizeDeps:
     """Room for the digest's record (its bounded ledger and the pointer into ``memory``)."""
     recall_offered: bool = False
     """The model can call ``recall``: the digest's last line says what it reaches."""
+    system_prompt: str = ""
+    """The agent's system prompt as sent, for ``BudgetPolicy(summary_request="prefix")``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

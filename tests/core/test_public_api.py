@@ -231,6 +231,7 @@ PINNED: dict[str, list[str]] = {
         "Strategy",
         "SummarizeDeps",
         "Summary",
+        "SummaryRequestShape",
         "SyncCompleteFn",
         "TokenCounter",
         "TokenEstimate",

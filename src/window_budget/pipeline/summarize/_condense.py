@@ -60,6 +60,7 @@ from window_budget.pipeline.summarize._prompt import (
     flatten_message,
 )
 from window_budget.pipeline.summarize._reply import SentPrompt, clean_reply, reply_text
+from window_budget.pipeline.summarize._request import prefix_context, prefix_instruction
 from window_budget.pipeline.summarize.facts import FactLedger, ledger_to_json, merge_ledgers
 
 __all__ = [
@@ -238,6 +239,35 @@ def _plan_calls(entries: list[str], budget_chars: int, max_calls: int) -> list[s
     return chunks
 
 
+def _chunks_for(
+    entries: list[str], deps: SummarizeDeps, max_tokens: int, prefix: Context | None
+) -> list[str]:
+    """The scrollback each call shows: one for a prefix-shaped call, else the planned chunks."""
+    if prefix is not None:
+        return ["\n".join(entries)]  # what the reply checks compare with, not what is sent
+    assert deps.model is not None
+    # Each call must fit the summarizer's own window: prompt + carried digest (at most
+    # ``max_tokens``, this one or the one the previous call wrote) + reply.
+    room = deps.model.context_window - 2 * max_tokens - _PROMPT_OVERHEAD_TOKENS
+    return _plan_calls(entries, max(4000, int(room * 3.0)), deps.policy.max_summary_calls)
+
+
+def _call_for(
+    chunk: str, digest: str | None, prefix: Context | None, deps: SummarizeDeps, carried: str
+) -> tuple[Context, SentPrompt]:
+    """One call's context and what the reply checks compare the reply with."""
+    if prefix is None:
+        prompt = build_summary_prompt(chunk, scope=deps.scope, prior_digest=digest)
+        instructions = "\n".join((CONDENSER_BRIEF, FRAMING_LINES[deps.scope], DIGEST_TEMPLATE))
+        return Context(CONDENSER_BRIEF, (UserMessage(prompt),)), SentPrompt(
+            instructions, chunk, carried
+        )
+    # The carried digest is quoted in the instruction, but a line copied from it is a copy
+    # (allowed beside the model's own lines), not an echo of the instruction.
+    own_words = f"{prefix_instruction(deps.scope, None)}\n{deps.system_prompt}"
+    return prefix, SentPrompt(own_words, chunk, carried)
+
+
 def _summary_flow(
     messages: Sequence[AgentMessage],
     deps: SummarizeDeps,
@@ -289,15 +319,12 @@ def _summary_flow(
     for m in body_messages:
         entries.extend(flatten_message(m, tool_output_chars=policy.tool_output_chars))
     digest = _carried_text(prior, prior_ledger, max_tokens, deps.counter)
-    # Each call must fit the summarizer's own window: prompt + carried digest (at most
-    # ``max_tokens``, this one or the one the previous call wrote) + reply.
-    room = model.context_window - 2 * max_tokens - _PROMPT_OVERHEAD_TOKENS
-    chunks = _plan_calls(entries, max(4000, int(room * 3.0)), policy.max_summary_calls)
+    carried = digest.strip() if digest else ""
+    prefix = prefix_context(messages, deps, carried=carried, max_tokens=max_tokens)
+    chunks = _chunks_for(entries, deps, max_tokens, prefix)
     options = CompleteOptions(
         max_tokens=max_tokens, reasoning="high", signal=deps.signal, tags=SUMMARY_TAGS
     )
-    carried = digest.strip() if digest else ""
-    instructions = "\n".join((CONDENSER_BRIEF, FRAMING_LINES[scope], DIGEST_TEMPLATE))
 
     def unusable(why: str) -> Summary:
         if policy.on_summarizer_error == "raise":
@@ -308,8 +335,7 @@ def _summary_flow(
         return fallback(why)
 
     for chunk in chunks:
-        prompt = build_summary_prompt(chunk, scope=scope, prior_digest=digest)
-        context = Context(CONDENSER_BRIEF, (UserMessage(prompt),))
+        context, sent = _call_for(chunk, digest, prefix, deps, carried)
         try:
             reply = yield SummaryRequest(model, context, options)
         except CancelledByToken:
@@ -324,7 +350,7 @@ def _summary_flow(
             return fallback(f"model call failed: {failure}")
         text, why = reply_text(reply, max_tokens)
         if text is not None:
-            text, why = _cleaned(text, SentPrompt(instructions, chunk, carried))
+            text, why = _cleaned(text, sent)
         if text is None:
             return unusable(why)
         digest = text
