@@ -96,6 +96,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "window_budget.pipeline": [
         "ANCHOR_MIN_RATIO",
+        "AheadCompactor",
         "CondenseDecision",
         "DEFAULT_POLICY",
         "MASK_MARKER",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from window_budget._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from window_budget.pipeline._ahead import AheadCompactor as AheadCompactor
     from window_budget.pipeline._condenser import DEFAULT_POLICY as DEFAULT_POLICY
     from window_budget.pipeline._condenser import MIN_DIGEST_TOKENS as MIN_DIGEST_TOKENS
     from window_budget.pipeline._condenser import CondenseDecision as CondenseDecision
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "ANCHOR_MIN_RATIO": "window_budget.pipeline._gate",
+    "AheadCompactor": "window_budget.pipeline._ahead",
     "CondenseDecision": "window_budget.pipeline._condenser",
     "DEFAULT_POLICY": "window_budget.pipeline._condenser",
     "MASK_MARKER": "window_budget.pipeline._mask",
@@ -89,6 +91,7 @@ __all__ = [
     "MIN_DIGEST_TOKENS",
     "SHORTENED_MARKER",
     "SKIPPED_STOP_REASONS",
+    "AheadCompactor",
     "CondenseDecision",
     "WindowCondenser",
     "anchor_index",

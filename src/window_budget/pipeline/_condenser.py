@@ -363,7 +363,7 @@ class WindowCondenser:
             recall_offered=deps.memory is not None and deps.recall_offered,
         )
 
-    def _archive_masked(self, result: CondenseResult, conversation: str | None) -> None:
+    def archive_masked(self, result: CondenseResult, conversation: str | None) -> None:
         """Masked originals go to the memory store, after what it holds (the ledger's order)."""
         store = self.deps.memory
         if store is not None and result.reason == "masked" and result.plan.dropped:
@@ -434,7 +434,7 @@ class WindowCondenser:
         """
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
         if decision.result is not None:
-            self._archive_masked(decision.result, conversation)
+            self.archive_masked(decision.result, conversation)
             return decision.result
         summary = None
         if self.policy.strategy == "summarize" or force:
@@ -453,7 +453,7 @@ class WindowCondenser:
         """The sync twin of :meth:`run`."""
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
         if decision.result is not None:
-            self._archive_masked(decision.result, conversation)
+            self.archive_masked(decision.result, conversation)
             return decision.result
         summary = None
         if self.policy.strategy == "summarize" or force:
