@@ -1,13 +1,13 @@
 """No turn waits for a summary: the latency compaction adds to a turn, ahead-of-time on vs off.
 
-Run by hand:  python bench/bench_ahead.py [--turns 120] [--agent-seconds 0.5]
+Run by hand:  python bench/bench_ahead.py [--turns 80] [--agent-seconds 1.0] [--precompact 0.5]
 
 A scripted agent session (each turn appends a user ask, a tool call and its output) runs in
 real asyncio time. Each turn the compactor runs before the agent's call, which takes
 ``--agent-seconds`` (``asyncio.sleep``); the summarizer takes a fixed 2 s
 (``asyncio.sleep(2)``). Measured: the wall time of ``AheadCompactor.run`` on the turns that
-compact, p50 and p95, with ``BudgetPolicy(precompact_ratio=0.3)`` (on, ``--precompact``) and without (off), on
-the same session. The target: ≤ 0.2 s at p95 when on.
+compact, p50 and p95, with ``BudgetPolicy(precompact_ratio=0.5)`` (on, ``--precompact``)
+and without (off), on the same session. The target: ≤ 0.2 s at p95 when on.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ def p95(values: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=120)
-    parser.add_argument("--agent-seconds", type=float, default=0.5)
-    parser.add_argument("--precompact", type=float, default=0.3)
+    parser.add_argument("--turns", type=int, default=80)
+    parser.add_argument("--agent-seconds", type=float, default=1.0)
+    parser.add_argument("--precompact", type=float, default=0.5)
     args = parser.parse_args()
     for name, early in (("off", None), ("on", args.precompact)):
         added = asyncio.run(session(args.turns, args.agent_seconds, early))
