@@ -1,0 +1,91 @@
+"""Where a compaction cuts when the user said what to keep, as ``SummarizationMiddleware`` does.
+
+``keep=("messages", N)`` keeps the last N messages; ``("tokens", N)`` the longest tail of at
+most N tokens (one message at least, unless there is only one). When the cut lands on a tool
+result, it moves *back* to the assistant message that made the call, so the pair stays in
+the kept tail; a result whose call is nowhere before it is skipped forward instead. Works on
+the core's messages (leading system messages already set aside).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from langchain_window_budget.sizes import KeepRule
+from window_budget.budget import prefix_tokens
+from window_budget.contract import TokenCounter
+from window_budget.messages import AgentMessage, AssistantMessage, ToolCallBlock, ToolResultMessage
+from window_budget.pipeline import WindowCondenser
+
+__all__ = ["honoured_cut", "keep_cut", "safe_cut"]
+
+
+def _call_ids(message: AgentMessage) -> set[str]:
+    if not isinstance(message, AssistantMessage) or isinstance(message.content, str):
+        return set()
+    return {b.id for b in message.content if isinstance(b, ToolCallBlock) and b.id}
+
+
+def safe_cut(messages: Sequence[AgentMessage], cut: int) -> int:
+    """``cut`` moved so no tool call is parted from its results (back to the call)."""
+    n = len(messages)
+    if cut >= n or not isinstance(messages[cut], ToolResultMessage):
+        return cut
+    ids: set[str] = set()
+    end = cut
+    while end < n and isinstance(messages[end], ToolResultMessage):
+        result = messages[end]
+        assert isinstance(result, ToolResultMessage)
+        if result.tool_call_id:
+            ids.add(result.tool_call_id)
+        end += 1
+    for i in range(cut - 1, -1, -1):
+        if ids & _call_ids(messages[i]):
+            return i
+    return end  # orphaned results: skip them forward rather than keep them without a call
+
+
+def keep_cut(messages: Sequence[AgentMessage], rule: KeepRule, counter: TokenCounter | None) -> int:
+    """The index before which ``messages`` are folded so that ``rule`` holds (0: nothing)."""
+    n = len(messages)
+    if rule.kind == "messages":
+        return 0 if n <= rule.size else safe_cut(messages, n - rule.size)
+    sums = prefix_tokens(messages, counter)
+    total = sums[n]
+    if total <= rule.size or n == 0:
+        return 0
+    # The first index whose suffix fits: sums[n] - sums[i] <= size.
+    cut = bisect_left(sums, total - rule.size)
+    if cut >= n:
+        if n == 1:
+            return 0
+        cut = n - 1
+    return safe_cut(messages, cut)
+
+
+def honoured_cut(
+    condenser: WindowCondenser,
+    core: Sequence[AgentMessage],
+    rule: KeepRule | None,
+    counter: TokenCounter | None,
+    *,
+    fired: bool,
+    forced: bool,
+    pinned_tokens: int,
+) -> int | None:
+    """Where the user's ``keep`` cuts this run, or None to leave the cut to the core.
+
+    A trigger that fired cuts where ``keep`` says (0: nothing older to fold, no-op, as
+    ``SummarizationMiddleware`` returns None). Without one, ``keep`` is honoured when the
+    window guard fires; when it would fold nothing there, the core makes the request fit.
+    """
+    if rule is None:
+        return None
+    if fired or forced:
+        cut = keep_cut(core, rule, counter)
+        return None if cut == 0 and forced else cut
+    decision = condenser.decide(core, pinned_tokens=pinned_tokens)
+    if decision.result is not None and decision.result.reason == "under-budget":
+        return None
+    return keep_cut(core, rule, counter) or None
