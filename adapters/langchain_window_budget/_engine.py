@@ -27,7 +27,7 @@ from langchain_window_budget._convert import (
     to_core,
 )
 from langchain_window_budget._digest import build_digest, digest_record
-from langchain_window_budget._keep import honoured_cut
+from langchain_window_budget._keep import UserSizes
 from langchain_window_budget._result import LangChainResult, Prepared
 from langchain_window_budget._retry import provider_error
 from langchain_window_budget._sessions import Session, Sessions, as_message_list
@@ -134,9 +134,7 @@ class LangChainCondenser:
                 policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
         if on_summarizer_error is not None:
             policy = replace(policy, on_summarizer_error=on_summarizer_error)
-        policy, self._size_trigger, self._keep_rule = apply_sizes(
-            policy, known, trigger=trigger, keep=keep
-        )
+        policy, size_trigger, keep_rule = apply_sizes(policy, known, trigger=trigger, keep=keep)
         check_window(window, policy)
         self.window_known = known is not None
         """False when no window was found and the sizes given need none (the guard is off)."""
@@ -153,7 +151,13 @@ class LangChainCondenser:
         model_id = chat_model_id(model) if model is not None else None
         resolved = resolve_counter(counter, model)
         blind = size_blind(resolved)
-        self._trigger_counter = resolved if blind else None
+        self.sizes = UserSizes(
+            size_trigger,
+            keep_rule,
+            blind=resolved if blind else None,
+            messages_counter=None if blind else counter,
+        )
+        """The user's ``trigger`` and ``keep``, as ``SummarizationMiddleware`` reads them."""
         self.counter = None if blind else resolved
         """The resolved token counter (None is the heuristic; a constant counter is kept
         for the trigger only, see ``size_blind``)."""
@@ -191,7 +195,7 @@ class LangChainCondenser:
         self._digest_seed = (
             "langchain",
             model_id,
-            (chat_model_id(writer) or f"object:{id(writer)}") if writer is not None else None,
+            _writer_name(writer),
             repr(self.condenser.policy),
             window,
             None if memory is None else id(memory),  # its key seals the digest
@@ -410,7 +414,12 @@ class LangChainCondenser:
         session = sessions.get(messages, conversation)
         messages = sessions.message_list(messages, session)
         canon = sessions.canonical(messages, session)
-        fired = self._trigger_fired(canon, extra_pinned_tokens, conversation)
+        fired = self.sizes.fired(
+            canon,
+            lambda: self.estimate(
+                canon, extra_pinned_tokens=extra_pinned_tokens, conversation=conversation
+            ),
+        )
         try:
             recall = self._head_view(messages, force or fired, session, canon)
             view = recall.view if recall is not None else messages
@@ -420,10 +429,10 @@ class LangChainCondenser:
             # The key memo holds this run's messages: never let it keep a thread alive.
             session.converter.forget()
         pinned = conv.pinned_tokens + extra_pinned_tokens
-        cut = honoured_cut(  # where the user's keep cuts (None: the core's own slice)
+        cut = self.sizes.cut(  # where the user's keep cuts (None: the core's own slice)
             self.condenser,
             conv.core,
-            self._keep_rule,
+            [converted[i] for i in conv.origin],
             self.counter,
             fired=fired,
             forced=force,
@@ -453,28 +462,6 @@ class LangChainCondenser:
         lock = self._sessions.lock
         return _remembered.head_view(messages, force, session, self._digest_seed, lock, canon)
 
-    def _trigger_fired(
-        self,
-        messages: Sequence[BaseMessage],
-        extra_pinned_tokens: int,
-        conversation: Hashable | None,
-    ) -> bool:
-        """True when the user's trigger holds for ``messages`` (any clause)."""
-        trigger = self._size_trigger
-        if trigger is None:
-            return False
-        tokens = None
-        if trigger.needs_tokens():
-            blind = self._trigger_counter
-            tokens = (
-                blind.count("\n".join(m.text for m in messages))
-                if blind is not None
-                else self.estimate(
-                    messages, extra_pinned_tokens=extra_pinned_tokens, conversation=conversation
-                )
-            )
-        return trigger.met(len(messages), tokens)
-
     def estimate(
         self,
         messages: Sequence[Any],
@@ -498,3 +485,10 @@ class LangChainCondenser:
     def count_messages(self, messages: Sequence[Any]) -> int:
         """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
         return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
+
+
+def _writer_name(writer: object) -> str | None:
+    """What names the digests' writer in the remembered digests' seed."""
+    if writer is None:
+        return None
+    return chat_model_id(writer) or getattr(writer, "__qualname__", None) or type(writer).__name__

@@ -10,15 +10,17 @@ the core's messages (leading system messages already set aside).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from langchain_window_budget.sizes import KeepRule
+from langchain_window_budget.counting import counter_kind
+from langchain_window_budget.sizes import KeepRule, SizeTrigger
 from window_budget.budget import prefix_tokens
 from window_budget.contract import TokenCounter
 from window_budget.messages import AgentMessage, AssistantMessage, ToolCallBlock, ToolResultMessage
 from window_budget.pipeline import WindowCondenser
 
-__all__ = ["honoured_cut", "keep_cut", "safe_cut"]
+__all__ = ["Measure", "UserSizes", "honoured_cut", "keep_cut", "safe_cut"]
 
 
 def _call_ids(message: AgentMessage) -> set[str]:
@@ -46,17 +48,37 @@ def safe_cut(messages: Sequence[AgentMessage], cut: int) -> int:
     return end  # orphaned results: skip them forward rather than keep them without a call
 
 
-def keep_cut(messages: Sequence[AgentMessage], rule: KeepRule, counter: TokenCounter | None) -> int:
-    """The index before which ``messages`` are folded so that ``rule`` holds (0: nothing)."""
+Measure = Callable[[int], int]
+"""Tokens of the messages from an index on (a LangChain messages counter's own figure)."""
+
+
+def keep_cut(
+    messages: Sequence[AgentMessage],
+    rule: KeepRule,
+    counter: TokenCounter | None,
+    measure: Measure | None = None,
+) -> int:
+    """The index before which ``messages`` are folded so that ``rule`` holds (0: nothing).
+
+    ``measure`` (tokens of ``messages[i:]``) replaces the per-message sums, so a LangChain
+    messages counter sizes the tail exactly as ``SummarizationMiddleware`` does.
+    """
     n = len(messages)
     if rule.kind == "messages":
         return 0 if n <= rule.size else safe_cut(messages, n - rule.size)
-    sums = prefix_tokens(messages, counter)
-    total = sums[n]
-    if total <= rule.size or n == 0:
+    if n == 0:
         return 0
-    # The first index whose suffix fits: sums[n] - sums[i] <= size.
-    cut = bisect_left(sums, total - rule.size)
+    if measure is None:
+        sums = prefix_tokens(messages, counter)
+        total = sums[n]
+
+        def measure(i: int) -> int:
+            return total - sums[i]
+
+    if measure(0) <= rule.size:
+        return 0
+    # The first index whose suffix fits (suffix sizes only shrink as the index grows).
+    cut = bisect_left(range(n + 1), True, key=lambda i: measure(i) <= rule.size)
     if cut >= n:
         if n == 1:
             return 0
@@ -73,6 +95,7 @@ def honoured_cut(
     fired: bool,
     forced: bool,
     pinned_tokens: int,
+    measure: Measure | None = None,
 ) -> int | None:
     """Where the user's ``keep`` cuts this run, or None to leave the cut to the core.
 
@@ -83,9 +106,73 @@ def honoured_cut(
     if rule is None:
         return None
     if fired or forced:
-        cut = keep_cut(core, rule, counter)
+        cut = keep_cut(core, rule, counter, measure)
         return None if cut == 0 and forced else cut
     decision = condenser.decide(core, pinned_tokens=pinned_tokens)
     if decision.result is not None and decision.result.reason == "under-budget":
         return None
-    return keep_cut(core, rule, counter) or None
+    return keep_cut(core, rule, counter, measure) or None
+
+
+class UserSizes:
+    """A user's ``trigger`` and ``keep``: when a run compacts, and where it cuts.
+
+    ``blind``: a counter that gives one figure for every text (see ``size_blind``): it
+    still decides the token trigger, on the whole transcript's text, as
+    ``SummarizationMiddleware`` calls its counter once on all the messages.
+    ``messages_counter``: the user's counter, when it is a LangChain messages counter; it
+    then sizes ``keep=("tokens", N)`` on the messages themselves.
+    """
+
+    def __init__(
+        self,
+        trigger: SizeTrigger | None,
+        keep: KeepRule | None,
+        *,
+        blind: TokenCounter | None = None,
+        messages_counter: object = None,
+    ) -> None:
+        self.trigger = trigger
+        """The trigger's clauses; None: the policy's gate alone decides."""
+        self.keep = keep
+        """What stays verbatim; None: the core's own slice."""
+        self._blind = blind
+        self._count: Callable[[list[Any]], int] | None = None
+        if callable(messages_counter) and counter_kind(messages_counter) == "messages":
+            self._count = messages_counter
+
+    def fired(self, messages: Sequence[Any], estimate: Callable[[], int]) -> bool:
+        """True when the trigger holds for ``messages`` (``estimate``: their token figure)."""
+        trigger = self.trigger
+        if trigger is None:
+            return False
+        tokens = None
+        if trigger.needs_tokens():
+            blind = self._blind
+            tokens = blind.count("\n".join(m.text for m in messages)) if blind else estimate()
+        return trigger.met(len(messages), tokens)
+
+    def cut(
+        self,
+        condenser: WindowCondenser,
+        core: Sequence[AgentMessage],
+        natives: Sequence[Any],
+        counter: TokenCounter | None,
+        *,
+        fired: bool,
+        forced: bool,
+        pinned_tokens: int,
+    ) -> int | None:
+        """Where this run cuts (see :func:`honoured_cut`); ``natives`` match ``core``."""
+        count = self._count
+        measure = None if count is None else (lambda i: int(count(list(natives[i:]))))
+        return honoured_cut(
+            condenser,
+            core,
+            self.keep,
+            counter,
+            fired=fired,
+            forced=forced,
+            pinned_tokens=pinned_tokens,
+            measure=measure,
+        )

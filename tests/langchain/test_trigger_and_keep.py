@@ -41,9 +41,9 @@ def _chat(pairs: int, chars: int = 40) -> list[BaseMessage]:
 
 def test_a_token_trigger_is_absolute_and_a_fraction_is_of_the_whole_window() -> None:
     mw = _mw(trigger=("tokens", 3000))
-    assert mw.engine._size_trigger is not None
-    assert mw.engine._size_trigger.clauses == ((None, 3000),)
-    assert _mw(trigger=("fraction", 0.5)).engine._size_trigger.clauses == ((None, 4000),)  # type: ignore[union-attr]
+    assert mw.engine.sizes.trigger is not None
+    assert mw.engine.sizes.trigger.clauses == ((None, 3000),)
+    assert _mw(trigger=("fraction", 0.5)).engine.sizes.trigger.clauses == ((None, 4000),)  # type: ignore[union-attr]
     # A trigger the user gives replaces the default guard: what is left is the window itself.
     for trigger in [("tokens", 3000), ("fraction", 0.5), [("fraction", 0.5), ("tokens", 2500)]]:
         mw = _mw(trigger=trigger)
