@@ -239,7 +239,8 @@ def test_a_function_a_runnable_and_an_async_function_write_the_digest(use_async:
         assert len(calls) == 1
         assert "src/parse.py" in calls[0][-1].text
         record = digest_record(digest)
-        assert record is not None and not record["fallback"]
+        assert record is not None
+        assert not record["fallback"]
         assert "run the tests" in digest.text
 
 
@@ -265,7 +266,8 @@ def test_a_rate_limited_summarizer_is_retried_and_writes_the_digest() -> None:
     digest = _run(mw)[0]
     assert len(flaky.requests) == 3
     record = digest_record(digest)
-    assert record is not None and not record["fallback"]
+    assert record is not None
+    assert not record["fallback"]
 
 
 def test_an_async_summarizer_is_retried_too() -> None:
