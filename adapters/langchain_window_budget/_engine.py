@@ -155,7 +155,7 @@ class LangChainCondenser:
             size_trigger,
             keep_rule,
             blind=resolved if blind else None,
-            messages_counter=None if blind else counter,
+            messages_counter=counter,
         )
         """The user's ``trigger`` and ``keep``, as ``SummarizationMiddleware`` reads them."""
         self.counter = None if blind else resolved

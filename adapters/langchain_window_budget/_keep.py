@@ -118,8 +118,9 @@ class UserSizes:
     """A user's ``trigger`` and ``keep``: when a run compacts, and where it cuts.
 
     ``blind``: a counter that gives one figure for every text (see ``size_blind``): it
-    still decides the token trigger, on the whole transcript's text, as
-    ``SummarizationMiddleware`` calls its counter once on all the messages.
+    still decides the token trigger, asked once about the whole transcript as
+    ``SummarizationMiddleware`` asks its counter (the higher of its figure and the
+    estimate, which reported usage anchors, counts).
     ``messages_counter``: the user's counter, when it is a LangChain messages counter; it
     then sizes ``keep=("tokens", N)`` on the messages themselves.
     """
@@ -148,8 +149,14 @@ class UserSizes:
             return False
         tokens = None
         if trigger.needs_tokens():
-            blind = self._blind
-            tokens = blind.count("\n".join(m.text for m in messages)) if blind else estimate()
+            tokens = estimate()
+            if self._blind is not None:  # its own figure, the way the peer asks for it
+                whole = (
+                    self._count(list(messages))
+                    if self._count is not None
+                    else self._blind.count("\n".join(m.text for m in messages))
+                )
+                tokens = max(tokens, int(whole))
         return trigger.met(len(messages), tokens)
 
     def cut(
