@@ -94,13 +94,16 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             None).
         counter: ``None`` (heuristic), ``"tiktoken"``, ``"model"``, a counter, or one of
             LangChain's message counters (``count_tokens_approximately``).
-        trigger: when to condense, in ``SummarizationMiddleware``'s forms:
+        trigger: when to condense, in ``SummarizationMiddleware``'s forms and meaning:
             ``("tokens", 4000)``, ``("fraction", 0.8)``, ``("messages", 50)``, a dict of
-            them (all must hold) or a list (any may hold).
+            them (all must hold) or a list (any may hold). It only decides *when*; given,
+            it replaces the default guard, leaving the window itself (window minus
+            ``reserve_tokens``); ``[]`` leaves only that. Counted sizes need no window.
         keep: what stays verbatim: ``("messages", 20)``, ``("tokens", 3000)`` or
-            ``("fraction", 0.3)``.
-        on_summarizer_error: ``"raise"`` to raise ``SummarizerError`` when the summary
-            call fails, as ``SummarizationMiddleware`` does; the default ``"fallback"``
+            ``("fraction", 0.3)``; the cut moves back so a tool call keeps its results.
+        on_summarizer_error: ``"raise"`` to raise when the summary call fails (after
+            retries of transient failures), as ``SummarizationMiddleware`` does: the
+            provider's exception, also a ``SummarizerError``; the default ``"fallback"``
             writes the network-free digest and logs a warning.
         summarizer: what writes the digests instead of ``model``, as
             ``SummarizationMiddleware`` takes it: a chat model or a ``"provider:model"``
