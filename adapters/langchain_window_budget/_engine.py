@@ -78,10 +78,11 @@ class LangChainCondenser:
             ``SummarizationMiddleware`` does; ``"fallback"`` writes the network-free digest
             and logs a warning (logger ``window_budget.pipeline.summarize``). None keeps the
             policy's.
-        trigger: when to condense, in ``SummarizationMiddleware``'s forms (see
-            :mod:`langchain_window_budget.sizes`); the policy's ``trigger_ratio`` when None.
-        keep: how much to keep verbatim: ``("messages", N)``, ``("tokens", N)`` or
-            ``("fraction", f)``; the policy's ``keep_recent`` when None.
+        trigger: when to condense, in ``SummarizationMiddleware``'s forms and meaning (see
+            :mod:`langchain_window_budget.sizes`): given, it replaces the policy's ratio
+            (the window itself is left); the policy's ``trigger_ratio`` when None.
+        keep: what stays verbatim, cut as the peer cuts: ``("messages", N)``,
+            ``("tokens", N)`` or ``("fraction", f)``; the policy's ``keep_recent`` when None.
         remember_digests: for callers that do not store the result (the LCEL transformer,
             :func:`condense_messages`): remember, process-wide and bounded, the digest
             written for each head, and when a later transcript starts with that same head
@@ -438,6 +439,8 @@ class LangChainCondenser:
             forced=force,
             pinned_tokens=pinned,
         )
+        # A fired trigger with nothing for keep to fold leaves the window to the core's gate.
+        fired = fired and (cut is not None or self.sizes.keep is None)
         return Prepared(view, converted, conv, recall, force or fired, pinned, cut)
 
     def _complete(

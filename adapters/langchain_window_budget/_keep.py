@@ -100,18 +100,20 @@ def honoured_cut(
     """Where the user's ``keep`` cuts this run, or None to leave the cut to the core.
 
     A trigger that fired cuts where ``keep`` says (0: nothing older to fold, no-op, as
-    ``SummarizationMiddleware`` returns None). Without one, ``keep`` is honoured when the
-    window guard fires; when it would fold nothing there, the core makes the request fit.
+    ``SummarizationMiddleware`` returns None, unless the window itself is exceeded).
+    Without one, ``keep`` is honoured when the window guard fires; when it would fold
+    nothing there, the core makes the request fit (shortening what cannot fit).
     """
     if rule is None:
         return None
-    if fired or forced:
-        cut = keep_cut(core, rule, counter, measure)
-        return None if cut == 0 and forced else cut
+    cut = keep_cut(core, rule, counter, measure)
+    if cut and (fired or forced):
+        return cut
     decision = condenser.decide(core, pinned_tokens=pinned_tokens)
     if decision.result is not None and decision.result.reason == "under-budget":
-        return None
-    return keep_cut(core, rule, counter, measure) or None
+        # Under the window: a fired trigger with nothing older to fold does nothing.
+        return 0 if fired and not forced else None
+    return cut or None  # over the window: keep's cut, else the core makes it fit
 
 
 class UserSizes:

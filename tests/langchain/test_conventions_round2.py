@@ -415,3 +415,14 @@ def test_a_constant_counter_does_not_empty_the_digest(figure: int) -> None:
     )
     digest = _run(mw)[0]
     assert "src/parse.py" in digest.text
+
+
+def test_a_fired_trigger_with_nothing_to_fold_still_keeps_the_window() -> None:
+    mw = WindowBudgetMiddleware(
+        _model(), context_window=4_000, trigger=("tokens", 1000), keep=("messages", 1)
+    )
+    update = mw.before_model({"messages": [HumanMessage("word " * 6000, id="h")]}, Runtime())  # type: ignore[arg-type]
+    assert update is not None  # 30,000 characters do not fit a 4k window: shortened
+    assert len(update["messages"][-1].text) < 30_000
+    assert mw.last_result is not None
+    assert mw.last_result.replaced[0].text == "word " * 6000  # the original, kept aside
