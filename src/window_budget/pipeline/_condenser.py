@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Final
 
 from window_budget.budget._counters import resolve_counter
@@ -28,6 +28,7 @@ from window_budget.contract import (
 from window_budget.errors import BudgetError
 from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
+from window_budget.pipeline._decision import CondenseDecision, decide_at
 from window_budget.pipeline._fit import fit_messages, shorten_message
 from window_budget.pipeline._gate import (
     MIN_DIGEST_TOKENS,
@@ -83,26 +84,6 @@ def condense_sync(
 
 
 # ------------------------------------------------------------------ decision
-
-
-@dataclass(frozen=True, slots=True)
-class CondenseDecision:
-    """What the gate and the slice decided, before any model call (see ``decide``)."""
-
-    result: CondenseResult | None
-    """The final result when there is nothing to do (a no-op), else None."""
-    plan: CondensePlan
-    """Where the cut falls."""
-    limit: float
-    """The gate's limit."""
-    tokens_before: int
-    """Estimate of the input, pinned tokens included (usage-anchored when possible)."""
-    pinned: int
-    """Tokens kept outside the transcript (system prompt)."""
-    room: int | None
-    """Tokens for digest plus tail; None when no window is known."""
-    digest_budget: int
-    """The digest's token budget."""
 
 
 class WindowCondenser:
@@ -172,9 +153,17 @@ class WindowCondenser:
     # -- the sans-I/O halves -------------------------------------------------
 
     def decide(
-        self, messages: Sequence[AgentMessage], *, force: bool = False, pinned_tokens: int = 0
+        self,
+        messages: Sequence[AgentMessage],
+        *,
+        force: bool = False,
+        pinned_tokens: int = 0,
+        cut: int | None = None,
     ) -> CondenseDecision:
-        """Run the gate and the slice; no model call."""
+        """Run the gate and the slice; no model call.
+
+        ``cut``: a caller's rule chose it (``decide_at``): the tail stays whole if it fits.
+        """
         if (
             isinstance(pinned_tokens, bool)
             or not isinstance(pinned_tokens, int)
@@ -182,6 +171,10 @@ class WindowCondenser:
         ):
             raise ValueError(f"pinned_tokens must be a non-negative int, got {pinned_tokens!r}")
         with self._lock:
+            if cut is not None and self.deps.model is not None:
+                return decide_at(
+                    messages, cut, self.deps, self._ledger_for(messages), pinned_tokens
+                )
             return self._decide(messages, force=force, pinned_tokens=pinned_tokens)
 
     def _decide(
@@ -424,15 +417,18 @@ class WindowCondenser:
         force: bool = False,
         pinned_tokens: int = 0,
         conversation: str | None = None,
+        cut: int | None = None,
     ) -> CondenseResult:
         """Condense when over budget (or always, with ``force``); the full account.
+
+        ``cut``: fold exactly the head before it (a caller's keep rule chose it; ``decide``).
 
         Raises:
             BudgetError: the result cannot be made to fit; the message says what does not.
             CancelledByToken: the deps' signal fired; the input is untouched.
 
         """
-        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
+        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens, cut=cut)
         if decision.result is not None:
             self._archive_masked(decision.result, conversation)
             return decision.result
@@ -449,9 +445,10 @@ class WindowCondenser:
         force: bool = False,
         pinned_tokens: int = 0,
         conversation: str | None = None,
+        cut: int | None = None,
     ) -> CondenseResult:
         """The sync twin of :meth:`run`."""
-        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
+        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens, cut=cut)
         if decision.result is not None:
             self._archive_masked(decision.result, conversation)
             return decision.result
