@@ -389,9 +389,9 @@ class MemoryBuilding:
         ``dataclasses.replace(default_policy(context_window), trigger_ratio=0.8)``.
 
         Raises:
-            ValueError: unknown keyword, both ``policy`` and ``token_limit``, both
-                ``counter`` and ``tokenizer_fn``, a ``token_limit`` larger than the
-                window, or no window could be found.
+            ValueError: a ``chat_history`` that is not a list of ``ChatMessage``, both
+                ``policy`` and ``token_limit``, both ``counter`` and ``tokenizer_fn``, a
+                ``token_limit`` larger than the window, or ``Settings`` leaving no window.
             ConfigError: (a ``ValueError``) the policy leaves too small a limit for a
                 digest and a tail in this window, or ``model`` is not in the table.
 
