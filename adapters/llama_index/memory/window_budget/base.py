@@ -363,15 +363,18 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         so the view plus that prefix stay within :attr:`token_limit`. When the prefix
         leaves no space for a digest, the largest verbatim suffix that fits is returned
         (as ``ChatMemoryBuffer`` would; the store is not rewritten into it), or, when not
-        even the newest message fits verbatim, the newest turn cut down. The digest is
-        handed over as :attr:`digest_role` says. Returned messages are deep copies.
+        even the newest message fits verbatim, the newest turn cut down. When not even
+        that fits beside the prefix (``initial_token_count`` at the limit), no history is
+        returned, as ``ChatMemoryBuffer`` does — the system messages alone when they fit —
+        and a warning is logged. The digest is handed over as :attr:`digest_role` says.
+        Returned messages are deep copies.
 
         Raises:
             InitialTokenCountError: (a ``ValueError``, as the peers raise, and a
                 ``BudgetError``) ``initial_token_count`` is above :attr:`token_limit`.
-            BudgetError: not even the newest turn cut down fits — the system messages (or
-                they and the prefix) alone are larger than the limit. The store is left
-                as it was.
+            BudgetError: with no prefix, not even the newest turn cut down fits — the
+                system messages alone are larger than the limit. The store is left as
+                it was.
 
         """
         extra = self._initial_tokens(initial_token_count)
