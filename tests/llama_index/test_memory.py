@@ -421,7 +421,7 @@ def test_a_digest_deeper_in_the_head_is_counted_as_what_it_covered() -> None:
     from window_budget.bridge import read_digest_record
 
     memory = small_memory()
-    key = seal_key_of(memory.chat_store)  # digests this memory's store wrote
+    key = seal_key_of(None, memory.chat_store)  # digests this memory's store wrote
     with sealed_with(key):
         older = make_digest_chat_message("older digest", 10, compactions=2)
         deeper = make_digest_chat_message("a digest written elsewhere", 5, compactions=3)

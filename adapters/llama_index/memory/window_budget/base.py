@@ -93,8 +93,8 @@ class InitialTokenCountError(BudgetError, ValueError):
 class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type: ignore[misc]
     """Chat memory that folds old turns into a digest and keeps a verbatim tail in budget.
 
-    Build it with :meth:`from_defaults` (it takes the peers' ``token_limit`` and
-    ``tokenizer_fn`` too). It behaves like LlamaIndex's own memories
+    Build it with :meth:`from_defaults` (``ChatMemoryBuffer``'s parameters, in their order).
+    It behaves like LlamaIndex's own memories
     (``get``/``put``/``set``/``reset`` and their async twins, ``to_string``/``from_string``)
     and can be passed as ``memory=`` to chat engines and agents.
 
@@ -205,10 +205,8 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
 
     def _sealing(self) -> contextlib.AbstractContextManager[None]:
         """Digest records read and written under the memory store's key, else the chat store's."""
-        if self._memory_store is not None:
-            return sealed_with(self._memory_store.key)
         if self._seal_key is None:
-            self._seal_key = seal_key_of(self.chat_store)
+            self._seal_key = seal_key_of(self._memory_store, self.chat_store)
         return sealed_with(self._seal_key)
 
     @property

@@ -272,14 +272,16 @@ def resolve_memory_store(spec: object, chat_store: BaseChatStore) -> MemoryStore
     )
 
 
-def seal_key_of(chat_store: BaseChatStore) -> bytes | None:
-    """The key a memory without a memory store seals its digests with, over ``chat_store``.
+def seal_key_of(store: MemoryStore | None, chat_store: BaseChatStore) -> bytes | None:
+    """The key a memory seals its digest records with: its memory store's, when it has one.
 
-    ``$WINDOW_BUDGET_SECRET`` when it is set (None: the records module reads it), else the
-    secret kept in the chat store itself (as :class:`ChatStoreMemoryStore` keeps it), so every
-    worker and restart over one store honours the digests the others wrote, and a client that
-    writes message metadata cannot forge one.
+    Without one, ``$WINDOW_BUDGET_SECRET`` when it is set (None: the records module reads
+    it), else the secret kept in the chat store itself (as :class:`ChatStoreMemoryStore`
+    keeps it), so every worker and restart over one chat store honours the digests the
+    others wrote, and a client that writes message metadata cannot forge one.
     """
+    if store is not None:
+        return store.key
     if os.environ.get(SECRET_ENV):
         return None
     return ChatStoreMemoryStore(chat_store).key
