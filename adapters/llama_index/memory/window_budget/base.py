@@ -94,9 +94,8 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     """Chat memory that folds old turns into a digest and keeps a verbatim tail in budget.
 
     Build it with :meth:`from_defaults` (``ChatMemoryBuffer``'s parameters, in their order).
-    It behaves like LlamaIndex's own memories
-    (``get``/``put``/``set``/``reset`` and their async twins, ``to_string``/``from_string``)
-    and can be passed as ``memory=`` to chat engines and agents.
+    It behaves like LlamaIndex's own memories (``get``/``put``/``set``/``reset``, their async
+    twins, ``to_string``/``from_string``); pass it as ``memory=`` to chat engines and agents.
 
     ``get_all()`` returns the live store, the short form ``[system messages, digest,
     *recent turns]`` — and so does a chat engine's ``chat_history``; the whole original
