@@ -154,10 +154,12 @@ async def acondense_messages(
     summarizer: Summarizer | None = None,
     force: bool = False,
     on_summarizer_error: OnSummarizerError | None = None,
+    trigger: TriggerSpec | None = None,
+    keep: ContextSize | None = None,
 ) -> Sequence[BaseMessage]:
     """The async twin of :func:`condense_messages` (messages required)."""
     engine = _shared_engine(
-        model, context_window, policy, counter, summarizer, on_summarizer_error, None, None
+        model, context_window, policy, counter, summarizer, on_summarizer_error, trigger, keep
     )
     result = await engine.arun(messages, force=force)
     return messages if not result.changed else list(result.messages)
