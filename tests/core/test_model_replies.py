@@ -414,7 +414,7 @@ def test_a_repetition_loop_is_kept_once() -> None:
     # Qwen2.5-Coder 1.5B over a real SWE-agent run: one phrase 21 times in the objective, and
     # one guardrail line 21 times.
     phrase = "the NumPy pixel data handler requires the Pixel Representation attribute "
-    rule = "- The user must ensure the handler works without Pixel Representation."
+    rule = "- The user said: never push to main."
     looped = GOOD.replace(
         "Move billing to the ledger API.", "Move billing to the ledger API. " + phrase * 21
     ).replace("Never push to main.", "Never push to main.\n" + "\n".join([rule] * 21))

@@ -73,6 +73,9 @@ class DigestAudit:
     objective_replaced: bool = False
     """True when the model's ``# Objective`` disagreed with the ledger's and was replaced by it
     (counted under ``appended``)."""
+    invented_rules: tuple[str, ...] = ()
+    """Lines the model wrote under ``# Guardrails`` that no rule the user typed backs; dropped
+    from the digest (see ``_guardrails``)."""
 
     def __str__(self) -> str:
         left = f", {self.left_out} left out for room" if self.left_out else ""
@@ -80,9 +83,13 @@ class DigestAudit:
         goal = ", the objective put back from the ledger" if self.objective_replaced else ""
         names = ", ".join(self.invented[:5]) + (" …" if len(self.invented) > 5 else "")
         invented = f"; not in the transcript: {names}" if self.invented else ""
+        rules = len(self.invented_rules)
+        plural = "s" * (rules > 1)
+        dropped = f"; {rules} guardrail{plural} the user never gave dropped" * bool(rules)
         return (
             f"{self.in_ledger} facts in the ledger; {self.found} of {self.checked} key facts "
             f"found in the model's digest, {self.appended} pinned{left}{copied}{goal}{invented}"
+            f"{dropped}"
         )
 
 
@@ -205,6 +212,7 @@ def audit_digest(
     counter: TokenCounter | None = None,
     carried: str = "",
     invented: Sequence[str] = (),
+    invented_rules: Sequence[str] = (),
 ) -> tuple[str, DigestAudit]:
     """Append the key facts ``text`` omits under ``# Pinned facts``, within ``max_tokens``.
 
@@ -220,7 +228,8 @@ def audit_digest(
     (:func:`~window_budget.pipeline.summarize._reply.invented_names`): they state nothing, so
     ``annotation.exs`` does not state ``annotation.ex``. A ``Pinned facts`` section already
     in ``text`` is replaced by this audit's, so a digest has one. A ``# Objective`` section
-    that does not state the ledger's objective is replaced by it.
+    that does not state the ledger's objective is replaced by it. ``invented_rules`` are the
+    guardrails the flow dropped as never given by the user; they are only reported.
 
     Returns the (possibly shortened) text with the pins, and the audit's figures.
     """
@@ -249,6 +258,7 @@ def audit_digest(
             copied=len(held - found),
             invented=tuple(invented),
             objective_replaced=put is not None,
+            invented_rules=tuple(invented_rules),
         )
 
     if not missing:
