@@ -77,6 +77,20 @@ def test_a_dropped_rule_does_not_hide_the_users_rule_from_the_audit() -> None:
     assert "TOML fixture" not in body(summary)
 
 
+def test_a_rule_naming_a_file_no_rule_of_the_users_names_is_dropped() -> None:
+    # pydicom: the SWE-agent template's rules share "instructions", "file", "provided",
+    # "exactly" with this line; the user's rules never name the agent's script.
+    template = (
+        "If the bug reproduction script requires inputting/reading a specific file, follow "
+        "the instructions provided in the issue exactly."
+    )
+    ledger = FactLedger((Fact("constraint", "k", template, by="user"),))
+    line = "- The user must follow the instructions provided in the `reproduce_bug.py` file exactly"
+    reworded = "- Follow the instructions provided in the issue exactly when reading a file."
+    text = f"# Guardrails\n{line}\n{reworded}"
+    assert unsupported_rules(text, ledger) == (line,)
+
+
 def test_rules_copied_from_the_carried_digest_are_not_the_models() -> None:
     ledger = FactLedger((Fact("constraint", "k", "Never push to main.", by="user"),))
     carried = f"# Guardrails\n{TOML_RULE}"

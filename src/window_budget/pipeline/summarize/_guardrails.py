@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from window_budget.pipeline.summarize._invented import names_in
 from window_budget.pipeline.summarize._reply import own_prose
 from window_budget.pipeline.summarize.facts import Fact, FactLedger
 
@@ -68,8 +69,15 @@ def _guardrail_lines(text: str) -> list[int]:
 
 
 def _backed(line: str, rules: Sequence[Fact]) -> bool:
-    """True when ``line`` states one of ``rules`` or one of them holds most of its words."""
+    """True when ``line`` states one of ``rules`` or one of them holds most of its words.
+
+    A path or identifier the line names must be in one of them: "follow the instructions in
+    `reproduce_bug.py` exactly" is no rule of the user's however generic its other words.
+    """
     said = _norm(line)
+    typed = "\n".join(f.text for f in rules).casefold()
+    if any(name.casefold() not in typed for name in names_in(line)):
+        return False
     for fact in rules:
         theirs = _words(fact.text) if fact.kind == "constraint" else set()
         if theirs and sum(w in said for w in theirs) >= _STATES_SHARE * len(theirs):
@@ -88,7 +96,8 @@ def unsupported_rules(text: str, ledger: FactLedger, *, carried: str = "") -> tu
     A line is backed when it holds 70 % of the significant words of one of the ledger's
     constraints (it states that rule, reworded), or when 60 % of its
     significant words (not "user", "must", "ensure" ...) occur in one of the constraints or
-    in the objective. Lines copied from the
+    in the objective — and never when it names a path or identifier none of them names.
+    Lines copied from the
     carried digest (``carried``) are not the model's and are not checked, nor are lines that
     say there are none. Returned as written, in order.
     """
