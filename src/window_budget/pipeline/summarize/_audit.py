@@ -5,8 +5,9 @@ failing command or a user's constraint. After the model writes, :func:`audit_dig
 checks the ledger's high-priority facts against the text and appends the ones it
 omits under ``# Pinned facts``, within the digest's token budget. The objective, the
 constraints, the edited files and the open errors are pinned first, compressed as the
-network-free digest compresses, and may take all but a quarter of the budget (the model's
-text gives way from its end); other key facts fill at most half of it.
+network-free digest compresses, and may take all but a quarter of the budget (all but an
+eighth when they do not fit beside a quarter; the model's text gives way from its end);
+other key facts fill at most half of it.
 
 Only the model's own prose counts as found: lines it copied from the carried digest hold
 facts (they are not pinned again) but are counted apart, and a path or name it invented (see
@@ -217,11 +218,12 @@ def audit_digest(
     """Append the key facts ``text`` omits under ``# Pinned facts``, within ``max_tokens``.
 
     The floor facts (:func:`is_floor_fact`) are pinned first and may take the budget the
-    model's text does not keep: the model's text keeps at least a quarter of the budget (or
-    all of itself when shorter), and gives way from its end — the template's later sections
-    first. Floor pins are compressed the way the network-free digest compresses (files
-    grouped by directory, errors to their key part) before any is left out. Other key facts
-    fill what the model left free, within half the budget.
+    model's text does not keep: the model's text keeps at least a quarter of the budget (an
+    eighth when the floor facts do not fit beside a quarter; all of itself when shorter), and
+    gives way from its end — the template's later sections first. Floor pins are compressed
+    the way the network-free digest compresses (files grouped by directory, errors to their
+    key part) before any is left out. Other key facts fill what the model left free, within
+    half the budget.
 
     ``carried`` is the carried digest the model was shown: a fact stated only in lines
     copied from it is kept but not counted as found. ``invented`` are names the model made up
@@ -291,7 +293,8 @@ def _pins(
 ) -> tuple[list[str], int]:
     """The lines pinning ``missing`` (floor facts first) and how many facts they hold.
 
-    ``own`` is the model's text's size: it keeps at least a quarter of the budget.
+    ``own`` is the model's text's size: it keeps at least a quarter of the budget, an eighth
+    when the floor facts do not fit beside a quarter.
     """
     heading_cost = count_text(f"\n\n{PINNED_HEADING}\n", counter)
     floor = [f for f in missing if is_floor_fact(f)]
@@ -299,6 +302,13 @@ def _pins(
     floor_lines, floor_kept = _fit_lines(
         floor, root, max_tokens - model_keeps - heading_cost - 8, counter
     )
+    if len(floor_kept) < len(floor) and model_keeps > max_tokens // 8:
+        # A floor fact left out beside a quarter of prose: the prose gives way to an eighth
+        # (a SWE-agent run's 12 rules missed one at 500 tokens beside prose stating none).
+        model_keeps = min(own, max_tokens // 8)
+        floor_lines, floor_kept = _fit_lines(
+            floor, root, max_tokens - model_keeps - heading_cost - 8, counter
+        )
     used = heading_cost + (count_text("\n".join(floor_lines) + "\n", counter) if floor_lines else 0)
     # Other pins take what the model left free, at least a third and at most half of the
     # budget (floor pins included): a digest that grows to its cap every time makes the
