@@ -13,7 +13,8 @@ git -C "$work" init -q
 git -C "$work" fetch -q --depth 1 "$repo" "$commit"
 mkdir -p "$here/unrealfrog"
 for f in $(git -C "$work" ls-tree --name-only FETCH_HEAD .claude/transcripts/); do
-    if git -C "$work" show "FETCH_HEAD:$f" | grep -q "This session is being continued"; then
+    # grep reads it all: -q would close the pipe early, and pipefail would count that a failure
+    if git -C "$work" show "FETCH_HEAD:$f" | grep "This session is being continued" >/dev/null; then
         git -C "$work" show "FETCH_HEAD:$f" >"$here/unrealfrog/$(basename "$f")"
     fi
 done
