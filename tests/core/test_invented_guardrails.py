@@ -99,6 +99,16 @@ def test_rules_copied_from_the_carried_digest_are_not_the_models() -> None:
     assert unsupported_rules(text, ledger) == (TOML_RULE,)
 
 
+def test_the_cut_marker_and_the_line_it_cut_short_stay() -> None:
+    # Qwen2.5-Coder 1.5B, pydicom generation 3: the reply reached the cap inside a guardrail,
+    # and the cut line and the marker after it were dropped as rules the user never gave.
+    marker = "[… 800 chars removed by window-budget …]"
+    text = f"# Guardrails\n- Never push to main.\n- The user must r\n\n{marker}\n\n{SCRIPT_RULE}"
+    ledger = FactLedger((Fact("constraint", "k", "Never push to main.", by="user"),))
+    assert unsupported_rules(text, ledger) == (SCRIPT_RULE,)
+    assert marker in drop_rules(text, unsupported_rules(text, ledger))
+
+
 def test_only_the_guardrails_section_is_checked() -> None:
     ledger = FactLedger()
     text = f"# Plan\n{TOML_RULE}\n\n# Guardrails\n{SCRIPT_RULE}\n\n# Carryover\n{SCRIPT_RULE}"

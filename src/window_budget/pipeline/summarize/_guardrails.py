@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from window_budget.pipeline._cut import SHORTENED_MARKER
 from window_budget.pipeline.summarize._invented import names_in
 from window_budget.pipeline.summarize._reply import own_prose
 from window_budget.pipeline.summarize.facts import Fact, FactLedger
@@ -34,6 +35,7 @@ _RULE_RE = re.compile(
     r"\b(?:must|never|always|only|should|shall|don'?t|do not|avoid|make sure|ensure|required?)\b",
     re.IGNORECASE,
 )
+_MARKER_RE = re.compile(re.escape(SHORTENED_MARKER).replace(re.escape("{n}"), r"[\d,]+"))
 _NONE_RE = re.compile(r"^(?:none|no\b|nothing|n/a)", re.IGNORECASE)
 # Words every rule shares ("the user must ensure that ..."): they back nothing.
 _FILLER: Final = frozenset(
@@ -99,13 +101,19 @@ def unsupported_rules(text: str, ledger: FactLedger, *, carried: str = "") -> tu
     in the objective — and never when it names a path or identifier none of them names.
     Lines copied from the
     carried digest (``carried``) are not the model's and are not checked, nor are lines that
-    say there are none. Returned as written, in order.
+    say there are none, nor the digest's own cut marker and the line it cut short. Returned
+    as written, in order.
     """
     rules = [f for f in ledger.facts if f.kind in ("constraint", "objective")]
     lines = text.split("\n")
     own = own_prose(text, carried).split("\n")
     out: list[str] = []
-    for i in _guardrail_lines(text):
+    checked = _guardrail_lines(text)
+    for n, i in enumerate(checked):
+        if _MARKER_RE.search(lines[i]) or (
+            n + 1 < len(checked) and _MARKER_RE.search(lines[checked[n + 1]])
+        ):
+            continue  # the digest's cut, and the line it cut short: the marker must stay
         said = _LIST_MARK_RE.sub("", own[i]).strip()
         if said and not _NONE_RE.match(said) and not _backed(said, rules):
             out.append(lines[i])
