@@ -28,10 +28,20 @@ from window_budget.messages import (
     content_text,
 )
 
-__all__ = ["MASK_MARKER", "is_masked", "mask_tool_outputs"]
+__all__ = ["MASK_MARKER", "MASK_TARGET", "is_masked", "mask_tool_outputs"]
 
 MASK_MARKER: Final = "[output masked by window-budget"
 """How every placeholder starts; a placeholder is never masked again."""
+
+MASK_TARGET: Final = 0.5
+"""Masking alone is enough only when it brings the transcript under this share of the limit.
+
+Masking rewrites the prompt from the first masked output on, so the provider's cache is lost
+from there just as after a digest; it pays only when it buys as much room before the next
+compaction as a digest would (a digest and its tail land at half the limit or lower), else the
+gate fires again a few calls later and breaks the cache again (Anthropic's ``clear_at_least``
+intends the same). Measured with ``bench/bench_session_cost.py``: 0.8 (the old target) cost
+more than 0.5 and than no masking at all (``docs/benchmarks.md``)."""
 
 
 def is_masked(message: AgentMessage) -> bool:
