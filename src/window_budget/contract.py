@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from window_budget._policy import PROMPT_CEILING, BudgetPolicy, KeepUnit, Strategy
+from window_budget._policy import BudgetPolicy, KeepUnit, Strategy
 from window_budget.messages import AgentMessage, AssistantMessage, UserMessage
 
 if TYPE_CHECKING:
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize._audit import DigestAudit
 
 __all__ = [
-    "PROMPT_CEILING",
     "BudgetPolicy",
     "CompleteFn",
     "CompleteOptions",

@@ -19,7 +19,7 @@ from window_budget import (
     create_condenser,
     estimate_tokens,
 )
-from window_budget.contract import PROMPT_CEILING
+from window_budget._policy import PROMPT_CEILING
 from window_budget.pipeline import budget_limit, check_window, is_masked
 from window_budget.pipeline._condenser import MASK_TARGET
 from window_budget.testing import ScriptedCompleter

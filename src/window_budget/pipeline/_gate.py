@@ -84,12 +84,12 @@ def budget_limit(model: Model, policy: BudgetPolicy, pinned_tokens: int = 0) -> 
     """Tokens the transcript, ``pinned_tokens`` included, may hold before the gate fires.
 
     ``trigger_ratio`` of the usable window, and at most ``prompt_ceiling`` beyond the pinned
-    system prompt when the policy sets one (the default does in windows over 34k).
+    system prompt when the policy sets one (``BudgetPolicy.for_window`` does above a 24k window).
 
     >>> budget_limit(Model("m", 32_768), BudgetPolicy())
     23040.0
     >>> budget_limit(Model("m", 200_000), BudgetPolicy.for_window(200_000), pinned_tokens=3000)
-    27000.0
+    21000.0
     """
     reserve = policy.reserve_tokens or 0
     usable = max(0, model.context_window - reserve)
