@@ -41,8 +41,8 @@ from there just as after a digest; it pays only when it buys as much room before
 compaction as a digest would (a digest and its tail land at half the limit or lower), else the
 gate fires again a few calls later and breaks the cache again (Anthropic's ``clear_at_least``
 intends the same). Measured with ``bench/bench_session_cost.py`` (``docs/benchmarks.md``): at
-32k-200k windows 0.8 (the old target) cost 1.17-1.34x the default, masking off 1.09-1.19x;
-at 1M all three were within 2 %."""
+32k-200k windows 0.8 (the old target) cost 1.17-1.34x the cheapest run, masking off
+1.09-1.19x, this target 1.00-1.08x (Anthropic prices); at 1M all three were within 2 %."""
 
 
 def is_masked(message: AgentMessage) -> bool:
