@@ -83,7 +83,7 @@ class BudgetPolicy:
     """The gate also fires once the transcript, beyond the pinned system prompt, passes this
     many tokens, whatever the window: every request re-sends the prompt, billed even where
     the provider's cache serves it, so the working prompt need not grow with the window.
-    None: only ``trigger_ratio`` (``for_window`` sets :data:`PROMPT_CEILING` in large windows)."""
+    None: only ``trigger_ratio`` (``for_window(..., cache_aware=True)`` sets one)."""
 
     def __post_init__(self) -> None:
         ratio = self.trigger_ratio
@@ -139,19 +139,27 @@ class BudgetPolicy:
             )
 
     @classmethod
-    def for_window(cls, context_window: int, *, output_reserved: bool = False) -> BudgetPolicy:
+    def for_window(
+        cls, context_window: int, *, output_reserved: bool = False, cache_aware: bool = False
+    ) -> BudgetPolicy:
         """The default policy scaled to ``context_window``, for both adapters when none is given.
 
-        The gate fires at 75 % of the usable window, or once the transcript passes
-        :data:`PROMPT_CEILING` tokens plus 1 % of the window (the digest's record) beside the
-        system prompt (``prompt_ceiling``), whichever comes first: a long session is billed for
-        the prompt it re-sends on every call, so it fires rarely and lands low rather than
-        filling a large window. The tail is about a third of the limit and the digest at most a
-        fifth, so the history has room to grow before the next compaction.
+        The gate fires at 75 % of the usable window. The tail is about a third of the limit and
+        the digest at most a fifth, so the history has room to grow before the next compaction.
         ``output_reserved``: nothing more reserved.
 
-        >>> [BudgetPolicy.for_window(w).prompt_ceiling for w in (4096, 32_768, 1_000_000)]
-        [None, 16327, 26000]
+        ``cache_aware=True`` also fires once the transcript passes :data:`PROMPT_CEILING`
+        tokens plus 1 % of the window (the digest's record) beside the system prompt
+        (``prompt_ceiling``), whichever comes first: a long session is billed for the prompt it
+        re-sends on every call, so it fires rarely and lands low rather than filling a large
+        window — 2.6-6x cheaper at 128k-1M windows in ``bench/bench_session_cost.py``, but
+        with many more compactions, so fewer of the early facts stay in the window's digest
+        (``docs/core.md``). It is not the default for that reason.
+
+        >>> [BudgetPolicy.for_window(w, cache_aware=True).prompt_ceiling for w in (4096, 1_000_000)]
+        [None, 26000]
+        >>> BudgetPolicy.for_window(1_000_000).prompt_ceiling is None
+        True
         """
         window = context_window
         if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
@@ -160,8 +168,8 @@ class BudgetPolicy:
         usable = max(1, context_window - reserve)
         # The digest's record takes 1 % of the window (``record_budget``): room beside it.
         room = PROMPT_CEILING + context_window // 100
-        ceiling = None if usable * 0.75 <= room else room
-        limit = min(usable * 0.75, room)
+        ceiling = None if not cache_aware or usable * 0.75 <= room else room
+        limit = usable * 0.75 if ceiling is None else min(usable * 0.75, room)
         return cls(
             trigger_ratio=0.75,
             prompt_ceiling=ceiling,

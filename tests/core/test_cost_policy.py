@@ -21,19 +21,27 @@ from window_budget import (
 )
 from window_budget._policy import PROMPT_CEILING
 from window_budget.pipeline import budget_limit, check_window, is_masked
-from window_budget.pipeline._condenser import MASK_TARGET
+from window_budget.pipeline._mask import MASK_TARGET
 from window_budget.testing import ScriptedCompleter
 
 
 def _limit(window: int, *, output_reserved: bool = False) -> float:
-    policy = BudgetPolicy.for_window(window, output_reserved=output_reserved)
+    policy = BudgetPolicy.for_window(window, output_reserved=output_reserved, cache_aware=True)
     return budget_limit(Model("m", window), policy)
 
 
-def test_the_default_fires_at_the_ceiling_however_large_the_window() -> None:
+def test_the_default_has_no_ceiling() -> None:
+    # Many more compactions lose early facts from the digest: the ceiling is opt-in.
+    for window in (32_768, 200_000, 1_000_000):
+        policy = BudgetPolicy.for_window(window)
+        assert policy.prompt_ceiling is None
+        assert budget_limit(Model("m", window), policy) == (window - 2048) * 0.75
+
+
+def test_the_cache_aware_policy_fires_at_the_ceiling_however_large_the_window() -> None:
     # A cached prompt is still billed on every request: the window does not set the limit.
     for window in (32_768, 128_000, 200_000, 1_000_000):
-        policy = BudgetPolicy.for_window(window)
+        policy = BudgetPolicy.for_window(window, cache_aware=True)
         ceiling = PROMPT_CEILING + window // 100  # the digest's record beside the conversation
         assert policy.prompt_ceiling == ceiling
         assert _limit(window) == ceiling
@@ -42,10 +50,10 @@ def test_the_default_fires_at_the_ceiling_however_large_the_window() -> None:
         pinned = budget_limit(Model("m", window), policy, pinned_tokens=20_000)
         assert pinned == min(ceiling + 20_000, (window - 2048) * 0.75)
     # Small windows keep three quarters of what is left after the reserve.
-    assert BudgetPolicy.for_window(16_384).prompt_ceiling is None
+    assert BudgetPolicy.for_window(16_384, cache_aware=True).prompt_ceiling is None
     assert _limit(16_384) == 10_752
     assert _limit(4096) == 2688
-    assert BudgetPolicy.for_window(4096).keep_recent == 940
+    assert BudgetPolicy.for_window(4096, cache_aware=True).keep_recent == 940
 
 
 def test_an_explicit_policy_has_no_ceiling() -> None:
@@ -57,7 +65,7 @@ def test_an_explicit_policy_has_no_ceiling() -> None:
 def test_the_default_limit_is_never_above_the_ceiling_nor_three_quarters(
     window: int, reserved: bool
 ) -> None:
-    policy = BudgetPolicy.for_window(window, output_reserved=reserved)
+    policy = BudgetPolicy.for_window(window, output_reserved=reserved, cache_aware=True)
     usable = window - (policy.reserve_tokens or 0)
     limit = budget_limit(Model("m", window), policy)
     ceiling = PROMPT_CEILING + window // 100
@@ -82,11 +90,12 @@ def _step(i: int, chars: int) -> list:
     st.sampled_from([32_768, 128_000, 1_000_000]),
     st.lists(st.integers(0, 60_000), min_size=10, max_size=30),
     st.booleans(),
+    st.booleans(),
 )
 def test_a_session_under_the_default_never_sends_a_request_over_the_window(
-    window: int, sizes: list[int], masking: bool
+    window: int, sizes: list[int], masking: bool, cache_aware: bool
 ) -> None:
-    policy = BudgetPolicy.for_window(window)
+    policy = BudgetPolicy.for_window(window, cache_aware=cache_aware)
     if not masking:
         policy = BudgetPolicy(**{**_fields(policy), "mask_keep_outputs": None})
     condenser = create_condenser(model=Model("m", window), policy=policy)
@@ -97,7 +106,7 @@ def test_a_session_under_the_default_never_sends_a_request_over_the_window(
         result = condenser.run_sync(history)
         assert result.tokens_after <= room
         assert estimate_tokens(result.messages) <= room
-        if window > 100_000:  # the ceiling holds the working prompt far below the window
+        if cache_aware and window > 100_000:  # the ceiling holds the prompt far below the window
             assert result.tokens_after <= 2 * (PROMPT_CEILING + window // 100)
         history = list(result.messages)
 
@@ -120,13 +129,12 @@ def _agent(steps: int, filler_chars: int) -> list:
     return msgs
 
 
-def _run(msgs: list) -> tuple:
+def _run(msgs: list, ceiling: int | None = 1_000_000) -> tuple:
     fake = ScriptedCompleter(["# Objective\nfix the export"] * 4)
-    condenser = create_condenser(
-        model=Model("m", 40_000),
-        complete_sync=fake.sync,
-        policy=BudgetPolicy(keep_recent=3000, mask_keep_outputs=2, mask_min_chars=1000),
+    policy = BudgetPolicy(
+        keep_recent=3000, mask_keep_outputs=2, mask_min_chars=1000, prompt_ceiling=ceiling
     )
+    condenser = create_condenser(model=Model("m", 40_000), complete_sync=fake.sync, policy=policy)
     return condenser.run_sync(msgs), fake
 
 
@@ -145,6 +153,12 @@ def test_masking_that_leaves_the_prompt_high_is_not_enough() -> None:
     assert len(fake.calls) == 1
     assert result.tokens_after <= MASK_TARGET * result.limit
     assert not any(is_masked(m) for m in result.messages)
+
+
+def test_without_a_ceiling_masking_to_four_fifths_is_enough() -> None:
+    result, fake = _run(_agent(14, 10_000), ceiling=None)  # the same 0.62 of the limit
+    assert result.reason == "masked", result.reason
+    assert fake.calls == []
 
 
 def test_masking_that_lands_low_is_kept_and_saves_the_summary_call() -> None:

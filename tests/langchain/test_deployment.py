@@ -108,10 +108,7 @@ def test_a_checkpointed_thread_converts_only_new_messages_per_invoke(
 ) -> None:
     recording_model.window = WINDOW
     recording_model.tool_rounds = 0
-    # No ceiling: the thread must not compact (the default's ceiling fires far below WINDOW).
-    middleware = WindowBudgetMiddleware(
-        model=recording_model, context_window=WINDOW, policy=BudgetPolicy()
-    )
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW)
     agent = _seeded_agent(recording_model, middleware, {"t": 100})
     config = {"configurable": {"thread_id": "t"}}
     agent.invoke({"messages": [HumanMessage("first")]}, config)

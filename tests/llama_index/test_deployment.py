@@ -15,12 +15,9 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest_message
 from llama_index.memory.window_budget import convert as convert_module
 from llama_index.memory.window_budget.convert import make_digest_chat_message, to_core
-from window_budget import BudgetPolicy, DigestMessage, bridge
+from window_budget import DigestMessage, bridge
 
 from .conftest import ScriptedLLM, bot, user
-
-NO_CEILING = BudgetPolicy()
-"""Nothing here may compact: the default's prompt ceiling would fire far below 1M."""
 
 
 def save(store: SimpleChatStore, path: Path) -> None:
@@ -62,18 +59,14 @@ def test_a_fresh_memory_per_request_converts_only_new_messages(
     store = SimpleChatStore()
     history = [m for i in range(500) for m in (user(i), bot(i))]
     WindowBudgetMemory.from_defaults(
-        context_window=1_000_000, policy=NO_CEILING, chat_store=store, chat_history=history
+        context_window=1_000_000, chat_store=store, chat_history=history
     )
     save(store, path)
-    WindowBudgetMemory.from_defaults(
-        context_window=1_000_000, policy=NO_CEILING, chat_store=load(path)
-    ).get()
+    WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_store=load(path)).get()
     before = conversions[0]
     for i in range(3):  # three requests, each loading the store from disk
         loaded = load(path)
-        memory = WindowBudgetMemory.from_defaults(
-            context_window=1_000_000, policy=NO_CEILING, chat_store=loaded
-        )
+        memory = WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_store=loaded)
         memory.put(ChatMessage(role="user", content=f"request {i}"))
         view = memory.get()
         assert len(view) == 1001 + i
@@ -91,7 +84,8 @@ def test_archive_store_keeps_the_live_store_small(tmp_path: Path) -> None:
         memory.put(bot(i))
     stored = live.get_messages(memory.chat_store_key)
     assert is_digest_message(stored[0])
-    assert live.get_keys() == [memory.chat_store_key]  # no archive in the live store
+    # No archive in the live store: the conversation, and the key its digests are sealed with.
+    assert sorted(live.get_keys()) == sorted([memory.chat_store_key, "window_budget:_key"])
     archived = archive.get_messages(memory.archive_key)
     assert len(archived) + len(stored) - 1 == 120
     full = memory.get_all(include_archived=True)
@@ -175,9 +169,7 @@ def _long_memory(n: int = 2000) -> WindowBudgetMemory:
     history = [ChatMessage(role="system", content="be brief")] + [
         user(i, words=2) if i % 2 == 0 else bot(i, words=2) for i in range(n)
     ]
-    return WindowBudgetMemory.from_defaults(
-        context_window=1_000_000, policy=NO_CEILING, chat_history=history
-    )
+    return WindowBudgetMemory.from_defaults(context_window=1_000_000, chat_history=history)
 
 
 def _count_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:

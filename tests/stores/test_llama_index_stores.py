@@ -323,14 +323,13 @@ def test_a_masking_pass_survives_each_store(
 
     from window_budget.pipeline import MASK_MARKER
 
-    # 16k: masking lands under half the limit there (at 12k the default writes digests).
     open_stores = _opener(kind, separate, request, tmp_path)
     sent: list[ChatMessage] = []
     masked_passes = 0
     for i in range(12):
         live, archive, persist = open_stores()
         memory = WindowBudgetMemory.from_defaults(
-            context_window=16_000, chat_store=live, chat_store_key=key, archive_store=archive
+            context_window=12_000, chat_store=live, chat_store_key=key, archive_store=archive
         )
         cid = f"call-{i}"
         for message in (
@@ -360,7 +359,7 @@ def test_a_masking_pass_survives_each_store(
 
     live, archive, _ = open_stores()
     memory = WindowBudgetMemory.from_defaults(
-        context_window=16_000, chat_store=live, chat_store_key=key, archive_store=archive
+        context_window=12_000, chat_store=live, chat_store_key=key, archive_store=archive
     )
     stored = memory.get_all()
     placeholders = [m for m in stored if str(m.content or "").startswith(MASK_MARKER)]

@@ -35,7 +35,7 @@ from window_budget.pipeline._gate import (
     check_window,
     digest_budget,
 )
-from window_budget.pipeline._mask import MASK_TARGET, is_masked, mask_tool_outputs
+from window_budget.pipeline._mask import is_masked, mask_target, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
 from window_budget.pipeline._trim import trim_result
 from window_budget.pipeline.summarize._condense import summarize, summarize_sync
@@ -308,7 +308,7 @@ class WindowCondenser:
         # In the provider's units, as ``before`` is: ``scale`` is heuristic / provider (<= 1).
         after = math.ceil((prefix[-1] + pinned - saved) / scale)
         # Leave headroom: masking that only just fits would fire again on the next turn.
-        if after > limit * MASK_TARGET:
+        if after > limit * mask_target(policy):
             return None
         # The usage the replies report measured the unmasked transcript.
         out = [
