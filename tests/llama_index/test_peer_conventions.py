@@ -291,7 +291,23 @@ def test_a_separate_archive_store_round_trips() -> None:
     assert isinstance(again.archive_store, SimpleChatStore)
     assert again.archive_store is not again.chat_store
     assert again.get_all(include_archived=True) == memory.get_all(include_archived=True)
-    assert again.chat_store.get_keys() == [memory.chat_store_key]
+    # The conversation, and the key its digests are sealed with (they were resealed under it).
+    assert sorted(again.chat_store.get_keys()) == [memory.chat_store_key, "window_budget:_key"]
+
+
+def test_saved_digests_verify_where_restored_and_edited_ones_do_not() -> None:
+    memory = WindowBudgetMemory.from_defaults(context_window=1500)
+    fill(memory, 30)
+    data = saved_elsewhere(memory)
+    digest = next(m for m in data["messages"] if "window_budget" in m["additional_kwargs"])
+    assert is_digest_message(WindowBudgetMemory.from_dict(data).get_all()[0])
+    record = digest["additional_kwargs"]["window_budget"]
+    covered, record["covered"] = record["covered"], 2**53 - 1  # edited in the data
+    edited = WindowBudgetMemory.from_dict(data)
+    assert not any(is_digest_message(m) for m in edited.get_all())
+    record["covered"] = covered
+    again = WindowBudgetMemory.from_dict(json.loads(json.dumps(data)))
+    assert is_digest_message(again.get_all()[0])
 
 
 def test_from_dict_refuses_unknown_keywords() -> None:

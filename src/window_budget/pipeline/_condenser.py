@@ -36,7 +36,7 @@ from window_budget.pipeline._gate import (
     check_window,
     digest_budget,
 )
-from window_budget.pipeline._mask import is_masked, mask_tool_outputs
+from window_budget.pipeline._mask import is_masked, mask_target, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
 from window_budget.pipeline._trim import trim_result
 from window_budget.pipeline.summarize._condense import summarize, summarize_sync
@@ -62,9 +62,6 @@ DEFAULT_POLICY = BudgetPolicy()
 
 LEDGERS: Final = 16
 """Conversations whose token ledger one condenser keeps (the least recently used goes)."""
-
-MASK_TARGET = 0.8
-"""Masking counts as enough when it brings the transcript under this share of the limit."""
 
 
 async def condense(
@@ -191,7 +188,7 @@ class WindowCondenser:
                 prefix=ledger.prefix(messages),
             )
             before = ledger.total(messages) + pinned_tokens
-            limit = budget_limit(model, policy) if model else math.inf
+            limit = budget_limit(model, policy, pinned_tokens) if model else math.inf
             if plan.cut == 0:
                 return self._noop(messages, plan, before, limit, "nothing-condensable")
             room = int(limit) - pinned_tokens if model else None
@@ -200,7 +197,7 @@ class WindowCondenser:
             return CondenseDecision(None, plan, limit, before, pinned_tokens, room, budget)
         if model is None:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
-        limit = budget_limit(model, policy)
+        limit = budget_limit(model, policy, pinned_tokens)
         before = ledger.context(messages, model, pinned_tokens=pinned_tokens).context_tokens
         prefix = ledger.prefix(messages)
         if before <= limit:
@@ -304,7 +301,7 @@ class WindowCondenser:
         # In the provider's units, as ``before`` is: ``scale`` is heuristic / provider (<= 1).
         after = math.ceil((prefix[-1] + pinned - saved) / scale)
         # Leave headroom: masking that only just fits would fire again on the next turn.
-        if after > limit * MASK_TARGET:
+        if after > limit * mask_target(policy):
             return None
         # The usage the replies report measured the unmasked transcript.
         out = [

@@ -120,8 +120,12 @@ def policy_for_token_limit(token_limit: int, context_window: int) -> BudgetPolic
             "lower token_limit or pass a larger context_window"
         )
     scaled = BudgetPolicy.for_window(token_limit, output_reserved=True)
+    # The caller's limit is the limit: the default's prompt ceiling would fire before it.
     return dataclasses.replace(
-        scaled, trigger_ratio=1.0, reserve_tokens=context_window - token_limit
+        scaled,
+        trigger_ratio=1.0,
+        reserve_tokens=context_window - token_limit,
+        prompt_ceiling=None,
     )
 
 

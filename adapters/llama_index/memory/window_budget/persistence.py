@@ -29,6 +29,7 @@ from llama_index.memory.window_budget.building import (
     serializable_counter,
 )
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX, StoredConversation
+from llama_index.memory.window_budget.memory_store import reseal, saved_seal
 from llama_index.memory.window_budget.restore import (
     Runtime,
     llm_config,
@@ -38,6 +39,7 @@ from llama_index.memory.window_budget.restore import (
 )
 from llama_index.memory.window_budget.stores import store_name
 from window_budget.contract import BudgetPolicy, CondenseResult, TokenCounter
+from window_budget.memory import MemoryStore
 from window_budget.stores import ConditionalRewrite
 
 __all__ = [
@@ -153,6 +155,7 @@ class MemoryPersistence:
         _last_result: CondenseResult | None
         _store_rewrite: ConditionalRewrite | None
         _runtime: Runtime | None
+        _memory_store: MemoryStore | None
 
         def __init__(self, **data: Any) -> None: ...
 
@@ -259,6 +262,7 @@ class MemoryPersistence:
             "counter": self._counter_name,
             "messages": [m.model_dump(mode="json") for m in live],
             "archive": [m.model_dump(mode="json") for m in archived],
+            **saved_seal(self._memory_store, self.chat_store),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -334,6 +338,7 @@ class MemoryPersistence:
         memory._configure(got.llm, policy or default_policy(memory.context_window), got.counter)
         live = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
         archived = [ChatMessage.model_validate(m) for m in data.get("archive", [])]
+        reseal(live + archived, data.get("seal_key"), memory._memory_store, memory.chat_store)
         memory._conversation().load(
             live if got.load_live else None, archived if got.load_archive else None
         )
