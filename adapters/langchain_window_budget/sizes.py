@@ -141,8 +141,9 @@ def apply_sizes(
 ) -> tuple[BudgetPolicy, SizeTrigger | None, KeepRule | None]:
     """``policy`` with ``trigger`` / ``keep`` applied, the trigger to check, the keep rule.
 
-    A given trigger sets the policy's ``trigger_ratio`` to 1 (the guard is the window
-    itself); the keep rule is None when neither was given (the core's own slice then).
+    A given trigger sets the policy's ``trigger_ratio`` to 1 and drops its ``prompt_ceiling``
+    (the guard is the window itself); the keep rule is None when neither was given (the
+    core's own slice then).
     ``context_window`` None: the model's window is unknown (fractions are refused).
 
     Raises:
@@ -178,4 +179,4 @@ def apply_sizes(
     )
     if rule is None:
         rule = KeepRule("tokens", policy.keep_recent) if policy.keep_unit == "tokens" else None
-    return replace(policy, trigger_ratio=1.0), SizeTrigger(counted), rule
+    return replace(policy, trigger_ratio=1.0, prompt_ceiling=None), SizeTrigger(counted), rule

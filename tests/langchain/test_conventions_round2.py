@@ -195,6 +195,21 @@ def test_an_explicit_trigger_does_not_fire_at_the_default_guard() -> None:
     assert default.before_model({"messages": history}, Runtime()) is not None  # type: ignore[arg-type]
 
 
+def test_an_explicit_trigger_replaces_a_cache_aware_policys_ceiling() -> None:
+    from window_budget import BudgetPolicy
+
+    policy = BudgetPolicy.for_window(200_000, cache_aware=True)
+    history = _chat(120, chars=600)  # about 40k tokens: past the ceiling, short of the trigger
+    mw = WindowBudgetMiddleware(
+        _model(), context_window=200_000, policy=policy, trigger=("tokens", 100_000)
+    )
+    assert policy.prompt_ceiling is not None
+    assert policy.prompt_ceiling < mw.engine.estimate(history) < 100_000
+    assert mw.before_model({"messages": history}, Runtime()) is None  # type: ignore[arg-type]
+    capped = WindowBudgetMiddleware(_model(), context_window=200_000, policy=policy)
+    assert capped.before_model({"messages": history}, Runtime()) is not None  # type: ignore[arg-type]
+
+
 def test_an_empty_trigger_list_leaves_only_the_window() -> None:
     mw = WindowBudgetMiddleware(_model(), context_window=10_000, trigger=[])
     assert mw.before_model({"messages": _chat(24, chars=600)}, Runtime()) is None  # type: ignore[arg-type]
