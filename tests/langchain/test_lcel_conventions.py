@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 
 import pytest
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_window_budget import acondense_messages, condense_messages, digest_record
 from window_budget.errors import ConfigError
 
-GOOD = (
-    "# Objective\nfix the parser in src/parse.py\n# Status\nShipped: read src/parse.py\n"
-    "# Plan\nrun the tests"
-)
-
-
-def _model(reply: str = GOOD) -> GenericFakeChatModel:
-    return GenericFakeChatModel(messages=itertools.cycle([AIMessage(reply)]))
-
-
-def _chat(n: int, chars: int = 200) -> list[BaseMessage]:
-    out: list[BaseMessage] = [HumanMessage("fix the parser in src/parse.py", id="m0")]
-    for i in range(1, n):
-        kind = AIMessage if i % 2 else HumanMessage
-        out.append(kind(f"turn {i} " + "w " * (chars // 2), id=f"m{i}"))
-    return out
+from .test_conventions_round2 import GOOD, _chat, _model
 
 
 def test_the_transformer_takes_a_function_summarizer_and_calls_it() -> None:
