@@ -24,6 +24,7 @@ from window_budget import (
 )
 from window_budget.budget import TokenLedger, prefix_tokens
 from window_budget.pipeline import budget_limit
+from window_budget.pipeline.summarize import build_local_digest
 
 
 def synthetic(n: int) -> list:
@@ -100,6 +101,26 @@ def main() -> None:
     ledger.total(msgs)
     print(f"ledger: {ledger.estimated:,} estimates for 100,000 + 1 messages (incremental)")
     print(f"limit for a 32k window: {budget_limit(Model('m', 32_768), policy):,.0f} tokens")
+    head = tool_loop_head(400)
+    ms = median_ms(lambda: build_local_digest(head), 5)
+    print(f"network-free digest of a ~200k-token head (400 tool turns): {ms:,.0f} ms")
+
+
+def tool_loop_head(turns: int) -> list:
+    """A coding agent's head: a read and a noisy test run per turn, ~500 tokens of output each."""
+    noise = "".join(f"tests/test_{k}.py::test_case_{k} PASSED\n" for k in range(30))
+    msgs: list = []
+    for i in range(turns):
+        read = ToolCallBlock(f"r{i}", "read_file", {"path": f"src/pkg_{i % 40}/mod.py"})
+        run = ToolCallBlock(f"t{i}", "bash", {"command": f"pytest tests/test_{i % 40}.py"})
+        msgs += [
+            UserMessage(f"Step {i}: keep going, never skip tests."),
+            AssistantMessage((read,)),
+            ToolResultMessage(f"r{i}", "read_file", f"def f_{i}(x):\n    return x\n" * 60),
+            AssistantMessage((run,)),
+            ToolResultMessage(f"t{i}", "bash", noise, is_error=i % 7 == 0),
+        ]
+    return msgs
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@
 Run by hand:  python bench/bench_stores.py [--quick] [--only llama,agent,workers]
 
 PostgreSQL and Redis are started on loopback for the run (the test suite's fixtures, from
-the platform's packages), unless ``WINDOW_BUDGET_POSTGRES_URL`` / ``WINDOW_BUDGET_REDIS_URL``
-point at servers you run (a scratch database: tables are created and keys written).
-Peers run in the same process, on the same store and data; every figure is a median, with
-the ratio to the peer beside it. Sections:
+the development install's packages), unless ``WINDOW_BUDGET_POSTGRES_URL`` /
+``WINDOW_BUDGET_REDIS_URL`` point at servers you run (a scratch database: tables are
+created and keys written). Peers run in the same process, on the same store and data;
+every figure is a median, with the ratio to the peer beside it. Sections:
 
 * ``llama``   -- a web server's request: a fresh memory over the store (its connection pool
   kept, as a server keeps it) and ``get()``, the history already in the store at 1k and

@@ -31,7 +31,11 @@ def _image_block(block: Mapping[str, Any]) -> ImageBlock:
         src = block["source"]
         data = src.get("data") or src.get("url") or ""
         mime = str(src.get("media_type") or mime)
-    return ImageBlock(str(data)[:64], mime)  # the core bills images at a flat rate
+    data = str(data)
+    # The core bills images at a flat rate: inline data is cut short, but a URL is kept
+    # whole (up to 2 KiB) so the summary request can name it, as LangChain's does.
+    keep = 2048 if data.startswith(("https://", "http://")) else 64
+    return ImageBlock(data[:keep], mime)
 
 
 def _reasoning_text(block: Mapping[str, Any]) -> str:

@@ -33,8 +33,16 @@ from langchain_core.messages import (
 from langchain_window_budget._blocks import blocks, core_content, dump
 from langchain_window_budget._digest import DIGEST_KEY, digest_record
 from langchain_window_budget._identity import KEYED, message_key, same_message, same_messages
+from langchain_window_budget._usage import (
+    chat_model_provider,
+    mark_usage_stale,
+    other_provider,
+    reply_model,
+    usage,
+    usage_is_stale,
+)
 from window_budget import bridge
-from window_budget.budget import cached_estimates, usage_from_langchain
+from window_budget.budget import cached_estimates
 from window_budget.digest import SESSION_HEADER
 from window_budget.messages import (
     AgentMessage,
@@ -45,7 +53,6 @@ from window_budget.messages import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
 
@@ -55,6 +62,7 @@ __all__ = [
     "LangChainCodec",
     "OpaqueMessage",
     "chat_model_id",
+    "chat_model_provider",
     "mark_usage_stale",
     "to_core",
     "usage_is_stale",
@@ -87,43 +95,9 @@ def chat_model_id(chat_model: object) -> str | None:
     return None
 
 
-def _reply_model(message: AIMessage) -> str | None:
-    meta = message.response_metadata or {}
-    for key in ("model_name", "model", "model_id"):
-        value = meta.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def _usage(message: AIMessage) -> Usage | None:
-    return usage_from_langchain(message.usage_metadata) if message.usage_metadata else None
-
-
-def usage_is_stale(message: object) -> bool:
-    """True for an ``AIMessage`` this adapter marked: its usage measured another request."""
-    if not isinstance(message, AIMessage):
-        return False
-    mark = (message.response_metadata or {}).get(DIGEST_KEY)
-    return isinstance(mark, dict) and mark.get("stale_usage") is True
-
-
-def mark_usage_stale(message: BaseMessage) -> BaseMessage:
-    """A copy of an ``AIMessage`` whose usage figure the gate will no longer anchor on.
-
-    Used when the figure measured a list other than the one the message now sits in (a
-    trimmed transcript, a request condensed for one call only). ``usage_metadata`` itself
-    is kept for cost accounting; the mark lives in ``response_metadata``, which chat-model
-    integrations do not send back to the provider. Other messages come back unchanged.
-    """
-    if not isinstance(message, AIMessage) or not message.usage_metadata or usage_is_stale(message):
-        return message
-    meta = dict(message.response_metadata or {})
-    meta[DIGEST_KEY] = {**(meta.get(DIGEST_KEY) or {}), "stale_usage": True}
-    return message.model_copy(update={"response_metadata": meta})
-
-
-def _ai(message: AIMessage, *, trust_usage: bool, model_id: str | None) -> AssistantMessage:
+def _ai(
+    message: AIMessage, *, trust_usage: bool, model_id: str | None, provider: str | None = None
+) -> AssistantMessage:
     parts = blocks(message.content, skip_tool_use=True)
     extra = message.additional_kwargs or {}
     reasoning = extra.get("reasoning_content")
@@ -147,16 +121,17 @@ def _ai(message: AIMessage, *, trust_usage: bool, model_id: str | None) -> Assis
         parts.append(
             ToolCallBlock(f"function:{fn['name']}", str(fn["name"]), {"_raw": fn.get("arguments")})
         )
-    usage = _usage(message) if trust_usage and not usage_is_stale(message) else None
-    reply_model = _reply_model(message)
+    trusted = trust_usage and not usage_is_stale(message) and not other_provider(message, provider)
+    figure = usage(message) if trusted else None
+    replied_by = reply_model(message)
     meta = message.response_metadata or {}
     stop = meta.get("finish_reason") or meta.get("stop_reason")
     return AssistantMessage(
         tuple(parts),
-        usage=usage,
+        usage=figure,
         # The core ignores a figure whose model differs from the guarded model; without a
         # known id on both sides there is nothing to compare, so the figure is trusted.
-        model=reply_model if model_id is not None else None,
+        model=replied_by if model_id is not None else None,
         stop_reason=stop if isinstance(stop, str) else None,
     )
 
@@ -180,6 +155,7 @@ def to_core(
     trust_usage: bool = True,
     model_id: str | None = None,
     key: bytes | None = None,
+    provider: str | None = None,
 ) -> AgentMessage:
     """The core's view of one LangChain message (a new value; ``message`` is not touched).
 
@@ -193,14 +169,15 @@ def to_core(
             if isinstance(content, str) and not content.startswith(SESSION_HEADER):
                 content = f"{SESSION_HEADER}\n\n{content}"
             return bridge.digest_from_record(content, record)
-        if (message.additional_kwargs or {}).get("lc_source") == "summarization":
+        extra = message.additional_kwargs or {}
+        if extra.get("lc_source") == "summarization" and DIGEST_KEY not in extra:
             # LangChain's SummarizationMiddleware summary: carried in like a digest.
             return CompactionSummaryMessage(message.text)
         if record is not None:  # only a marked digest is trusted as one, never a lookalike
             return DigestMessage(content)
         return UserMessage(content)
     if isinstance(message, AIMessage):
-        return _ai(message, trust_usage=trust_usage, model_id=model_id)
+        return _ai(message, trust_usage=trust_usage, model_id=model_id, provider=provider)
     if isinstance(message, ToolMessage):
         return ToolResultMessage(
             str(message.tool_call_id),
@@ -231,7 +208,12 @@ class LangChainCodec:
     """The bridge codec for LangChain messages (see :class:`window_budget.bridge.Codec`)."""
 
     def __init__(
-        self, *, trust_usage: bool = True, model_id: str | None = None, key: bytes | None = None
+        self,
+        *,
+        trust_usage: bool = True,
+        model_id: str | None = None,
+        key: bytes | None = None,
+        provider: str | None = None,
     ) -> None:
         self.trust_usage = trust_usage
         """Whether ``usage_metadata`` becomes the core's usage (the anchor)."""
@@ -242,7 +224,9 @@ class LangChainCodec:
         # A digest honoured under one key is an ordinary message under another: the key
         # is part of the cache keys, by a hash that tells nothing of it.
         sealed = hashlib.sha256(key).hexdigest()[:16] if key is not None else "-"
-        self.name = f"langchain:{trust_usage}:{model_id}:{sealed}"
+        self.provider = provider
+        """The guarded model's provider: a reply naming another one does not anchor."""
+        self.name = f"langchain:{trust_usage}:{model_id}:{provider}:{sealed}"
         """Names the codec and its options (part of every cache key)."""
         # One run asks for a message's key twice (remembered digests, then conversion):
         # an identity memo makes the second time a dict lookup.
@@ -279,7 +263,11 @@ class LangChainCodec:
     def to_core(self, message: object) -> AgentMessage:
         """See :func:`to_core`."""
         return to_core(
-            message, trust_usage=self.trust_usage, model_id=self.model_id, key=self.record_key
+            message,
+            trust_usage=self.trust_usage,
+            model_id=self.model_id,
+            key=self.record_key,
+            provider=self.provider,
         )
 
     def is_pinned(self, message: object) -> bool:
@@ -320,6 +308,7 @@ class Converter:
         counter: Any = None,
         use_usage: bool = True,
         key: bytes | None = None,
+        provider: str | None = None,
     ) -> None:
         self.model_id = model_id
         """Id of the guarded model (compared with each reply's ``model_name``)."""
@@ -328,8 +317,12 @@ class Converter:
         self._counter = counter
         self.record_key = key
         """The memory store's key digest records are verified with (None: the default)."""
-        self._trusted = LangChainCodec(trust_usage=use_usage, model_id=model_id, key=key)
-        self._untrusted = LangChainCodec(trust_usage=False, model_id=model_id, key=key)
+        self._trusted = LangChainCodec(
+            trust_usage=use_usage, model_id=model_id, key=key, provider=provider
+        )
+        self._untrusted = LangChainCodec(
+            trust_usage=False, model_id=model_id, key=key, provider=provider
+        )
         self._last_input: list[object] = []
         self._last: Converted | None = None
         self._ids: set[int] = set()  # ids of ``_last.core``: a repeated object is re-made

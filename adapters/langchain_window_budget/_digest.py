@@ -122,6 +122,11 @@ def build_digest(
         extra["audit"] = dataclasses.asdict(audit)
     return HumanMessage(
         content=text,
-        additional_kwargs={DIGEST_KEY: bridge.digest_record(digest, key=key, **extra)},
+        # ``lc_source``: LangChain's mark of a summary, so code that filters those (or
+        # ``SummarizationMiddleware``'s own checks) sees ours as one too.
+        additional_kwargs={
+            DIGEST_KEY: bridge.digest_record(digest, key=key, **extra),
+            "lc_source": "summarization",
+        },
         id=f"window-budget-digest-{uuid.uuid4().hex}",
     )

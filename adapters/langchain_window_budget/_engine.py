@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, cast
 
@@ -22,25 +22,32 @@ from langchain_window_budget._convert import (
     Converted,
     Converter,
     chat_model_id,
+    chat_model_provider,
     mark_usage_stale,
     to_core,
 )
 from langchain_window_budget._digest import build_digest, digest_record
-from langchain_window_budget._result import LangChainResult
+from langchain_window_budget._keep import UserSizes
+from langchain_window_budget._result import LangChainResult, Prepared
+from langchain_window_budget._retry import provider_error
 from langchain_window_budget._sessions import Session, Sessions, as_message_list
 from langchain_window_budget._shorten import shortened_copy
 from langchain_window_budget._window import (
+    UNKNOWN_WINDOW,
+    UNKNOWN_WINDOW_DIGEST,
+    UNKNOWN_WINDOW_SUMMARIZER,
     CounterSpec,
     OnSummarizerError,
     resolve_counter,
     resolve_window,
+    size_blind,
 )
-from langchain_window_budget.completer import make_completers
-from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes
+from langchain_window_budget.completer import Summarizer, make_completers
+from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes, needs_window
 from window_budget import bridge
 from window_budget.budget import estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, MemoryStore, Model
-from window_budget.errors import ConfigError
+from window_budget.errors import ConfigError, SummarizerError
 from window_budget.pipeline import WindowCondenser, check_window, create_condenser
 
 __all__ = ["ArchiveFn", "LangChainCondenser"]
@@ -61,7 +68,9 @@ class LangChainCondenser:
         counter: see :data:`CounterSpec`.
         summarizer: a different chat model for the summaries; its own window (its profile's
             ``max_input_tokens``) sizes the summary requests, so a long head is summarized
-            in chunks that fit it.
+            in chunks that fit it. A ``Runnable`` or a (sync or async) function works too:
+            it gets the request (brief and scrollback as two messages) and returns the
+            digest's text. Anything else is refused with a ``ConfigError``.
         use_usage: anchor the count on ``AIMessage.usage_metadata`` (default). Pass False
             when the result is not stored, so replies measured a list other than the input.
         on_summarizer_error: ``"raise"`` makes a failing summary call raise
@@ -69,10 +78,11 @@ class LangChainCondenser:
             ``SummarizationMiddleware`` does; ``"fallback"`` writes the network-free digest
             and logs a warning (logger ``window_budget.pipeline.summarize``). None keeps the
             policy's.
-        trigger: when to condense, in ``SummarizationMiddleware``'s forms (see
-            :mod:`langchain_window_budget.sizes`); the policy's ``trigger_ratio`` when None.
-        keep: how much to keep verbatim: ``("messages", N)``, ``("tokens", N)`` or
-            ``("fraction", f)``; the policy's ``keep_recent`` when None.
+        trigger: when to condense, in ``SummarizationMiddleware``'s forms and meaning (see
+            :mod:`langchain_window_budget.sizes`): given, it replaces the policy's ratio
+            (the window itself is left); the policy's ``trigger_ratio`` when None.
+        keep: what stays verbatim, cut as the peer cuts: ``("messages", N)``,
+            ``("tokens", N)`` or ``("fraction", f)``; the policy's ``keep_recent`` when None.
         remember_digests: for callers that do not store the result (the LCEL transformer,
             :func:`condense_messages`): remember, process-wide and bounded, the digest
             written for each head, and when a later transcript starts with that same head
@@ -103,7 +113,7 @@ class LangChainCondenser:
         context_window: int | None = None,
         policy: BudgetPolicy | None = None,
         counter: CounterSpec = None,
-        summarizer: BaseChatModel | None = None,
+        summarizer: Summarizer | None = None,
         use_usage: bool = True,
         remember_digests: bool = False,
         on_summarizer_error: OnSummarizerError | None = None,
@@ -112,24 +122,49 @@ class LangChainCondenser:
         memory: MemoryStore | None = None,
         recall: bool = False,
     ) -> None:
-        window = resolve_window(model, context_window)
-        policy = policy if policy is not None else BudgetPolicy.for_window(window)
+        try:
+            known: int | None = resolve_window(model, context_window)
+        except ConfigError:
+            if needs_window(trigger, keep):
+                raise
+            known = None  # counted sizes only: the window guard is off (as the peer's)
+        window = known if known is not None else UNKNOWN_WINDOW
+        if policy is None:
+            policy = BudgetPolicy.for_window(window)
+            if known is None:
+                policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
         if on_summarizer_error is not None:
             policy = replace(policy, on_summarizer_error=on_summarizer_error)
-        policy, self._size_trigger = apply_sizes(policy, window, trigger=trigger, keep=keep)
+        policy, size_trigger, keep_rule = apply_sizes(policy, known, trigger=trigger, keep=keep)
         check_window(window, policy)
+        self.window_known = known is not None
+        """False when no window was found and the sizes given need none (the guard is off)."""
         self.remember_digests = remember_digests
         """Whether digests of heads already summarized are reused (see the class docstring)."""
         self.chat_model = model
         """The guarded chat model."""
-        writer = summarizer or model
+        writer = summarizer if summarizer is not None else model
         complete = complete_sync = None
         if writer is not None:
-            complete, complete_sync = make_completers(writer)
+            complete, complete_sync = make_completers(
+                writer, summary_timeout=policy.summary_timeout
+            )
         model_id = chat_model_id(model) if model is not None else None
-        self.counter = resolve_counter(counter, model)
-        """The resolved token counter (None is the heuristic)."""
+        resolved = resolve_counter(counter, model)
+        blind = size_blind(resolved)
+        self.sizes = UserSizes(
+            size_trigger,
+            keep_rule,
+            blind=resolved if blind else None,
+            messages_counter=counter,
+        )
+        """The user's ``trigger`` and ``keep``, as ``SummarizationMiddleware`` reads them."""
+        self.counter = None if blind else resolved
+        """The resolved token counter (None is the heuristic; a constant counter is kept
+        for the trigger only, see ``size_blind``)."""
         summarizer_model = None
+        if known is None:  # the summary requests are chunked for a modest window
+            summarizer_model = Model(model_id or "langchain", UNKNOWN_WINDOW_SUMMARIZER)
         if summarizer is not None and summarizer is not model:
             try:
                 summarizer_window = resolve_window(summarizer, None)
@@ -152,6 +187,7 @@ class LangChainCondenser:
         self.memory = memory
         """The memory store, or None (see the class docstring)."""
         self._model_id = model_id
+        self._provider = chat_model_provider(model) if model is not None else None
         self._use_usage = use_usage
         # Per conversation (a middleware's thread, say) what the engine saw last turn, so
         # one engine serving many conversations that take turns keeps each one warm.
@@ -160,7 +196,7 @@ class LangChainCondenser:
         self._digest_seed = (
             "langchain",
             model_id,
-            chat_model_id(writer) if writer else None,
+            _writer_name(writer),
             repr(self.condenser.policy),
             window,
             None if memory is None else id(memory),  # its key seals the digest
@@ -169,6 +205,7 @@ class LangChainCondenser:
     def _new_converter(self) -> Converter:
         return Converter(
             model_id=self._model_id,
+            provider=self._provider,
             counter=self.counter,
             use_usage=self._use_usage,
             key=self.record_key,
@@ -307,18 +344,23 @@ class LangChainCondenser:
 
         Raises:
             BudgetError: the result cannot fit (e.g. the system prompt alone is too large).
-            SummarizerError: the summarizer failed and the policy says to raise.
+            SummarizerError: the summarizer failed and the policy says to raise; when the
+                provider raised, the error is of the provider's type too (catch either).
             ConfigError: a memory store and no ``conversation`` name.
 
         """
         stored_as = self.store_name(conversation)
         prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
-        result = self.condenser.run_sync(
-            prep.conv.core,
-            force=prep.force,
-            pinned_tokens=prep.pinned_tokens,
-            conversation=stored_as,
-        )
+        try:
+            result = self.condenser.run_sync(
+                prep.conv.core,
+                force=prep.force,
+                pinned_tokens=prep.pinned_tokens,
+                conversation=stored_as,
+                cut=prep.cut,
+            )
+        except SummarizerError as error:
+            raise provider_error(error) from error.__cause__
         return self._complete(prep, result, archive, own_objects)
 
     async def arun(
@@ -349,12 +391,16 @@ class LangChainCondenser:
             )
         stored_as = self.store_name(conversation)
         prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
-        result = await self.condenser.run(
-            prep.conv.core,
-            force=prep.force,
-            pinned_tokens=prep.pinned_tokens,
-            conversation=stored_as,
-        )
+        try:
+            result = await self.condenser.run(
+                prep.conv.core,
+                force=prep.force,
+                pinned_tokens=prep.pinned_tokens,
+                conversation=stored_as,
+                cut=prep.cut,
+            )
+        except SummarizerError as error:
+            raise provider_error(error) from error.__cause__
         return self._complete(prep, result, archive, own_objects)
 
     def _prepare(
@@ -363,27 +409,42 @@ class LangChainCondenser:
         force: bool,
         extra_pinned_tokens: int,
         conversation: Hashable | None,
-    ) -> _Prepared:
+    ) -> Prepared:
         """Everything before the core runs, shared by :meth:`run` and :meth:`arun`."""
         sessions = self._sessions
         session = sessions.get(messages, conversation)
         messages = sessions.message_list(messages, session)
         canon = sessions.canonical(messages, session)
-        force = force or self._counted_trigger(canon, extra_pinned_tokens, conversation)
+        fired = self.sizes.fired(
+            canon,
+            lambda: self.estimate(
+                canon, extra_pinned_tokens=extra_pinned_tokens, conversation=conversation
+            ),
+        )
         try:
-            recall = self._head_view(messages, force, session, canon)
+            recall = self._head_view(messages, force or fired, session, canon)
             view = recall.view if recall is not None else messages
             converted = recall.canon if recall is not None else canon
             conv = sessions.convert(converted, session)
         finally:
             # The key memo holds this run's messages: never let it keep a thread alive.
             session.converter.forget()
-        return _Prepared(
-            view, converted, conv, recall, force, conv.pinned_tokens + extra_pinned_tokens
+        pinned = conv.pinned_tokens + extra_pinned_tokens
+        cut = self.sizes.cut(  # where the user's keep cuts (None: the core's own slice)
+            self.condenser,
+            conv.core,
+            [converted[i] for i in conv.origin],
+            self.counter,
+            fired=fired,
+            forced=force,
+            pinned_tokens=pinned,
         )
+        # A fired trigger with nothing for keep to fold leaves the window to the core's gate.
+        fired = fired and (cut is not None or self.sizes.keep is None)
+        return Prepared(view, converted, conv, recall, force or fired, pinned, cut)
 
     def _complete(
-        self, prep: _Prepared, result: CondenseResult, archive: ArchiveFn | None, own_objects: bool
+        self, prep: Prepared, result: CondenseResult, archive: ArchiveFn | None, own_objects: bool
     ) -> LangChainResult:
         """Everything after the core ran, shared by :meth:`run` and :meth:`arun`."""
         out = self._finish(
@@ -403,25 +464,6 @@ class LangChainCondenser:
             return None
         lock = self._sessions.lock
         return _remembered.head_view(messages, force, session, self._digest_seed, lock, canon)
-
-    def _counted_trigger(
-        self,
-        messages: Sequence[BaseMessage],
-        extra_pinned_tokens: int,
-        conversation: Hashable | None,
-    ) -> bool:
-        """True when a ``("messages", N)`` trigger clause holds for ``messages``."""
-        trigger = self._size_trigger
-        if trigger is None:
-            return False
-        tokens = (
-            self.estimate(
-                messages, extra_pinned_tokens=extra_pinned_tokens, conversation=conversation
-            )
-            if trigger.needs_tokens()
-            else None
-        )
-        return trigger.met(len(messages), tokens)
 
     def estimate(
         self,
@@ -448,19 +490,8 @@ class LangChainCondenser:
         return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A run's input made ready for the core (shared by the sync and async drivers)."""
-
-    view: Sequence[BaseMessage]
-    """What the caller's objects are mapped back onto (with a remembered digest, if any)."""
-    converted: Sequence[BaseMessage]
-    """The equal stand-ins the engine converted."""
-    conv: Converted
-    """Their core messages and pinned tokens."""
-    recall: _remembered.HeadView | None
-    """The remembered digest used, if any."""
-    force: bool
-    """Whether the run compacts whatever the gate says."""
-    pinned_tokens: int
-    """Pinned system messages plus the caller's extra pinned tokens."""
+def _writer_name(writer: object) -> str | None:
+    """What names the digests' writer in the remembered digests' seed."""
+    if writer is None:
+        return None
+    return chat_model_id(writer) or getattr(writer, "__qualname__", None) or type(writer).__name__

@@ -24,7 +24,15 @@ __all__ = [
     "same_messages",
 ]
 
-_META_KEYS = ("model_name", "model", "model_id", "finish_reason", "stop_reason", DIGEST_KEY)
+_META_KEYS = (
+    "model_name",
+    "model",
+    "model_id",
+    "model_provider",
+    "finish_reason",
+    "stop_reason",
+    DIGEST_KEY,
+)
 """The ``response_metadata`` entries :func:`to_core` reads (the rest never reaches it)."""
 
 

@@ -75,8 +75,11 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
     given to the constructor is stored so); None is the window-scaled default."""
     counter: Any = None
     """See :data:`CounterSpec`."""
-    summarizer: BaseChatModel | None = None
-    """A different chat model for the digests."""
+    summarizer: Any = None
+    """What writes the digests instead of ``model``: a chat model, a ``"provider:model"``
+    string, a ``Runnable`` or a sync or async function (as the middleware takes it; anything
+    else is refused with a ``ConfigError``). Only a chat model keeps the transformer
+    serializable."""
     on_summarizer_error: OnSummarizerError | None = None
     """``"raise"`` to raise ``SummarizerError`` when the summary call fails."""
     trigger: Any = None

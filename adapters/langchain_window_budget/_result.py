@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_window_budget import _remembered
+from langchain_window_budget._convert import Converted
 from window_budget.contract import CondenseResult
 from window_budget.pipeline.summarize import DigestAudit
 
-__all__ = ["LangChainResult"]
+__all__ = ["LangChainResult", "Prepared"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +59,23 @@ class LangChainResult:
     def audit(self) -> DigestAudit | None:
         """The audit of this run's model-written digest (also in the digest's record)."""
         return self.core.audit
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A run's input made ready for the core (shared by the sync and async drivers)."""
+
+    view: Sequence[BaseMessage]
+    """What the caller's objects are mapped back onto (with a remembered digest, if any)."""
+    converted: Sequence[BaseMessage]
+    """The equal stand-ins the engine converted."""
+    conv: Converted
+    """Their core messages and pinned tokens."""
+    recall: _remembered.HeadView | None
+    """The remembered digest used, if any."""
+    force: bool
+    """Whether the run compacts whatever the gate says."""
+    pinned_tokens: int
+    """Pinned system messages plus the caller's extra pinned tokens."""
+    cut: int | None = None
+    """Where the user's ``keep`` cuts (None: the core's own slice)."""

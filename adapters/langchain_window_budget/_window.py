@@ -8,7 +8,7 @@ model window-budget's table of models knows; counters are given by name (``"tikt
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal
+from typing import Final, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -21,7 +21,28 @@ from window_budget.budget import lookup_model, model_for
 from window_budget.contract import TokenCounter
 from window_budget.errors import ConfigError
 
-__all__ = ["CounterSpec", "OnSummarizerError", "resolve_counter", "resolve_window"]
+__all__ = [
+    "UNKNOWN_WINDOW",
+    "UNKNOWN_WINDOW_DIGEST",
+    "UNKNOWN_WINDOW_SUMMARIZER",
+    "CounterSpec",
+    "OnSummarizerError",
+    "resolve_counter",
+    "resolve_window",
+    "size_blind",
+]
+
+UNKNOWN_WINDOW: Final = 1 << 30
+"""The window of a model that states none, when the sizes given need none: so large that
+only the user's trigger ever fires and nothing is shortened (``SummarizationMiddleware``
+has no window guard at all)."""
+
+UNKNOWN_WINDOW_DIGEST: Final = 2000
+"""The digest's budget then (the default policy's for windows up to 42k)."""
+
+UNKNOWN_WINDOW_SUMMARIZER: Final = 32_000
+"""The window each summary request is sized for then (a longer head is summarized in parts)."""
+
 
 CounterSpec = (
     TokenCounter
@@ -98,3 +119,21 @@ def resolve_counter(
 ) -> TokenCounter | None:
     """The token counter ``counter`` names (None is the heuristic), for ``chat_model``."""
     return resolve_counter_spec(counter, chat_model)[0]
+
+
+_SHORT, _LONG = "a", "window budget measures this sentence. " * 100
+
+
+def size_blind(counter: TokenCounter | None) -> bool:
+    """True for a counter that gives one figure whatever the text (a test's constant).
+
+    Such a counter can say when to compact (a trigger) but cannot size anything: every digest
+    would cost more than its budget and come out empty. The engine then sizes with the
+    heuristic and keeps the counter for the trigger only.
+    """
+    if counter is None:
+        return False
+    try:
+        return counter.count(_SHORT) == counter.count(_LONG)
+    except Exception:  # a counter that fails on a probe is judged when it is used
+        return False

@@ -6,14 +6,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import time
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.base import coerce_to_runnable
 
-from langchain_window_budget._convert import _usage, usage_is_stale
+from langchain_window_budget._retry import next_attempt
+from langchain_window_budget._usage import usage as _usage
+from langchain_window_budget._usage import usage_is_stale
 from langchain_window_budget.counting import messages_counter
 from window_budget import bridge
 from window_budget.contract import (
@@ -24,10 +31,18 @@ from window_budget.contract import (
     SyncCompleteFn,
     TokenCounter,
 )
+from window_budget.errors import ConfigError
 from window_budget.messages import AssistantMessage, TextBlock, message_text
 from window_budget.pipeline.summarize import SUMMARY_TAGS
 
-__all__ = ["NOSTREAM_TAG", "make_completers", "model_token_counter", "summary_config"]
+__all__ = [
+    "NOSTREAM_TAG",
+    "Summarizer",
+    "check_summarizer",
+    "make_completers",
+    "model_token_counter",
+    "summary_config",
+]
 
 NOSTREAM_TAG = "nostream"
 """LangGraph's tag for a model call whose tokens must not reach ``stream_mode="messages"``."""
@@ -43,7 +58,8 @@ def summary_config() -> RunnableConfig:
     metadata (LangChain v1's ``internal_call_metadata``) keeps it out of an agent's
     ``run.messages``; ``SUMMARY_TAGS`` let callbacks and tracers pick it out.
     """
-    metadata: dict[str, Any] = {"lc_source": "window_budget"}
+    # LangChain's own mark of a summary call, so code that filters those filters ours too.
+    metadata: dict[str, Any] = {"lc_source": "summarization", "window_budget": True}
     try:
         from langchain.agents.middleware.internal_call_transformer import (
             internal_call_metadata,
@@ -73,27 +89,79 @@ def _max_tokens_kwargs(
     return {}
 
 
-class _ChatModelCalls:
-    """A LangChain chat model's summary calls, for :func:`window_budget.bridge.make_completers`."""
+class _SummaryCalls:
+    """Summary calls to a chat model, a ``Runnable`` or a function, with retries.
 
-    def __init__(self, chat_model: BaseChatModel) -> None:
-        self.chat_model = chat_model
+    The request is the brief as a ``SystemMessage`` and the escaped scrollback as a
+    ``HumanMessage``; a transient failure is retried and an overflow shrinks the request
+    (see ``_retry``).
+    """
+
+    def __init__(self, writer: Summarizer, *, timeout: float | None = None) -> None:
+        self.writer = writer
+        self.timeout = timeout
+        self._runnable: Runnable[Any, Any] | None = None
+        self._async_only = False
+        if not isinstance(writer, BaseChatModel):
+            self._runnable = coerce_to_runnable(writer)
+            self._async_only = inspect.iscoroutinefunction(writer)
 
     def prompt(self, context: Context) -> list[BaseMessage]:
         text = "\n\n".join(message_text(m) for m in context.messages)
         return [SystemMessage(content=context.system_prompt), HumanMessage(content=text)]
 
-    def call(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> BaseMessage:
-        cap = _max_tokens_kwargs(self.chat_model, options)
-        return self.chat_model.invoke(prompt, config=summary_config(), **cap)
+    def _invoke(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
+        if self._runnable is None:
+            chat = cast(BaseChatModel, self.writer)
+            return chat.invoke(prompt, config=summary_config(), **_max_tokens_kwargs(chat, options))
+        if self._async_only:  # an async function called from sync code: its own loop
+            runnable = self._runnable
+            with ThreadPoolExecutor(1) as pool:
+                return pool.submit(
+                    asyncio.run, runnable.ainvoke(prompt, config=summary_config())
+                ).result()
+        return self._runnable.invoke(prompt, config=summary_config())
 
-    async def acall(
-        self, prompt: list[BaseMessage], options: CompleteOptions | None
-    ) -> BaseMessage:
-        cap = _max_tokens_kwargs(self.chat_model, options)
-        return await self.chat_model.ainvoke(prompt, config=summary_config(), **cap)
+    async def _ainvoke(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
+        if self._runnable is None:
+            chat = cast(BaseChatModel, self.writer)
+            cap = _max_tokens_kwargs(chat, options)
+            return await chat.ainvoke(prompt, config=summary_config(), **cap)
+        return await self._runnable.ainvoke(prompt, config=summary_config())
 
-    def reply(self, reply: BaseMessage, model: Model) -> AssistantMessage:
+    def call(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
+        started, attempt = time.monotonic(), 0
+        while True:
+            attempt += 1
+            try:
+                return self._invoke(prompt, options)
+            except Exception as exc:
+                step = next_attempt(prompt, exc, attempt, started, self.timeout)
+                if step is None:
+                    raise
+                prompt, delay = step
+                time.sleep(delay)
+
+    async def acall(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
+        started, attempt = time.monotonic(), 0
+        while True:
+            attempt += 1
+            try:
+                return await self._ainvoke(prompt, options)
+            except Exception as exc:
+                step = next_attempt(prompt, exc, attempt, started, self.timeout)
+                if step is None:
+                    raise
+                prompt, delay = step
+                await asyncio.sleep(delay)
+
+    def reply(self, reply: Any, model: Model) -> AssistantMessage:
+        if isinstance(reply, str):
+            return AssistantMessage((TextBlock(reply),), model=model.id)
+        if not isinstance(reply, BaseMessage):
+            raise TypeError(
+                f"the summarizer must return a str or a message, got {type(reply).__name__}"
+            )
         text: Any = reply.text
         if not isinstance(text, str):  # langchain-core < 1.0 exposed .text() as a method
             text = text()
@@ -102,15 +170,39 @@ class _ChatModelCalls:
         return AssistantMessage((TextBlock(str(text)),), usage=usage, model=model.id)
 
 
-def make_completers(chat_model: BaseChatModel) -> tuple[CompleteFn, SyncCompleteFn]:
-    """Turn a LangChain chat model into the core's ``(complete, complete_sync)`` pair.
+Summarizer = BaseChatModel | Runnable[Any, Any] | Callable[[list[BaseMessage]], Any]
+"""What writes the digests: a chat model, a ``Runnable`` or a (sync or async) function that
+takes the request's messages and returns the digest's text (a str or a message)."""
+
+
+def check_summarizer(summarizer: object) -> None:
+    """Refuse, in one sentence, a ``summarizer`` that is none of :data:`Summarizer`'s kinds.
+
+    Raises:
+        ConfigError: it is not a chat model, a ``Runnable`` or a callable.
+
+    """
+    if not (isinstance(summarizer, BaseChatModel | Runnable) or callable(summarizer)):
+        raise ConfigError(
+            "summarizer must be a chat model, a 'provider:model' string, a Runnable or a "
+            f"function taking the request's messages and returning text, not "
+            f"{type(summarizer).__name__}"
+        )
+
+
+def make_completers(
+    chat_model: Summarizer, *, summary_timeout: float | None = None
+) -> tuple[CompleteFn, SyncCompleteFn]:
+    """Turn a chat model (or a ``Runnable`` or a function) into the core's completer pair.
 
     The async completer calls ``ainvoke`` and the sync one ``invoke``, with the config of
-    :func:`summary_config`; ``max_tokens`` is passed under the name the model declares
-    (``max_tokens``, ``max_output_tokens``, ...) and dropped for a model that declares none.
-    The reply's text is read with ``.text``, whatever the shape of its content.
+    :func:`summary_config`; ``max_tokens`` is passed to a chat model under the name it
+    declares (``max_tokens``, ``max_output_tokens``, ...) and dropped for one that declares
+    none. A transient failure (rate limit, timeout, 5xx) is retried with a bounded wait
+    within ``summary_timeout``; a context overflow is retried with a smaller request.
     """
-    return bridge.make_completers(_ChatModelCalls(chat_model))
+    check_summarizer(chat_model)
+    return bridge.make_completers(_SummaryCalls(chat_model, timeout=summary_timeout))
 
 
 def model_token_counter(chat_model: BaseChatModel) -> TokenCounter:

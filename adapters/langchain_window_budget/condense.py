@@ -22,6 +22,7 @@ from langchain_window_budget._lcel import WindowBudgetRunnable
 from langchain_window_budget._result import LangChainResult
 from langchain_window_budget._sessions import as_message_list
 from langchain_window_budget._window import CounterSpec, OnSummarizerError, resolve_window
+from langchain_window_budget.completer import Summarizer
 from langchain_window_budget.sizes import ContextSize, TriggerSpec
 from window_budget.contract import BudgetPolicy
 
@@ -48,7 +49,7 @@ def _shared_engine(
     context_window: int | None,
     policy: BudgetPolicy | None,
     counter: CounterSpec,
-    summarizer: BaseChatModel | None,
+    summarizer: Summarizer | None,
     on_summarizer_error: OnSummarizerError | None,
     trigger: Any = None,
     keep: Any = None,
@@ -105,7 +106,7 @@ def condense_messages(
     context_window: int | None = None,
     policy: BudgetPolicy | None = None,
     counter: CounterSpec = None,
-    summarizer: BaseChatModel | None = None,
+    summarizer: Summarizer | None = None,
     force: bool = False,
     on_summarizer_error: OnSummarizerError | None = None,
     trigger: TriggerSpec | None = None,
@@ -150,13 +151,15 @@ async def acondense_messages(
     context_window: int | None = None,
     policy: BudgetPolicy | None = None,
     counter: CounterSpec = None,
-    summarizer: BaseChatModel | None = None,
+    summarizer: Summarizer | None = None,
     force: bool = False,
     on_summarizer_error: OnSummarizerError | None = None,
+    trigger: TriggerSpec | None = None,
+    keep: ContextSize | None = None,
 ) -> Sequence[BaseMessage]:
     """The async twin of :func:`condense_messages` (messages required)."""
     engine = _shared_engine(
-        model, context_window, policy, counter, summarizer, on_summarizer_error, None, None
+        model, context_window, policy, counter, summarizer, on_summarizer_error, trigger, keep
     )
     result = await engine.arun(messages, force=force)
     return messages if not result.changed else list(result.messages)

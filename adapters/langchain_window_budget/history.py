@@ -28,6 +28,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from langchain_window_budget.completer import Summarizer
 from langchain_window_budget.condense import (
     CounterSpec,
     LangChainCondenser,
@@ -157,7 +158,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         context_window: int | None = None,
         policy: BudgetPolicy | None = None,
         counter: CounterSpec = None,
-        summarizer: BaseChatModel | None = None,
+        summarizer: Summarizer | None = None,
         archive: BaseChatMessageHistory | None = None,
         system_prompt_tokens: int = 0,
         engine: LangChainCondenser | None = None,

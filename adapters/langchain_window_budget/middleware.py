@@ -43,6 +43,7 @@ from langchain_window_budget._agent_memory import AgentMemory, MemorySpec
 from langchain_window_budget._agent_memory import thread_id_of as _thread_id
 from langchain_window_budget._convert import mark_usage_stale
 from langchain_window_budget._digest import register_node_name
+from langchain_window_budget.completer import Summarizer, check_summarizer
 from langchain_window_budget.condense import (
     CounterSpec,
     LangChainCondenser,
@@ -51,6 +52,7 @@ from langchain_window_budget.condense import (
 )
 from langchain_window_budget.sizes import ContextSize, TriggerSpec
 from window_budget.contract import BudgetPolicy
+from window_budget.errors import ConfigError
 from window_budget.memory import MemoryStore
 
 __all__ = ["WindowBudgetMiddleware"]
@@ -92,15 +94,22 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             None).
         counter: ``None`` (heuristic), ``"tiktoken"``, ``"model"``, a counter, or one of
             LangChain's message counters (``count_tokens_approximately``).
-        trigger: when to condense, in ``SummarizationMiddleware``'s forms:
+        trigger: when to condense, in ``SummarizationMiddleware``'s forms and meaning:
             ``("tokens", 4000)``, ``("fraction", 0.8)``, ``("messages", 50)``, a dict of
-            them (all must hold) or a list (any may hold).
+            them (all must hold) or a list (any may hold). It only decides *when*; given,
+            it replaces the default guard, leaving the window itself (window minus
+            ``reserve_tokens``); ``[]`` leaves only that. Counted sizes need no window.
         keep: what stays verbatim: ``("messages", 20)``, ``("tokens", 3000)`` or
-            ``("fraction", 0.3)``.
-        on_summarizer_error: ``"raise"`` to raise ``SummarizerError`` when the summary
-            call fails, as ``SummarizationMiddleware`` does; the default ``"fallback"``
+            ``("fraction", 0.3)``; the cut moves back so a tool call keeps its results.
+        on_summarizer_error: ``"raise"`` to raise when the summary call fails (after
+            retries of transient failures), as ``SummarizationMiddleware`` does: the
+            provider's exception, also a ``SummarizerError``; the default ``"fallback"``
             writes the network-free digest and logs a warning.
-        summarizer: a different (cheaper) chat model for the digests.
+        summarizer: what writes the digests instead of ``model``, as
+            ``SummarizationMiddleware`` takes it: a chat model or a ``"provider:model"``
+            string, a ``Runnable``, or a sync or async function; the last two get the
+            request (brief and scrollback as a system and a human message) and return the
+            digest's text. Anything else is refused at construction.
         system_prompt: the agent's system prompt. Pass the same one you give
             ``create_agent``: ``before_model`` runs before any model request exists, so
             without it the *first* gate cannot count the prompt (a middleware is not told
@@ -133,7 +142,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         context_window: int | None = None,
         policy: BudgetPolicy | None = None,
         counter: CounterSpec = None,
-        summarizer: BaseChatModel | str | None = None,
+        summarizer: Summarizer | str | None = None,
         system_prompt: str | SystemMessage | None = None,
         archive: Callable[[list[BaseMessage]], object] | None = None,
         trigger: TriggerSpec | None = None,
@@ -144,14 +153,11 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> None:
         super().__init__()
         register_node_name(self.name)  # so is_window_budget_digest knows its stream output
-        if isinstance(model, str):
-            from langchain.chat_models import init_chat_model
-
-            model = init_chat_model(model)
+        model = _chat_model(model, "model")
         if isinstance(summarizer, str):
-            from langchain.chat_models import init_chat_model
-
-            summarizer = init_chat_model(summarizer)
+            summarizer = _chat_model(summarizer, "summarizer")
+        elif summarizer is not None:
+            check_summarizer(summarizer)
         chat_model = model
 
         def make_engine(store: MemoryStore | None) -> LangChainCondenser:
@@ -322,6 +328,26 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return await handler(request)
         request = request.override(messages=list(result.messages))  # type: ignore[arg-type]
         return _mark_reply(await handler(request))
+
+
+def _chat_model(model: BaseChatModel | str, what: str) -> BaseChatModel:
+    """``model`` itself, or the chat model its ``"provider:model"`` string names.
+
+    Raises:
+        ConfigError: the string names no chat model LangChain can build here.
+
+    """
+    if not isinstance(model, str):
+        return model
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(model)
+    except (ImportError, ValueError) as exc:
+        raise ConfigError(
+            f"{what}={model!r:.80} names no chat model LangChain can build here ({exc}); "
+            "pass a chat model object or a 'provider:model' string of an installed provider"
+        ) from exc
 
 
 def _conversation(thread_id: Any) -> str | None:

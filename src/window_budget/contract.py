@@ -5,12 +5,11 @@ Nothing here has behaviour beyond validating its own fields.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from window_budget._store_contract import LedgerVersion, MemoryStore
+from window_budget._policy import BudgetPolicy, KeepUnit, Strategy, SummaryRequestShape
 from window_budget.messages import AgentMessage, AssistantMessage, UserMessage
 
 if TYPE_CHECKING:
@@ -43,15 +42,6 @@ __all__ = [
 CondenseScope: TypeAlias = Literal["session", "branch"]
 """Which digest to write: the live session's older turns, or an abandoned branch."""
 
-KeepUnit: TypeAlias = Literal["tokens", "turns", "messages"]
-"""What ``BudgetPolicy.keep_recent`` counts."""
-
-SummaryRequestShape: TypeAlias = Literal["scrollback", "prefix"]
-"""How a summary call is built: the flattened scrollback, or the agent's own request prefix."""
-
-Strategy: TypeAlias = Literal["summarize", "trim"]
-"""How the condenser reduces the head: a digest (model or network-free), or category trimming."""
-
 
 @dataclass(frozen=True, slots=True)
 class Model:
@@ -73,173 +63,6 @@ class Model:
             raise ValueError(
                 f"Model.context_window must be a positive int, got {self.context_window!r}"
             )
-
-
-def _check_int(name: str, value: object, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"BudgetPolicy.{name} must be a non-negative int, got {value!r}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BudgetPolicy:
-    """When to condense and how much to keep; validated on construction.
-
-    >>> BudgetPolicy()
-    BudgetPolicy(trigger_ratio=0.75, keep_recent=6000, reserve_tokens=2048, ...)
-
-    Raises:
-        ValueError: a field is out of range; the message names the field.
-
-    """
-
-    trigger_ratio: float = 0.75
-    """Fraction of the usable window (window minus reserve) at which the gate fires; in (0, 1]."""
-    keep_recent: int = 6000
-    """Size of the verbatim tail: tokens, turns or messages, as ``keep_unit`` says."""
-    reserve_tokens: int | None = 2048
-    """Headroom carved off the window before the ratio applies (room for the reply)."""
-    keep_unit: KeepUnit = "tokens"
-    """What ``keep_recent`` counts: ``"tokens"``; ``"turns"`` (a user message and everything
-    answering it: replies, tool calls and their results); or ``"messages"`` (any message, the
-    unit of LangChain's ``keep=("messages", N)``). A tool call is never split from its result."""
-    strategy: Strategy = "summarize"
-    """``"summarize"`` folds the head into a digest; ``"trim"`` drops by category, no model."""
-    digest_max_tokens: int | None = None
-    """Upper bound for a digest; None scales it with the window (``pipeline.digest_budget``)."""
-    tool_output_chars: int = 2000
-    """Each tool output in the summarizer's scrollback is clamped to this many characters."""
-    max_summary_calls: int = 4
-    """A head too long for one call is split across at most this many (each carrying the
-    digest before); beyond that, the longest entries are clamped first."""
-    on_summarizer_error: Literal["fallback", "raise"] = "fallback"
-    """On a failing model: write the network-free digest (default) or raise ``SummarizerError``."""
-    summary_timeout: float | None = None
-    """Seconds one summary call may take before it counts as failed; None waits. A sync
-    completer with a timeout runs in a worker thread; a late reply is discarded."""
-    mask_keep_outputs: int | None = 3
-    """Masking, tried before any summary call when the gate fires: tool outputs outside the
-    kept tail, other than the ``mask_keep_outputs`` most recent, longer than
-    ``mask_min_chars``, become a one-line placeholder; the originals go to ``plan.dropped``.
-    The digest is written only if that is not enough. 3 as LangChain's ``ClearToolUsesEdit``
-    keeps (see ``docs/memory.md``); ``None`` turns masking off."""
-    mask_min_chars: int = 2000
-    """Tool outputs of at most this many characters are never masked."""
-    summary_request: SummaryRequestShape = "scrollback"
-    """``"scrollback"``: the summary call is the brief plus the flattened, escaped turns.
-    ``"prefix"``: the agent's own system prompt and messages as sent, then one instruction, so
-    the provider's prompt cache serves the prefix (``docs/summary-calls.md``)."""
-    precompact_ratio: float | None = None
-    """With ``AheadCompactor``: the fraction of the usable window (below ``trigger_ratio``) at
-    which the next digest starts in the background; None never starts one early."""
-
-    def __post_init__(self) -> None:
-        ratio = self.trigger_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio <= 1:
-            raise ValueError(f"BudgetPolicy.trigger_ratio must be in (0, 1], got {ratio!r}")
-        _check_int("keep_recent", self.keep_recent)
-        _check_int("reserve_tokens", self.reserve_tokens, allow_none=True)
-        _check_int("digest_max_tokens", self.digest_max_tokens, allow_none=True)
-        _check_int("tool_output_chars", self.tool_output_chars)
-        _check_int("mask_keep_outputs", self.mask_keep_outputs, allow_none=True)
-        _check_int("mask_min_chars", self.mask_min_chars)
-        if (
-            isinstance(self.max_summary_calls, bool)
-            or not isinstance(self.max_summary_calls, int)
-            or self.max_summary_calls < 1
-        ):
-            raise ValueError(
-                "BudgetPolicy.max_summary_calls must be an int of at least 1, "
-                f"got {self.max_summary_calls!r}"
-            )
-        if self.keep_unit not in ("tokens", "turns", "messages"):
-            raise ValueError(
-                "BudgetPolicy.keep_unit must be 'tokens', 'turns' or 'messages', "
-                f"got {self.keep_unit!r}"
-            )
-        if self.strategy not in ("summarize", "trim"):
-            raise ValueError(
-                f"BudgetPolicy.strategy must be 'summarize' or 'trim', got {self.strategy!r}"
-            )
-        if self.on_summarizer_error not in ("fallback", "raise"):
-            raise ValueError(
-                "BudgetPolicy.on_summarizer_error must be 'fallback' or 'raise', "
-                f"got {self.on_summarizer_error!r}"
-            )
-        if self.summary_request not in ("scrollback", "prefix"):
-            raise ValueError(
-                "BudgetPolicy.summary_request must be 'scrollback' or 'prefix', "
-                f"got {self.summary_request!r}"
-            )
-        early = self.precompact_ratio
-        if early is not None and (
-            isinstance(early, bool)
-            or not isinstance(early, int | float)
-            or not 0 < early < self.trigger_ratio
-        ):
-            raise ValueError(
-                "BudgetPolicy.precompact_ratio must be None or in (0, trigger_ratio), "
-                f"got {early!r} with trigger_ratio {self.trigger_ratio}"
-            )
-        timeout = self.summary_timeout
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not 0 < timeout < math.inf
-        ):
-            raise ValueError(
-                "BudgetPolicy.summary_timeout must be None or a positive, finite "
-                f"number of seconds, got {timeout!r}"
-            )
-        if self.digest_max_tokens is not None and self.digest_max_tokens < 64:
-            raise ValueError(
-                f"BudgetPolicy.digest_max_tokens must be at least 64, got {self.digest_max_tokens}"
-            )
-
-    @classmethod
-    def for_window(cls, context_window: int, *, output_reserved: bool = False) -> BudgetPolicy:
-        """The default policy scaled to ``context_window``, for both adapters when none is given.
-
-        The tail is about a third of the limit and the digest at most a fifth, so the history
-        has room to grow before the next compaction; ``output_reserved``: nothing more reserved.
-
-        >>> BudgetPolicy.for_window(4096).keep_recent
-        940
-        """
-        if isinstance(context_window, bool) or not isinstance(context_window, int):
-            raise ValueError(f"context_window must be a positive int, got {context_window!r}")
-        if context_window <= 0:
-            raise ValueError(f"context_window must be a positive int, got {context_window!r}")
-        reserve = 0 if output_reserved else min(2048, context_window // 8)
-        ratio = 0.75
-        limit = max(0, context_window - reserve) * ratio
-        return cls(
-            trigger_ratio=ratio,
-            reserve_tokens=reserve,
-            keep_recent=max(1, min(6000, int(limit * 0.35))),
-            # A fifth of a small limit; in larger windows the window-scaled default.
-            digest_max_tokens=max(64, int(limit * 0.2)) if limit * 0.2 < 2000 else None,
-        )
-
-    @classmethod
-    def turns(
-        cls, keep_recent: int = 8, *, trigger_ratio: float = 0.8, reserve_tokens: int | None = None
-    ) -> BudgetPolicy:
-        """Keep the last ``keep_recent`` turns verbatim; fire at 80 % of the usable window.
-
-        A turn is a user message and everything answering it (replies, tool calls and their
-        results); a digest is not a turn.
-
-        >>> BudgetPolicy.turns(4).keep_unit
-        'turns'
-        """
-        return cls(
-            trigger_ratio=trigger_ratio,
-            keep_recent=keep_recent,
-            reserve_tokens=reserve_tokens,
-            keep_unit="turns",
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +180,50 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int:
         """Tokens in ``text``."""
         ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LedgerVersion:
+    """One stored version of a conversation's fact ledger."""
+
+    version: int
+    """1 for the first compaction's ledger, then one more per write."""
+    ledger: Mapping[str, Any]
+    """The ledger as ``ledger_to_json`` wrote it."""
+    seal: str
+    """The seal of the digest this version belongs to: a record must carry the same."""
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Where a conversation's archived originals and ledger versions live (thread-safe).
+
+    Positions are the fact ledger's archive numbering: the first message folded is 0.
+    """
+
+    @property
+    def key(self) -> bytes:
+        """The store's own secret: digest records are sealed with it (see ``seal``)."""
+
+    def archive(
+        self, conversation: str, start: int, originals: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Keep ``originals`` at ``start``, ``start + 1``, …; kept positions are left alone."""
+
+    def archived(self, conversation: str) -> int:
+        """One more than the highest position kept (0 for a new conversation)."""
+
+    def original(self, conversation: str, position: int) -> Mapping[str, Any] | None:
+        """The original at ``position``, or None."""
+
+    def originals(self, conversation: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """Every original, by position."""
+
+    def save_ledger(self, conversation: str, ledger: Mapping[str, Any], *, seal: str) -> int:
+        """Store a new ledger version for the digest sealed ``seal``; returns its number."""
+
+    def ledger(self, conversation: str, version: int | None = None) -> LedgerVersion | None:
+        """A stored version (the newest when ``version`` is None), or None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

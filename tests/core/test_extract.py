@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 from contextlib import redirect_stdout
 
 import pytest
@@ -335,7 +334,9 @@ def test_budget_with_tiktoken() -> None:
     assert counter.count(body) <= 300
 
 
-def test_a_200k_token_head_is_fast() -> None:
+def test_a_200k_token_head_fits_the_digest() -> None:
+    # How fast this runs is measured in bench/bench_core.py, not asserted here (a busy
+    # machine fails any wall-clock bound).
     msgs: list = []
     for i in range(400):  # ~500 tokens of tool output per turn, 400 turns: ~200k tokens
         msgs += [
@@ -346,11 +347,9 @@ def test_a_200k_token_head_is_fast() -> None:
             ToolResultMessage(f"t{i}", "bash", PYTEST_NOISE, is_error=i % 7 == 0),
         ]
     assert heuristic("".join(str(m) for m in msgs)) > 200_000
-    start = time.perf_counter()
     body = build_local_digest(msgs)
-    elapsed = time.perf_counter() - start
     assert heuristic(body) <= 2000
-    assert elapsed < 1.0, f"{elapsed:.2f}s"
+    assert "never skip tests" in body.lower()
 
 
 # -------------------------------------------------------- through the condenser

@@ -414,7 +414,7 @@ def test_a_repetition_loop_is_kept_once() -> None:
     # Qwen2.5-Coder 1.5B over a real SWE-agent run: one phrase 21 times in the objective, and
     # one guardrail line 21 times.
     phrase = "the NumPy pixel data handler requires the Pixel Representation attribute "
-    rule = "- The user must ensure the handler works without Pixel Representation."
+    rule = "- The user said: never push to main."
     looped = GOOD.replace(
         "Move billing to the ledger API.", "Move billing to the ledger API. " + phrase * 21
     ).replace("Never push to main.", "Never push to main.\n" + "\n".join([rule] * 21))
@@ -464,3 +464,22 @@ def test_when_not_every_rule_fits_the_newest_are_pinned() -> None:
     pinned = body(summary).split("# Pinned facts", 1)[1]
     assert "- constraint: Never call the payment sandbox number 39 " in pinned
     assert "- constraint: Never call the payment sandbox number 0 " not in pinned  # oldest go
+
+
+def test_every_rule_is_pinned_when_the_prose_gives_way_to_an_eighth() -> None:
+    # A real SWE-agent run at 500 tokens: 12 rules and prose stating none of them; beside a
+    # quarter of the budget kept for the prose the oldest rule was left out (here 18 rules).
+    rules = [
+        UserMessage(f"Always rerun the reproduction script number {i} after every edit you make.")
+        for i in range(18)
+    ]
+    steps = "\n".join(f"- step {k} of the work went on as planned" for k in range(60))
+    prose = f"# Objective\nMove billing to the ledger API.\n\n# Status\n{steps}"
+    fake = ScriptedCompleter([prose])
+    deps = SummarizeDeps(
+        complete_sync=fake.sync, model=Model("m", 64_000), max_tokens=500, record_tokens=10**5
+    )
+    summary = summarize_sync([*head(), *rules], deps)
+    pinned = body(summary).split("# Pinned facts", 1)[1]
+    for i in range(18):
+        assert f"script number {i} " in pinned, i

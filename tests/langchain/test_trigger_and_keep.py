@@ -40,17 +40,18 @@ def _chat(pairs: int, chars: int = 40) -> list[BaseMessage]:
 
 
 def test_a_token_trigger_is_absolute_and_a_fraction_is_of_the_whole_window() -> None:
-    assert _limit(_mw(trigger=("tokens", 3000))) == pytest.approx(3000, abs=1)
-    assert _limit(_mw(trigger=("fraction", 0.5))) == pytest.approx(4000, abs=1)
-    # A list is OR: the earliest token threshold fires.
-    assert _limit(_mw(trigger=[("fraction", 0.5), ("tokens", 2500)])) == pytest.approx(2500, abs=1)
-    # Beyond the window minus the reserve, the window guard wins (the reply needs room).
-    mw = _mw(trigger=("fraction", 1.0))
-    assert _limit(mw) == WINDOW - (mw.engine.policy.reserve_tokens or 0)
+    mw = _mw(trigger=("tokens", 3000))
+    assert mw.engine.sizes.trigger is not None
+    assert mw.engine.sizes.trigger.clauses == ((None, 3000),)
+    assert _mw(trigger=("fraction", 0.5)).engine.sizes.trigger.clauses == ((None, 4000),)  # type: ignore[union-attr]
+    # A trigger the user gives replaces the default guard: what is left is the window itself.
+    for trigger in [("tokens", 3000), ("fraction", 0.5), [("fraction", 0.5), ("tokens", 2500)]]:
+        mw = _mw(trigger=trigger)
+        assert _limit(mw) == WINDOW - (mw.engine.policy.reserve_tokens or 0)
 
 
 def test_a_token_trigger_fires_where_it_says() -> None:
-    mw = _mw(trigger=("tokens", 1500))
+    mw = _mw(trigger=("tokens", 1500), keep=("tokens", 500))
     history = tool_loop(5, result_chars=500)
     assert 1500 < mw.engine.estimate(history) < 0.75 * WINDOW  # the default would not fire
     assert mw.engine.run(history).changed

@@ -82,11 +82,6 @@ def test_window_from_llm_metadata_minus_output() -> None:
     assert WindowBudgetMemory.from_defaults(llm=MockLLM()).context_window == 3900
 
 
-def test_missing_window_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="context_window"):
-        WindowBudgetMemory.from_defaults()
-
-
 # ------------------------------------------------------------------- the budget
 
 
@@ -171,7 +166,7 @@ def test_initial_token_count_shrinks_tail() -> None:
     squeezed = memory.get(initial_token_count=extra)
     assert memory.count_tokens(squeezed) + extra <= memory.token_limit
     assert memory.count_tokens(squeezed) < memory.count_tokens(plain)
-    with pytest.raises(BudgetError):  # fits or BudgetError, as in the LangChain adapter
+    with pytest.raises(BudgetError):  # above the limit: ValueError and BudgetError
         memory.get(initial_token_count=10**9)
     assert memory.get(initial_token_count=-5)
 
@@ -382,13 +377,29 @@ def test_initial_token_count_is_always_honoured(extra: int) -> None:
     assert (view[-1].content or "").startswith("msg 29")
 
 
-def test_initial_token_count_that_cannot_fit_raises() -> None:
-    # Fits or BudgetError, like the core and the LangChain adapter.
+def test_a_prefix_that_leaves_no_room_gets_no_history(caplog: pytest.LogCaptureFixture) -> None:
+    # As ChatMemoryBuffer: the history is left out (system messages too when they do not
+    # fit beside the prefix), with a warning naming the numbers; the store keeps it all.
     memory = tiny_memory()
     memory.put(ChatMessage(role="system", content="rules " * 100))
     fill(memory, 5)
+    stored = memory.get_all()
+    with caplog.at_level("WARNING"):
+        assert memory.get(initial_token_count=memory.token_limit - 10) == []
+    assert "leaves no room" in caplog.text
+    system_tokens = memory.count_tokens(stored[:1])
+    view = memory.get(initial_token_count=memory.token_limit - system_tokens)
+    assert [m.role for m in view] == [MessageRole.SYSTEM]
+    assert memory.get_all() == stored
+
+
+def test_system_messages_larger_than_the_limit_still_raise() -> None:
+    # No prefix to blame: the memory's own pinned messages cannot fit (fits or BudgetError).
+    memory = tiny_memory()
+    memory.put(ChatMessage(role="system", content="rules " * 2000))
+    fill(memory, 2)
     with pytest.raises(BudgetError, match="smallest view"):
-        memory.get(initial_token_count=memory.token_limit - 10)
+        memory.get()
 
 
 def test_chat_engine_prefix_stays_within_limit() -> None:
@@ -410,7 +421,7 @@ def test_a_digest_deeper_in_the_head_is_counted_as_what_it_covered() -> None:
     from window_budget.bridge import read_digest_record
 
     memory = small_memory()
-    key = seal_key_of(memory.chat_store)  # digests this memory's store wrote
+    key = seal_key_of(None, memory.chat_store)  # digests this memory's store wrote
     with sealed_with(key):
         older = make_digest_chat_message("older digest", 10, compactions=2)
         deeper = make_digest_chat_message("a digest written elsewhere", 5, compactions=3)

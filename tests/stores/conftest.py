@@ -1,7 +1,8 @@
 """Real stores for the tests in this folder: one server per session, a fresh namespace per test.
 
-PostgreSQL and Redis are started by the suite on loopback (see ``servers.py``); a server
-that cannot be started fails the tests that need it with one sentence saying why. Each test
+PostgreSQL and Redis are started by the suite on loopback (see ``servers.py``), from the
+development install's packages when it has them (``binaries.py``); a server that cannot be
+started fails the tests that need it with one sentence saying why. Each test
 gets its own database (PostgreSQL), its own key prefix (Redis) or its own file (SQLite).
 """
 

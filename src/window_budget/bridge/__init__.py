@@ -81,6 +81,9 @@ from window_budget.memory.records import (
     record_key as record_key,
 )
 from window_budget.memory.records import (
+    resealed as resealed,
+)
+from window_budget.memory.records import (
     verified_record as verified_record,
 )
 from window_budget.messages import (
@@ -115,6 +118,7 @@ __all__ = [
     "register_counter",
     "register_counter_kind",
     "remember_digest",
+    "resealed",
     "resolve_counter_spec",
     "result_slots",
     "verified_record",

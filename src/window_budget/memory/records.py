@@ -36,6 +36,7 @@ __all__ = [
     "head_counts",
     "read_digest_record",
     "record_key",
+    "resealed",
     "verified_record",
 ]
 
@@ -177,6 +178,19 @@ def verified_record(
         if text is not None and record.get(TEXT_FIELD) != _text_sha(text):
             return None
     return dict(record)
+
+
+def resealed(record: object, text: str, old: bytes, new: bytes | None) -> dict[str, Any] | None:
+    """``record`` sealed under ``new`` (None: :func:`record_key`), if it verifies under ``old``.
+
+    For a memory restored from its own saved form into another store: the saved digests were
+    sealed under the old store's key, which travels with them. Anything else gives None.
+    """
+    checked = verified_record(record, text, key=old)
+    if checked is None:
+        return None
+    checked[SEAL_FIELD] = make_seal(record_key() if new is None else new, _sealed(checked))
+    return checked
 
 
 def read_digest_record(

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from window_budget.pipeline._ahead import AheadCompactor as AheadCompactor
     from window_budget.pipeline._condenser import DEFAULT_POLICY as DEFAULT_POLICY
     from window_budget.pipeline._condenser import MIN_DIGEST_TOKENS as MIN_DIGEST_TOKENS
-    from window_budget.pipeline._condenser import CondenseDecision as CondenseDecision
     from window_budget.pipeline._condenser import WindowCondenser as WindowCondenser
     from window_budget.pipeline._condenser import check_window as check_window
     from window_budget.pipeline._condenser import condense as condense
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from window_budget.pipeline._condenser import create_condenser as create_condenser
     from window_budget.pipeline._cut import SHORTENED_MARKER as SHORTENED_MARKER
     from window_budget.pipeline._cut import cut_text as cut_text
+    from window_budget.pipeline._decision import CondenseDecision as CondenseDecision
     from window_budget.pipeline._fit import fit_messages as fit_messages
     from window_budget.pipeline._fit import shorten_message as shorten_message
     from window_budget.pipeline._fit import water_level as water_level
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "ANCHOR_MIN_RATIO": "window_budget.pipeline._gate",
     "AheadCompactor": "window_budget.pipeline._ahead",
-    "CondenseDecision": "window_budget.pipeline._condenser",
+    "CondenseDecision": "window_budget.pipeline._decision",
     "DEFAULT_POLICY": "window_budget.pipeline._condenser",
     "MASK_MARKER": "window_budget.pipeline._mask",
     "MIN_DIGEST_TOKENS": "window_budget.pipeline._condenser",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Final
 
 from window_budget.budget._counters import resolve_counter
@@ -28,6 +28,7 @@ from window_budget.contract import (
 from window_budget.errors import BudgetError
 from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
+from window_budget.pipeline._decision import CondenseDecision, decide_at
 from window_budget.pipeline._fit import fit_messages, shorten_message
 from window_budget.pipeline._gate import (
     MIN_DIGEST_TOKENS,
@@ -35,7 +36,7 @@ from window_budget.pipeline._gate import (
     check_window,
     digest_budget,
 )
-from window_budget.pipeline._mask import is_masked, mask_tool_outputs
+from window_budget.pipeline._mask import is_masked, mask_target, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
 from window_budget.pipeline._trim import trim_result
 from window_budget.pipeline.summarize._condense import summarize, summarize_sync
@@ -62,9 +63,6 @@ DEFAULT_POLICY = BudgetPolicy()
 LEDGERS: Final = 16
 """Conversations whose token ledger one condenser keeps (the least recently used goes)."""
 
-MASK_TARGET = 0.8
-"""Masking counts as enough when it brings the transcript under this share of the limit."""
-
 
 async def condense(
     messages: Sequence[AgentMessage],
@@ -83,26 +81,6 @@ def condense_sync(
 
 
 # ------------------------------------------------------------------ decision
-
-
-@dataclass(frozen=True, slots=True)
-class CondenseDecision:
-    """What the gate and the slice decided, before any model call (see ``decide``)."""
-
-    result: CondenseResult | None
-    """The final result when there is nothing to do (a no-op), else None."""
-    plan: CondensePlan
-    """Where the cut falls."""
-    limit: float
-    """The gate's limit."""
-    tokens_before: int
-    """Estimate of the input, pinned tokens included (usage-anchored when possible)."""
-    pinned: int
-    """Tokens kept outside the transcript (system prompt)."""
-    room: int | None
-    """Tokens for digest plus tail; None when no window is known."""
-    digest_budget: int
-    """The digest's token budget."""
 
 
 class WindowCondenser:
@@ -172,9 +150,17 @@ class WindowCondenser:
     # -- the sans-I/O halves -------------------------------------------------
 
     def decide(
-        self, messages: Sequence[AgentMessage], *, force: bool = False, pinned_tokens: int = 0
+        self,
+        messages: Sequence[AgentMessage],
+        *,
+        force: bool = False,
+        pinned_tokens: int = 0,
+        cut: int | None = None,
     ) -> CondenseDecision:
-        """Run the gate and the slice; no model call."""
+        """Run the gate and the slice; no model call.
+
+        ``cut``: a caller's rule chose it (``decide_at``): the tail stays whole if it fits.
+        """
         if (
             isinstance(pinned_tokens, bool)
             or not isinstance(pinned_tokens, int)
@@ -182,6 +168,10 @@ class WindowCondenser:
         ):
             raise ValueError(f"pinned_tokens must be a non-negative int, got {pinned_tokens!r}")
         with self._lock:
+            if cut is not None and self.deps.model is not None:
+                return decide_at(
+                    messages, cut, self.deps, self._ledger_for(messages), pinned_tokens
+                )
             return self._decide(messages, force=force, pinned_tokens=pinned_tokens)
 
     def _decide(
@@ -198,7 +188,7 @@ class WindowCondenser:
                 prefix=ledger.prefix(messages),
             )
             before = ledger.total(messages) + pinned_tokens
-            limit = budget_limit(model, policy) if model else math.inf
+            limit = budget_limit(model, policy, pinned_tokens) if model else math.inf
             if plan.cut == 0:
                 return self._noop(messages, plan, before, limit, "nothing-condensable")
             room = int(limit) - pinned_tokens if model else None
@@ -207,7 +197,7 @@ class WindowCondenser:
             return CondenseDecision(None, plan, limit, before, pinned_tokens, room, budget)
         if model is None:
             return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
-        limit = budget_limit(model, policy)
+        limit = budget_limit(model, policy, pinned_tokens)
         before = ledger.context(messages, model, pinned_tokens=pinned_tokens).context_tokens
         prefix = ledger.prefix(messages)
         if before <= limit:
@@ -311,7 +301,7 @@ class WindowCondenser:
         # In the provider's units, as ``before`` is: ``scale`` is heuristic / provider (<= 1).
         after = math.ceil((prefix[-1] + pinned - saved) / scale)
         # Leave headroom: masking that only just fits would fire again on the next turn.
-        if after > limit * MASK_TARGET:
+        if after > limit * mask_target(policy):
             return None
         # The usage the replies report measured the unmasked transcript.
         out = [
@@ -424,15 +414,18 @@ class WindowCondenser:
         force: bool = False,
         pinned_tokens: int = 0,
         conversation: str | None = None,
+        cut: int | None = None,
     ) -> CondenseResult:
         """Condense when over budget (or always, with ``force``); the full account.
+
+        ``cut``: fold exactly the head before it (a caller's keep rule chose it; ``decide``).
 
         Raises:
             BudgetError: the result cannot be made to fit; the message says what does not.
             CancelledByToken: the deps' signal fired; the input is untouched.
 
         """
-        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
+        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens, cut=cut)
         if decision.result is not None:
             self.archive_masked(decision.result, conversation)
             return decision.result
@@ -449,9 +442,10 @@ class WindowCondenser:
         force: bool = False,
         pinned_tokens: int = 0,
         conversation: str | None = None,
+        cut: int | None = None,
     ) -> CondenseResult:
         """The sync twin of :meth:`run`."""
-        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens)
+        decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens, cut=cut)
         if decision.result is not None:
             self.archive_masked(decision.result, conversation)
             return decision.result

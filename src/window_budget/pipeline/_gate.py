@@ -80,15 +80,24 @@ def usage_is_plausible(reported_tokens: int, estimated_tokens: int) -> bool:
     return reported_tokens >= ANCHOR_MIN_RATIO * estimated_tokens
 
 
-def budget_limit(model: Model, policy: BudgetPolicy) -> float:
-    """Tokens the transcript may hold before the gate fires.
+def budget_limit(model: Model, policy: BudgetPolicy, pinned_tokens: int = 0) -> float:
+    """Tokens the transcript, ``pinned_tokens`` included, may hold before the gate fires.
+
+    ``trigger_ratio`` of the usable window, and at most ``prompt_ceiling`` beyond the pinned
+    system prompt when the policy sets one (``BudgetPolicy.for_window(w, cache_aware=True)``).
 
     >>> budget_limit(Model("m", 32_768), BudgetPolicy())
     23040.0
+    >>> cheap = BudgetPolicy.for_window(200_000, cache_aware=True)
+    >>> budget_limit(Model("m", 200_000), cheap, pinned_tokens=3000)
+    21000.0
     """
     reserve = policy.reserve_tokens or 0
     usable = max(0, model.context_window - reserve)
-    return usable * policy.trigger_ratio
+    limit = usable * policy.trigger_ratio
+    if policy.prompt_ceiling is not None and policy.prompt_ceiling + pinned_tokens < limit:
+        return float(policy.prompt_ceiling + pinned_tokens)
+    return limit
 
 
 def anchor_index(
@@ -185,7 +194,8 @@ def is_over_budget(
     The estimate is the heuristic (or ``counter``) over every message plus ``pinned_tokens``;
     see :func:`estimate_context` for the usage-anchored figure.
     """
-    return estimate_tokens(messages, counter) + pinned_tokens > budget_limit(model, policy)
+    limit = budget_limit(model, policy, pinned_tokens)
+    return estimate_tokens(messages, counter) + pinned_tokens > limit
 
 
 MIN_DIGEST_TOKENS = 64

@@ -20,6 +20,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Final
 
+from window_budget._policy import BudgetPolicy
 from window_budget.budget._groups import ToolGroups
 from window_budget.messages import (
     AgentMessage,
@@ -28,10 +29,37 @@ from window_budget.messages import (
     content_text,
 )
 
-__all__ = ["MASK_MARKER", "is_masked", "mask_tool_outputs"]
+__all__ = [
+    "MASK_MARKER",
+    "MASK_TARGET",
+    "MASK_TARGET_UNCAPPED",
+    "is_masked",
+    "mask_target",
+    "mask_tool_outputs",
+]
 
 MASK_MARKER: Final = "[output masked by window-budget"
 """How every placeholder starts; a placeholder is never masked again."""
+
+MASK_TARGET: Final = 0.5
+"""Masking alone is enough only when it brings the transcript under this share of the limit.
+
+Masking rewrites the prompt from the first masked output on, so the provider's cache is lost
+from there just as after a digest; it pays only when it buys as much room before the next
+compaction as a digest would (a digest and its tail land at half the limit or lower), else the
+gate fires again a few calls later and breaks the cache again (Anthropic's ``clear_at_least``
+intends the same). Measured with ``bench/bench_session_cost.py`` (``docs/benchmarks.md``): at
+32k-200k windows under a ``prompt_ceiling`` 0.8 cost 1.17-1.34x the cheapest run, masking
+off 1.09-1.19x, this target 1.00-1.08x (Anthropic prices); at 1M all three were within 2 %.
+Without a ceiling the policy keeps :data:`MASK_TARGET_UNCAPPED` (not measured otherwise)."""
+
+MASK_TARGET_UNCAPPED: Final = 0.8
+"""The share masking must reach under a policy without a ``prompt_ceiling`` (the default)."""
+
+
+def mask_target(policy: BudgetPolicy) -> float:
+    """The share of the limit masking alone must reach under ``policy`` to be enough."""
+    return MASK_TARGET if policy.prompt_ceiling is not None else MASK_TARGET_UNCAPPED
 
 
 def is_masked(message: AgentMessage) -> bool:

@@ -93,10 +93,9 @@ class InitialTokenCountError(BudgetError, ValueError):
 class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type: ignore[misc]
     """Chat memory that folds old turns into a digest and keeps a verbatim tail in budget.
 
-    Build it with :meth:`from_defaults` (it takes the peers' ``token_limit`` and
-    ``tokenizer_fn`` too). It behaves like LlamaIndex's own memories
-    (``get``/``put``/``set``/``reset`` and their async twins, ``to_string``/``from_string``)
-    and can be passed as ``memory=`` to chat engines and agents.
+    Build it with :meth:`from_defaults` (``ChatMemoryBuffer``'s parameters, in their order).
+    It behaves like LlamaIndex's own memories (``get``/``put``/``set``/``reset``, their async
+    twins, ``to_string``/``from_string``); pass it as ``memory=`` to chat engines and agents.
 
     ``get_all()`` returns the live store, the short form ``[system messages, digest,
     *recent turns]`` — and so does a chat engine's ``chat_history``; the whole original
@@ -205,10 +204,8 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
 
     def _sealing(self) -> contextlib.AbstractContextManager[None]:
         """Digest records read and written under the memory store's key, else the chat store's."""
-        if self._memory_store is not None:
-            return sealed_with(self._memory_store.key)
         if self._seal_key is None:
-            self._seal_key = seal_key_of(self.chat_store)
+            self._seal_key = seal_key_of(self._memory_store, self.chat_store)
         return sealed_with(self._seal_key)
 
     @property
@@ -363,15 +360,18 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         so the view plus that prefix stay within :attr:`token_limit`. When the prefix
         leaves no space for a digest, the largest verbatim suffix that fits is returned
         (as ``ChatMemoryBuffer`` would; the store is not rewritten into it), or, when not
-        even the newest message fits verbatim, the newest turn cut down. The digest is
-        handed over as :attr:`digest_role` says. Returned messages are deep copies.
+        even the newest message fits verbatim, the newest turn cut down. When not even
+        that fits beside the prefix (``initial_token_count`` at the limit), no history is
+        returned, as ``ChatMemoryBuffer`` does — the system messages alone when they fit —
+        and a warning is logged. The digest is handed over as :attr:`digest_role` says.
+        Returned messages are deep copies.
 
         Raises:
             InitialTokenCountError: (a ``ValueError``, as the peers raise, and a
                 ``BudgetError``) ``initial_token_count`` is above :attr:`token_limit`.
-            BudgetError: not even the newest turn cut down fits — the system messages (or
-                they and the prefix) alone are larger than the limit. The store is left
-                as it was.
+            BudgetError: with no prefix, not even the newest turn cut down fits — the
+                system messages alone are larger than the limit. The store is left as
+                it was.
 
         """
         extra = self._initial_tokens(initial_token_count)

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
+from llama_index.core.memory.chat_memory_buffer import (
+    DEFAULT_TOKEN_LIMIT as CHAT_MEMORY_BUFFER_TOKEN_LIMIT,
+)
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
@@ -34,6 +37,7 @@ __all__ = [
     "MemoryBuilding",
     "MemoryStoreSpec",
     "check_arguments",
+    "check_history",
     "check_policy",
     "condensers_for",
     "default_policy",
@@ -42,6 +46,8 @@ __all__ = [
     "resolve_window",
     "serializable_counter",
     "tokenizer_counter",
+    "tokenizer_spec",
+    "window_from_settings",
 ]
 
 CounterSpec = TokenCounter | Callable[[str], int] | Literal["heuristic", "tiktoken", "llama_index"]
@@ -97,6 +103,15 @@ def tokenizer_counter(tokenizer_fn: Callable[[str], Sequence[Any]]) -> TokenCoun
     return CallableCounter(_TokenizerLength(tokenizer_fn), name="tokenizer_fn")
 
 
+def tokenizer_spec(tokenizer_fn: Callable[[str], Sequence[Any]]) -> CounterSpec:
+    """``"llama_index"`` for LlamaIndex's own tokenizer (saved by name), else its counter."""
+    import llama_index.core
+
+    if tokenizer_fn is llama_index.core.global_tokenizer:
+        return "llama_index"
+    return tokenizer_counter(tokenizer_fn)
+
+
 def policy_for_token_limit(token_limit: int, context_window: int) -> BudgetPolicy:
     """The policy whose limit in ``context_window`` is exactly ``token_limit``."""
     if token_limit > context_window:
@@ -105,8 +120,12 @@ def policy_for_token_limit(token_limit: int, context_window: int) -> BudgetPolic
             "lower token_limit or pass a larger context_window"
         )
     scaled = BudgetPolicy.for_window(token_limit, output_reserved=True)
+    # The caller's limit is the limit: the default's prompt ceiling would fire before it.
     return dataclasses.replace(
-        scaled, trigger_ratio=1.0, reserve_tokens=context_window - token_limit
+        scaled,
+        trigger_ratio=1.0,
+        reserve_tokens=context_window - token_limit,
+        prompt_ceiling=None,
     )
 
 
@@ -146,6 +165,52 @@ def check_arguments(
         raise ValueError(f"token_limit must be a positive int, got {token_limit!r}")
 
 
+def check_history(chat_history: object) -> None:
+    """Refuse a ``chat_history`` that is not a sequence of ``ChatMessage``, in one sentence."""
+    if chat_history is None:
+        return
+    if isinstance(chat_history, LLM):
+        name = type(chat_history).__name__
+        raise ValueError(
+            f"chat_history must be a list of ChatMessage, got the LLM {name} (from_defaults "
+            "takes chat_history first, as ChatMemoryBuffer does); pass it as llm=..."
+        )
+    if isinstance(chat_history, str | bytes) or not isinstance(chat_history, Sequence):
+        raise ValueError(
+            f"chat_history must be a list of ChatMessage, got {type(chat_history).__name__}"
+        )
+    for i, message in enumerate(chat_history):
+        if not isinstance(message, ChatMessage):
+            raise ValueError(
+                f"chat_history[{i}] must be a ChatMessage, got {type(message).__name__}"
+            )
+
+
+def window_from_settings() -> int | None:
+    """The window LlamaIndex's ``Settings`` give, or None when they are LlamaIndex's defaults.
+
+    ``Settings.context_window`` minus ``Settings.num_output`` — what LlamaIndex's own
+    prompt helper uses: the window and output allowance of ``Settings.llm`` when one is set
+    (its metadata), or the values set on ``Settings``. ``Settings.llm`` is read only when
+    one was set (an unset one would be resolved to OpenAI), and never writes digests. When
+    neither an LLM nor a window was set, None: ``from_defaults()`` then takes
+    ``ChatMemoryBuffer``'s default limit, 3,000 tokens.
+    """
+    from llama_index.core import Settings
+    from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS
+
+    window, output = Settings.context_window, Settings.num_output
+    if Settings._llm is None and (window, output) == (DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS):
+        return None
+    usable = int(window) - max(0, int(output or 0))
+    if usable <= 0:
+        raise ValueError(
+            f"Settings.context_window {window:,} minus Settings.num_output {output:,} leaves "
+            "nothing for history; pass context_window=... or token_limit=... explicitly"
+        )
+    return usable
+
+
 def resolve_window(
     llm: LLM | None, context_window: int | None, model: str | None, token_limit: int | None
 ) -> tuple[int, bool]:
@@ -182,7 +247,7 @@ def resolve_window(
         return model_for(name).context_window, False
     if token_limit is not None:
         return token_limit, True
-    raise ValueError(
+    raise ValueError(  # pragma: no cover - from_defaults always gives one of them
         "WindowBudgetMemory needs a context window: pass context_window=..., "
         "token_limit=..., model=... or an llm whose metadata reports one"
     )
@@ -251,18 +316,18 @@ class MemoryBuilding:
     @classmethod
     def from_defaults(
         cls,
+        chat_history: Sequence[ChatMessage] | None = None,
         llm: LLM | None = None,
-        context_window: int | None = None,
-        policy: BudgetPolicy | None = None,
         chat_store: BaseChatStore | None = None,
         chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
+        token_limit: int | None = None,
+        tokenizer_fn: Callable[[str], Sequence[Any]] | None = None,
         *,
-        chat_history: Sequence[ChatMessage] | None = None,
+        context_window: int | None = None,
+        policy: BudgetPolicy | None = None,
         counter: CounterSpec | None = None,
         archive_key: str | None = None,
         archive_store: BaseChatStore | None = None,
-        token_limit: int | None = None,
-        tokenizer_fn: Callable[[str], Sequence[Any]] | None = None,
         model: str | None = None,
         digest_role: DigestRole = "pair",
         store_rewrite: ConditionalRewrite | None = None,
@@ -270,19 +335,25 @@ class MemoryBuilding:
     ) -> Self:
         """Build the memory, the way LlamaIndex's own memories are built.
 
+        The first six parameters are ``ChatMemoryBuffer.from_defaults``'s, in its order
+        (``from_defaults(chat_history)`` works positionally); the rest are keywords.
+        With no argument at all the limit is derived as the peers derive it (see
+        :func:`window_from_settings`).
+
         Args:
+            chat_history: initial history, stored as with :meth:`set`.
             llm: the LLM that writes the digests (any LlamaIndex LLM). Without one the
-                network-free digest is used: ``Settings.llm`` is never picked up, as
-                ``ChatSummaryMemoryBuffer`` does not (a digest call is spend the caller
-                must ask for).
+                network-free digest is used: ``Settings.llm`` never writes digests, as
+                ``ChatSummaryMemoryBuffer`` never summarizes with it (a digest call is
+                spend the caller must ask for); it only gives the window.
             context_window: the window to stay inside. Without it: the LLM's
                 ``metadata.context_window`` minus its output allowance ``num_output``;
                 without an LLM, the window of ``model`` in window-budget's table of
-                models; failing both, ``token_limit``.
+                models; failing both, ``token_limit``; failing all, LlamaIndex's
+                ``Settings`` (:func:`window_from_settings`).
             policy: thresholds (``BudgetPolicy``); defaults to :func:`default_policy`.
             chat_store: any ``BaseChatStore``; a fresh ``SimpleChatStore`` by default.
             chat_store_key: key of this conversation in the store.
-            chat_history: initial history, stored as with :meth:`set`.
             counter: ``"heuristic"`` (default), ``"tiktoken"``, ``"llama_index"`` (the
                 tokenizer configured in ``Settings``), a ``TokenCounter`` or a callable.
             archive_key: key for folded messages; ``chat_store_key + ARCHIVE_SUFFIX``.
@@ -322,13 +393,14 @@ class MemoryBuilding:
         ``dataclasses.replace(default_policy(context_window), trigger_ratio=0.8)``.
 
         Raises:
-            ValueError: unknown keyword, both ``policy`` and ``token_limit``, both
-                ``counter`` and ``tokenizer_fn``, a ``token_limit`` larger than the
-                window, or no window could be found.
+            ValueError: a ``chat_history`` that is not a list of ``ChatMessage``, both
+                ``policy`` and ``token_limit``, both ``counter`` and ``tokenizer_fn``, a
+                ``token_limit`` larger than the window, or ``Settings`` leaving no window.
             ConfigError: (a ``ValueError``) the policy leaves too small a limit for a
                 digest and a tail in this window, or ``model`` is not in the table.
 
         """
+        check_history(chat_history)
         check_arguments(
             digest_role=digest_role,
             policy=policy,
@@ -336,6 +408,16 @@ class MemoryBuilding:
             counter=counter,
             tokenizer_fn=tokenizer_fn,
         )
+        if (context_window, llm, model, token_limit) == (None, None, None, None):
+            context_window = window_from_settings()
+            if context_window is None and policy is None:
+                token_limit = CHAT_MEMORY_BUFFER_TOKEN_LIMIT
+            elif context_window is None:
+                context_window = CHAT_MEMORY_BUFFER_TOKEN_LIMIT  # the policy is taken as given
+            else:
+                # Reserved output already taken off: the gate fires at 75 % of the rest,
+                # as ChatMemoryBuffer's token_limit is 75 % of an LLM's window.
+                policy = policy or default_policy(context_window, output_reserved=True)
         context_window, output_reserved = resolve_window(llm, context_window, model, token_limit)
         if token_limit is not None:
             policy = policy_for_token_limit(token_limit, context_window)
@@ -343,7 +425,7 @@ class MemoryBuilding:
             check_policy(policy, context_window)
         spec: CounterSpec | None = counter
         if tokenizer_fn is not None:
-            spec = tokenizer_counter(tokenizer_fn)
+            spec = tokenizer_spec(tokenizer_fn)
         chat_store = chat_store or SimpleChatStore()
         memory = cls(
             chat_store=chat_store,

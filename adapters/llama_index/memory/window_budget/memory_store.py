@@ -39,10 +39,10 @@ from llama_index.core.storage.chat_store import BaseChatStore
 
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory import LedgerVersion, MemoryStore, check_conversation
-from window_budget.memory.records import SECRET_ENV
+from window_budget.memory.records import RECORD_KEY, SECRET_ENV, resealed
 from window_budget.messages import message_from_dict, message_text
 
-__all__ = ["ChatStoreMemoryStore", "resolve_memory_store", "seal_key_of"]
+__all__ = ["ChatStoreMemoryStore", "reseal", "resolve_memory_store", "saved_seal", "seal_key_of"]
 
 ORIGINAL_FIELD: Final = "window_budget_original"
 """``additional_kwargs`` key of an archived original (``message_to_dict`` form)."""
@@ -272,14 +272,48 @@ def resolve_memory_store(spec: object, chat_store: BaseChatStore) -> MemoryStore
     )
 
 
-def seal_key_of(chat_store: BaseChatStore) -> bytes | None:
-    """The key a memory without a memory store seals its digests with, over ``chat_store``.
+def seal_key_of(store: MemoryStore | None, chat_store: BaseChatStore) -> bytes | None:
+    """The key a memory seals its digest records with: its memory store's, when it has one.
 
-    ``$WINDOW_BUDGET_SECRET`` when it is set (None: the records module reads it), else the
-    secret kept in the chat store itself (as :class:`ChatStoreMemoryStore` keeps it), so every
-    worker and restart over one store honours the digests the others wrote, and a client that
-    writes message metadata cannot forge one.
+    Without one, ``$WINDOW_BUDGET_SECRET`` when it is set (None: the records module reads
+    it), else the secret kept in the chat store itself (as :class:`ChatStoreMemoryStore`
+    keeps it), so every worker and restart over one chat store honours the digests the
+    others wrote, and a client that writes message metadata cannot forge one.
     """
+    if store is not None:
+        return store.key
     if os.environ.get(SECRET_ENV):
         return None
     return ChatStoreMemoryStore(chat_store).key
+
+
+def saved_seal(store: MemoryStore | None, chat_store: BaseChatStore) -> dict[str, str]:
+    """What ``to_dict`` keeps of the key: the saved digests verify where they are restored."""
+    key = seal_key_of(store, chat_store)
+    return {} if key is None else {"seal_key": key.hex()}
+
+
+def reseal(
+    messages: Sequence[ChatMessage],
+    saved: object,
+    store: MemoryStore | None,
+    chat_store: BaseChatStore,
+) -> None:
+    """Seal the restored digests in ``messages`` under the destination's key, in place.
+
+    ``saved`` is the ``seal_key`` the data was saved with; a digest that does not verify
+    under it (edited, forged) stays as it is, an ordinary message where it is restored.
+    """
+    try:
+        old = bytes.fromhex(saved) if isinstance(saved, str) else b""
+    except ValueError:
+        old = b""
+    if len(old) < 16:
+        return
+    new = seal_key_of(store, chat_store)
+    for message in messages:
+        record = message.additional_kwargs.get(RECORD_KEY) if message.additional_kwargs else None
+        if record is not None:
+            fresh = resealed(record, message.content or "", old, new)
+            if fresh is not None:
+                message.additional_kwargs[RECORD_KEY] = fresh

@@ -29,9 +29,17 @@ from llama_index.memory.window_budget.building import (
     serializable_counter,
 )
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX, StoredConversation
-from llama_index.memory.window_budget.restore import Runtime, restored, restoring, runtime_for
+from llama_index.memory.window_budget.memory_store import reseal, saved_seal
+from llama_index.memory.window_budget.restore import (
+    Runtime,
+    llm_config,
+    restored,
+    restoring,
+    runtime_for,
+)
 from llama_index.memory.window_budget.stores import store_name
 from window_budget.contract import BudgetPolicy, CondenseResult, TokenCounter
+from window_budget.memory import MemoryStore
 from window_budget.stores import ConditionalRewrite
 
 __all__ = [
@@ -45,8 +53,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SERIAL_VERSION = 2
-"""Version of the data ``to_dict`` writes (1: before the LLM and stores were named)."""
+SERIAL_VERSION = 3
+"""Version of the data ``to_dict`` writes (1: before the LLM and stores were named; 2:
+before the LLM's configuration was saved)."""
 RUNTIME_ATTRS = (
     "_compact_lock",
     "_aloop",
@@ -70,6 +79,7 @@ def saved_names(
         "version": SERIAL_VERSION,
         "instance": runtime.token,
         "llm": name,
+        "llm_config": llm_config(llm),
         "chat_store": store_name(chat_store),
         "archive_store": None if archive is None else store_name(archive),
     }
@@ -96,20 +106,24 @@ def drop_unpicklable(private: dict[str, Any], counter_name: str) -> None:
     """Leave out of pickled state what does not pickle, with a warning, as LlamaIndex does.
 
     An LLM (the unpickled memory uses the network-free digest until given one) or a
-    counter such as a lambda or a ``tokenizer_fn`` (it counts with the heuristic).
+    counter such as a lambda (it counts with the heuristic) or a ``tokenizer_fn`` (with
+    LlamaIndex's tokenizer, as ``ChatMemoryBuffer``).
     """
     if private.get("_counter") is not None:
         try:
             pickle.dumps(private["_counter"])
         except Exception:
+            # A tokenizer_fn comes back as LlamaIndex's tokenizer, as ChatMemoryBuffer's does.
+            fallback = "llama_index" if counter_name == "tokenizer_fn" else "heuristic"
             logger.warning(
                 "window-budget: removing the unpicklable counter %r; the "
-                "unpickled memory counts with the heuristic until given one "
+                "unpickled memory counts with the %s counter until given one "
                 "(counter=... in from_dict)",
                 counter_name,
+                fallback,
             )
             private["_counter"] = None
-            private["_counter_name"] = "heuristic"
+            private["_counter_name"] = fallback
     if private.get("_llm") is not None:
         try:
             pickle.dumps(private["_llm"])
@@ -141,6 +155,7 @@ class MemoryPersistence:
         _last_result: CondenseResult | None
         _store_rewrite: ConditionalRewrite | None
         _runtime: Runtime | None
+        _memory_store: MemoryStore | None
 
         def __init__(self, **data: Any) -> None: ...
 
@@ -172,8 +187,9 @@ class MemoryPersistence:
 
         As LlamaIndex's components do, what does not pickle is left out with a warning
         instead of raising: an LLM (the unpickled memory uses the network-free digest
-        until given one) or a counter such as a lambda or a ``tokenizer_fn`` (the
-        unpickled memory counts with the heuristic). The rest always round-trips.
+        until given one) or a counter such as a lambda (the unpickled memory counts with
+        the heuristic) or a ``tokenizer_fn`` (with LlamaIndex's tokenizer, as
+        ``ChatMemoryBuffer``). The rest always round-trips.
         """
         state = self._state()
         drop_unpicklable(state["__pydantic_private__"], self._counter_name)
@@ -213,11 +229,14 @@ class MemoryPersistence:
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """Messages, archive, digest state and configuration as plain JSON data.
 
-        The LLM and the stores are not serialized: the data names them, and holds a random
-        token by which :meth:`from_dict` finds the same objects while a memory using them
-        is alive in this process (so an agent's ``Context`` restored with
-        ``Context.from_dict`` goes on with this LLM and this store). Messages are dumped
-        one by one, so this works whatever the chat store's own serializer does.
+        The LLM is saved as LlamaIndex serializes it (``llm.to_dict()``, as
+        ``ChatSummaryMemoryBuffer`` does) without its keys and endpoints; the stores are
+        named by type, a ``SimpleChatStore``'s content saved as ``messages`` and
+        ``archive``. The data also holds a random token by which :meth:`from_dict` finds
+        the same objects while a memory using them is alive in this process (so an
+        agent's ``Context`` restored with ``Context.from_dict`` goes on with this LLM and
+        this store). Messages are dumped one by one, so this works whatever the chat
+        store's own serializer does.
         """
         stored = self._conversation()
         with stored.lock:
@@ -243,6 +262,7 @@ class MemoryPersistence:
             "counter": self._counter_name,
             "messages": [m.model_dump(mode="json") for m in live],
             "archive": [m.model_dump(mode="json") for m in archived],
+            **saved_seal(self._memory_store, self.chat_store),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -284,16 +304,21 @@ class MemoryPersistence:
         What the data does not carry comes from, in order: the keywords — ``llm``,
         ``chat_store`` (the saved messages are written there), ``archive_store`` (the
         saved archive is written there; ``chat_store`` by default), ``counter`` (a custom
-        counter is serialized by name only), ``store_rewrite`` — then an enclosing
-        :meth:`restoring` block, then the very objects the saving memory used, while one
-        memory using them is alive in this process (that store is the conversation:
-        nothing is written to it). A memory saved without an LLM over a
-        ``SimpleChatStore`` is rebuilt anywhere, in a new ``SimpleChatStore``.
+        counter is serialized by name only), ``tokenizer_fn`` (as ``ChatMemoryBuffer``'s),
+        ``store_rewrite`` — then an enclosing :meth:`restoring` block, then the very
+        objects the saving memory used, while one memory using them is alive in this
+        process (that store is the conversation: nothing is written to it). Failing
+        those, an LLM whose class LlamaIndex's ``load_llm`` knows (``MockLLM``,
+        ``OpenAI``, ...) is rebuilt from its saved configuration, with keys and
+        endpoints from the environment; a ``tokenizer_fn`` counter becomes LlamaIndex's
+        tokenizer, as ``ChatMemoryBuffer``'s does; ``SimpleChatStore`` stores (live and
+        archive) are rebuilt from the saved messages.
 
         Raises:
             ValueError: data that is not a memory's, or a memory saved with an LLM or a
-                store that is neither given nor alive here (pass ``llm=None`` for
-                network-free digests).
+                store that is neither given, alive here nor rebuilt from the data (pass
+                ``llm=None`` for network-free digests).
+            TypeError: a keyword that is not one of those above.
 
         """
         window, role = check_data(data, cls.class_name())
@@ -313,6 +338,7 @@ class MemoryPersistence:
         memory._configure(got.llm, policy or default_policy(memory.context_window), got.counter)
         live = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
         archived = [ChatMessage.model_validate(m) for m in data.get("archive", [])]
+        reseal(live + archived, data.get("seal_key"), memory._memory_store, memory.chat_store)
         memory._conversation().load(
             live if got.load_live else None, archived if got.load_archive else None
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import re
 import secrets
 import weakref
 from collections.abc import Iterator
@@ -24,18 +25,42 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
-from llama_index.memory.window_budget.building import serializable_counter
+from llama_index.memory.window_budget.building import serializable_counter, tokenizer_counter
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
 from window_budget.contract import TokenCounter
 from window_budget.stores import ConditionalRewrite
 
-__all__ = ["RESOURCE_KEYWORDS", "Restored", "Runtime", "restored", "restoring", "runtime_for"]
+__all__ = [
+    "RESOURCE_KEYWORDS",
+    "Restored",
+    "Runtime",
+    "llm_config",
+    "llm_from_config",
+    "restored",
+    "restoring",
+    "runtime_for",
+]
 
 logger = logging.getLogger(__name__)
 
-RESOURCE_KEYWORDS = ("llm", "chat_store", "archive_store", "counter", "store_rewrite")
+RESOURCE_KEYWORDS = (
+    "llm",
+    "chat_store",
+    "archive_store",
+    "counter",
+    "tokenizer_fn",
+    "store_rewrite",
+)
 """What ``from_dict`` and :func:`restoring` accept beside the data."""
 _SNAPSHOT_STORE = "SimpleChatStore"  # a store whose whole content the saved data holds
+
+# Never written, never read back: what an LLM sends its key with and where it sends it.
+# Saved data may come from anyone, and must not choose the endpoint an environment key goes to.
+_PRIVATE_FIELD = re.compile(
+    r"(^|_)(keys?|secrets?|password|token|credentials?|headers?|base|urls?|endpoint|host|prox(y|ies))$"
+    r"|^(api_base|base_url|azure_endpoint|azure_ad_token_provider|http_client|async_http_client)$",
+    re.IGNORECASE,
+)
 
 _RESTORING: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "window_budget_restoring", default=None
@@ -117,6 +142,44 @@ def runtime_for(
     return runtime
 
 
+def llm_config(llm: LLM | None) -> dict[str, Any] | None:
+    """The LLM as LlamaIndex serializes it (``to_dict``), without keys or endpoints; or None.
+
+    None when the LLM's own serializer fails (a callable field, say): the data then only
+    names it and ``from_dict`` needs it again.
+    """
+    if llm is None:
+        return None
+    try:
+        data = llm.to_dict(mode="json")
+    except Exception:  # any LLM's serializer may fail; the name is still saved
+        return None
+    return _public(data)
+
+
+def _public(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if not _PRIVATE_FIELD.search(str(k))}
+
+
+def llm_from_config(config: object) -> LLM | None:
+    """The LLM ``config`` describes, through LlamaIndex's own loader, or None.
+
+    Only classes LlamaIndex's ``load_llm`` recognizes are built (``MockLLM``, and
+    ``OpenAI`` / ``AzureOpenAI`` / ``HuggingFaceInferenceAPI`` when installed); keys and
+    endpoints are never read from the data, so they come from the environment, as for a
+    fresh LLM.
+    """
+    from llama_index.core.llms.loading import RECOGNIZED_LLMS, load_llm
+
+    if not isinstance(config, dict) or config.get("class_name") not in RECOGNIZED_LLMS:
+        return None
+    try:
+        return load_llm(_public(config))
+    except Exception as exc:  # bad saved data: refused below, by name
+        logger.warning("window-budget: could not rebuild the saved LLM (%s)", exc)
+        return None
+
+
 @contextlib.contextmanager
 def restoring(**resources: Any) -> Iterator[None]:
     """Give every ``from_dict`` in the block the objects its data does not carry.
@@ -160,10 +223,21 @@ class Restored:
 
 
 def _counter(data: dict[str, Any], given: dict[str, Any], live: Runtime | None) -> Any:
+    if given.get("tokenizer_fn") is not None:
+        return tokenizer_counter(given["tokenizer_fn"])
     counter: Any = given.get("counter") or data.get("counter") or "heuristic"
     if isinstance(counter, str) and not serializable_counter(counter):
         if live is not None and live.counter is not None:
             return live.counter
+        if counter == "tokenizer_fn":
+            # As ChatMemoryBuffer, whose tokenizer_fn is not saved and comes back as
+            # LlamaIndex's configured tokenizer.
+            logger.warning(
+                "window-budget: the saved memory counted with a tokenizer_fn, which is not "
+                "serializable; counting with LlamaIndex's tokenizer (get_tokenizer()), as "
+                "ChatMemoryBuffer does — pass tokenizer_fn=... to from_dict to keep yours"
+            )
+            return "llama_index"
         logger.warning(
             "window-budget: counter %r is not serializable; pass counter=... "
             "to from_dict; using the heuristic",
@@ -209,6 +283,11 @@ def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
             alive in this process (one sentence naming them and how to pass them).
 
     """
+    unknown = sorted(set(kwargs) - set(RESOURCE_KEYWORDS))
+    if unknown:
+        raise TypeError(
+            f"from_dict() takes {', '.join(RESOURCE_KEYWORDS)}; got {', '.join(unknown)}"
+        )
     given = {**(_RESTORING.get() or {}), **kwargs}
     token = data.get("instance")
     live = _LIVE.get(token) if isinstance(token, str) else None
@@ -222,8 +301,8 @@ def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
     elif live is not None:
         llm = live.llm
     else:
-        llm = None
-        if data.get("llm"):
+        llm = llm_from_config(data.get("llm_config"))
+        if llm is None and data.get("llm"):
             missing.append(f"the LLM {data['llm']!r} (llm=...)")
     counter = _counter(data, given, live)
     store, load_live, archive, load_archive = _stores(data, given, live, missing)

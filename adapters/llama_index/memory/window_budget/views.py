@@ -12,6 +12,7 @@ Planning only: no I/O, and copies of the stored messages, never the messages the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,8 @@ from window_budget.contract import CondenseResult, TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage
 from window_budget.pipeline import MASK_MARKER, fit_messages
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ACK_PART",
@@ -405,6 +408,8 @@ class ViewPlanner:
             else:
                 view = [*pinned, *lead, *turn]
         total = self.count(view) + p.extra
+        if total > self.token_limit and p.extra:
+            return self.no_room(p, pinned, total)
         if total > self.token_limit:
             # The same promise as the core and the LangChain adapter: fits or BudgetError.
             # Nothing was lost: the store still holds every message.
@@ -417,3 +422,23 @@ class ViewPlanner:
                 available=self.token_limit,
             )
         return view
+
+    def no_room(self, p: Pass, pinned: list[ChatMessage], total: int) -> list[ChatMessage]:
+        """The view when the caller's prefix leaves no room for the newest turn: none of it.
+
+        As ``ChatMemoryBuffer`` (its tests: "the history should be empty"): the history
+        is left out (the pinned system messages stay when they fit beside the prefix),
+        the store keeps every message, and a warning names the numbers, so the caller
+        learns why the LLM did not see the turn.
+        """
+        keep = pinned if pinned and self.count(pinned) + p.extra <= self.token_limit else []
+        logger.warning(
+            "window-budget: initial_token_count %s leaves no room under the token limit "
+            "%s for the newest turn (the view would need %s tokens); returning %s, as "
+            "ChatMemoryBuffer does — shorten the prefix messages or raise the limit",
+            f"{p.extra:,}",
+            f"{self.token_limit:,}",
+            f"{total:,}",
+            "the system messages only" if keep else "no message",
+        )
+        return keep

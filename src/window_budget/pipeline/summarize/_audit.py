@@ -5,8 +5,9 @@ failing command or a user's constraint. After the model writes, :func:`audit_dig
 checks the ledger's high-priority facts against the text and appends the ones it
 omits under ``# Pinned facts``, within the digest's token budget. The objective, the
 constraints, the edited files and the open errors are pinned first, compressed as the
-network-free digest compresses, and may take all but a quarter of the budget (the model's
-text gives way from its end); other key facts fill at most half of it.
+network-free digest compresses, and may take all but a quarter of the budget (all but an
+eighth when they do not fit beside a quarter; the model's text gives way from its end);
+other key facts fill at most half of it.
 
 Only the model's own prose counts as found: lines it copied from the carried digest hold
 facts (they are not pinned again) but are counted apart, and a path or name it invented (see
@@ -73,6 +74,9 @@ class DigestAudit:
     objective_replaced: bool = False
     """True when the model's ``# Objective`` disagreed with the ledger's and was replaced by it
     (counted under ``appended``)."""
+    invented_rules: tuple[str, ...] = ()
+    """Lines the model wrote under ``# Guardrails`` that no rule the user typed backs; dropped
+    from the digest (see ``_guardrails``)."""
 
     def __str__(self) -> str:
         left = f", {self.left_out} left out for room" if self.left_out else ""
@@ -80,9 +84,13 @@ class DigestAudit:
         goal = ", the objective put back from the ledger" if self.objective_replaced else ""
         names = ", ".join(self.invented[:5]) + (" …" if len(self.invented) > 5 else "")
         invented = f"; not in the transcript: {names}" if self.invented else ""
+        rules = len(self.invented_rules)
+        plural = "s" * (rules > 1)
+        dropped = f"; {rules} guardrail{plural} the user never gave dropped" * bool(rules)
         return (
             f"{self.in_ledger} facts in the ledger; {self.found} of {self.checked} key facts "
             f"found in the model's digest, {self.appended} pinned{left}{copied}{goal}{invented}"
+            f"{dropped}"
         )
 
 
@@ -205,22 +213,25 @@ def audit_digest(
     counter: TokenCounter | None = None,
     carried: str = "",
     invented: Sequence[str] = (),
+    invented_rules: Sequence[str] = (),
 ) -> tuple[str, DigestAudit]:
     """Append the key facts ``text`` omits under ``# Pinned facts``, within ``max_tokens``.
 
     The floor facts (:func:`is_floor_fact`) are pinned first and may take the budget the
-    model's text does not keep: the model's text keeps at least a quarter of the budget (or
-    all of itself when shorter), and gives way from its end — the template's later sections
-    first. Floor pins are compressed the way the network-free digest compresses (files
-    grouped by directory, errors to their key part) before any is left out. Other key facts
-    fill what the model left free, within half the budget.
+    model's text does not keep: the model's text keeps at least a quarter of the budget (an
+    eighth when the floor facts do not fit beside a quarter; all of itself when shorter), and
+    gives way from its end — the template's later sections first. Floor pins are compressed
+    the way the network-free digest compresses (files grouped by directory, errors to their
+    key part) before any is left out. Other key facts fill what the model left free, within
+    half the budget.
 
     ``carried`` is the carried digest the model was shown: a fact stated only in lines
     copied from it is kept but not counted as found. ``invented`` are names the model made up
     (:func:`~window_budget.pipeline.summarize._reply.invented_names`): they state nothing, so
     ``annotation.exs`` does not state ``annotation.ex``. A ``Pinned facts`` section already
     in ``text`` is replaced by this audit's, so a digest has one. A ``# Objective`` section
-    that does not state the ledger's objective is replaced by it.
+    that does not state the ledger's objective is replaced by it. ``invented_rules`` are the
+    guardrails the flow dropped as never given by the user; they are only reported.
 
     Returns the (possibly shortened) text with the pins, and the audit's figures.
     """
@@ -249,6 +260,7 @@ def audit_digest(
             copied=len(held - found),
             invented=tuple(invented),
             objective_replaced=put is not None,
+            invented_rules=tuple(invented_rules),
         )
 
     if not missing:
@@ -281,7 +293,8 @@ def _pins(
 ) -> tuple[list[str], int]:
     """The lines pinning ``missing`` (floor facts first) and how many facts they hold.
 
-    ``own`` is the model's text's size: it keeps at least a quarter of the budget.
+    ``own`` is the model's text's size: it keeps at least a quarter of the budget, an eighth
+    when the floor facts do not fit beside a quarter.
     """
     heading_cost = count_text(f"\n\n{PINNED_HEADING}\n", counter)
     floor = [f for f in missing if is_floor_fact(f)]
@@ -289,6 +302,13 @@ def _pins(
     floor_lines, floor_kept = _fit_lines(
         floor, root, max_tokens - model_keeps - heading_cost - 8, counter
     )
+    if len(floor_kept) < len(floor) and model_keeps > max_tokens // 8:
+        # A floor fact left out beside a quarter of prose: the prose gives way to an eighth
+        # (a SWE-agent run's 12 rules missed one at 500 tokens beside prose stating none).
+        model_keeps = min(own, max_tokens // 8)
+        floor_lines, floor_kept = _fit_lines(
+            floor, root, max_tokens - model_keeps - heading_cost - 8, counter
+        )
     used = heading_cost + (count_text("\n".join(floor_lines) + "\n", counter) if floor_lines else 0)
     # Other pins take what the model left free, at least a third and at most half of the
     # budget (floor pins included): a digest that grows to its cap every time makes the

@@ -15,7 +15,7 @@ from typing import Final
 
 from window_budget.pipeline.summarize._reply import own_prose
 
-__all__ = ["INVENTED_NOTE", "invented_names", "mark_invented", "mask_names"]
+__all__ = ["INVENTED_NOTE", "invented_names", "mark_invented", "mask_names", "names_in"]
 
 INVENTED_NOTE: Final = "not in the transcript"
 """The note :func:`mark_invented` appends: ``(not in the transcript: `name`)``."""
@@ -69,6 +69,11 @@ def _names(line: str) -> list[str]:
         if name is not None:
             found.append(name)
     return found
+
+
+def names_in(line: str) -> list[str]:
+    """The paths and identifiers ``line`` names (backticked or path-shaped), in order."""
+    return _names(line)
 
 
 def _whole(name: str, text: str) -> Iterator[int]:

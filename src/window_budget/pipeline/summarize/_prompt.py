@@ -158,6 +158,12 @@ def clamp_text(text: str, limit: int) -> str:
     return cut_text(text, max(limit - marker, 3))
 
 
+def _image_line(block: ImageBlock) -> str:
+    """``[image MIME]``, with its address when it is a URL (a later turn may fetch it)."""
+    url = block.data if block.data.startswith(("https://", "http://")) else ""
+    return f"[image {one_line(block.mime_type)}{' ' + one_line(url[:2048]) if url else ''}]"
+
+
 def _content_lines(content: Content, *, images: list[str]) -> str:
     if isinstance(content, str):
         return content
@@ -167,7 +173,7 @@ def _content_lines(content: Content, *, images: list[str]) -> str:
             parts.append(block.text)
         elif isinstance(block, ImageBlock):
             images.append(block.mime_type)
-            parts.append(f"[image {one_line(block.mime_type)}]")
+            parts.append(_image_line(block))
     return "\n".join(parts)
 
 
@@ -209,7 +215,7 @@ def _assistant_entries(message: AssistantMessage, tool_output_chars: int) -> lis
             args = clamp_text(_dump_args(dict(block.arguments)), tool_output_chars)
             out.append(_entry(f"agent.call {block.name}", args))
         elif isinstance(block, ImageBlock):
-            out.append(_entry("agent", f"[image {one_line(block.mime_type)}]"))
+            out.append(_entry("agent", _image_line(block)))
     return out
 
 

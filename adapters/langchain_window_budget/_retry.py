@@ -1,0 +1,156 @@
+"""Retries of a summary call: transient failures wait and retry, an overflow shrinks the request.
+
+A rate limit, a timeout or a 5xx-like error is retried after a bounded wait (at most
+:data:`ATTEMPTS` calls, never past ``summary_timeout``); a context-overflow error is retried
+at once with the middle of the scrollback cut out, as ``SummarizationMiddleware`` does. Any
+other error (authentication, a bad request) propagates at the first attempt; with
+``on_summarizer_error="raise"`` it reaches the caller as its own type (:func:`provider_error`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Final
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from window_budget.errors import SummarizerError, WindowBudgetError
+
+__all__ = [
+    "ATTEMPTS",
+    "RETRY_DELAYS",
+    "is_overflow",
+    "is_transient",
+    "next_attempt",
+    "provider_error",
+]
+
+ATTEMPTS: Final = 3
+"""Summary calls per request at most, the first included (``SummarizationMiddleware``: 3)."""
+
+RETRY_DELAYS: tuple[float, ...] = (1.0, 4.0)
+"""Seconds to wait before the second and the third call after a transient failure."""
+
+OMITTED: Final = "\n\n[... middle of the conversation omitted ...]\n\n"
+"""What stands for the scrollback cut out of a request that overflowed."""
+
+_TRANSIENT_NAMES = re.compile(
+    r"ratelimit|timeout|timedout|serviceunavailable|internalserver|apiconnection|overloaded"
+    r"|connectionerror|badgateway|gatewaytimeout|toomanyrequests",
+    re.IGNORECASE,
+)
+_OVERFLOW_TEXT = re.compile(
+    r"context[ _-]length|context window|maximum context|prompt is too long|too many tokens"
+    r"|input is too long|context_length_exceeded",
+    re.IGNORECASE,
+)
+
+
+def _status(exc: BaseException) -> int | None:
+    for source in (exc, getattr(exc, "response", None)):
+        code = getattr(source, "status_code", None)
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code
+    return None
+
+
+def is_overflow(exc: BaseException) -> bool:
+    """True when the summary request was too long for the summarizer's window."""
+    try:
+        from langchain_core.exceptions import ContextOverflowError
+    except ImportError:  # pragma: no cover - langchain-core before 1.3
+        pass
+    else:
+        if isinstance(exc, ContextOverflowError):
+            return True
+    return bool(_OVERFLOW_TEXT.search(str(exc)[:2000]))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a failure that a later identical call may not meet (rate limit, 5xx, timeout)."""
+    try:
+        from langchain_core.exceptions import ModelError
+    except ImportError:  # pragma: no cover - langchain-core before 1.3
+        pass
+    else:
+        if isinstance(exc, ModelError):
+            return bool(exc.is_retryable)
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    status = _status(exc)
+    if status is not None:
+        return status in (408, 409, 429) or status >= 500
+    return any(_TRANSIENT_NAMES.search(t.__name__) for t in type(exc).__mro__)
+
+
+def _shrunk(prompt: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+    """``prompt`` with the middle half of its scrollback cut out, or None when too short."""
+    *head, last = prompt
+    text = last.text if isinstance(last, HumanMessage) else ""
+    keep = len(text) // 2
+    if keep < 200:
+        return None
+    front = keep // 4
+    return [*head, HumanMessage(f"{text[:front]}{OMITTED}{text[len(text) - (keep - front) :]}")]
+
+
+def next_attempt(
+    prompt: Sequence[BaseMessage],
+    exc: BaseException,
+    attempt: int,
+    started: float,
+    timeout: float | None,
+) -> tuple[list[BaseMessage], float] | None:
+    """The request to send after ``exc`` and the seconds to wait first; None: give up.
+
+    ``attempt`` counts the calls made so far; ``started`` is the first call's
+    ``time.monotonic()``; a wait that would end past ``timeout`` gives up instead.
+    """
+    if attempt >= ATTEMPTS:
+        return None
+    if is_overflow(exc):
+        smaller = _shrunk(prompt)
+        return None if smaller is None else (smaller, 0.0)
+    if not is_transient(exc):
+        return None
+    delay = RETRY_DELAYS[min(attempt - 1, len(RETRY_DELAYS) - 1)] if RETRY_DELAYS else 0.0
+    if timeout is not None and time.monotonic() - started + delay >= timeout:
+        return None
+    return list(prompt), delay
+
+
+_BOTH: dict[type[BaseException], type[BaseException]] = {}
+
+
+def provider_error(error: SummarizerError) -> BaseException:
+    """The provider's own exception behind ``error``, catchable as its type *and* as ours.
+
+    ``on_summarizer_error="raise"``: code that catches ``openai.RateLimitError`` (or
+    LangChain's ``ModelRateLimitError``) around an agent catches it as it would without the
+    middleware, and code that catches ``SummarizerError`` keeps working. Falls back to
+    ``error`` itself when there is no provider exception or its class cannot be combined.
+    """
+    cause = error.__cause__
+    if not isinstance(cause, Exception) or isinstance(cause, WindowBudgetError):
+        return error
+    kind = type(cause)
+    try:
+        both = _BOTH.get(kind)
+        if both is None:
+            both = _BOTH[kind] = type(
+                kind.__name__,
+                (kind, SummarizerError),
+                {"__module__": kind.__module__, "__doc__": kind.__doc__},
+            )
+        combined = both.__new__(both, *cause.args)
+        combined.__dict__.update(getattr(cause, "__dict__", {}))
+        combined.args = cause.args
+    except TypeError:  # a C-level layout that cannot be mixed in: the original, unwrapped
+        cause.add_note(str(error))
+        return cause
+    combined.add_note(str(error))
+    combined.__cause__ = cause.__cause__
+    combined.__traceback__ = cause.__traceback__
+    return combined

@@ -1,0 +1,174 @@
+"""The cache-aware default policy: fire rarely and land low, mask only when it pays.
+
+The figures behind each rule are in ``docs/benchmarks.md`` (``bench/bench_session_cost.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from window_budget import (
+    AssistantMessage,
+    BudgetPolicy,
+    Model,
+    ToolCallBlock,
+    ToolResultMessage,
+    UserMessage,
+    create_condenser,
+    estimate_tokens,
+)
+from window_budget._policy import PROMPT_CEILING
+from window_budget.pipeline import budget_limit, check_window, is_masked
+from window_budget.pipeline._mask import MASK_TARGET
+from window_budget.testing import ScriptedCompleter
+
+
+def _limit(window: int, *, output_reserved: bool = False) -> float:
+    policy = BudgetPolicy.for_window(window, output_reserved=output_reserved, cache_aware=True)
+    return budget_limit(Model("m", window), policy)
+
+
+def test_the_default_has_no_ceiling() -> None:
+    # Many more compactions lose early facts from the digest: the ceiling is opt-in.
+    for window in (32_768, 200_000, 1_000_000):
+        policy = BudgetPolicy.for_window(window)
+        assert policy.prompt_ceiling is None
+        assert budget_limit(Model("m", window), policy) == (window - 2048) * 0.75
+
+
+def test_the_cache_aware_policy_fires_at_the_ceiling_however_large_the_window() -> None:
+    # A cached prompt is still billed on every request: the window does not set the limit.
+    for window in (32_768, 128_000, 200_000, 1_000_000):
+        policy = BudgetPolicy.for_window(window, cache_aware=True)
+        ceiling = PROMPT_CEILING + window // 100  # the digest's record beside the conversation
+        assert policy.prompt_ceiling == ceiling
+        assert _limit(window) == ceiling
+        assert policy.keep_recent == min(6000, int(ceiling * 0.35))
+        # The ceiling counts the conversation: a large system prompt does not eat into it.
+        pinned = budget_limit(Model("m", window), policy, pinned_tokens=20_000)
+        assert pinned == min(ceiling + 20_000, (window - 2048) * 0.75)
+    # Small windows keep three quarters of what is left after the reserve.
+    assert BudgetPolicy.for_window(16_384, cache_aware=True).prompt_ceiling is None
+    assert _limit(16_384) == 10_752
+    assert _limit(4096) == 2688
+    assert BudgetPolicy.for_window(4096, cache_aware=True).keep_recent == 940
+
+
+def test_an_explicit_policy_has_no_ceiling() -> None:
+    assert BudgetPolicy().prompt_ceiling is None
+    assert budget_limit(Model("m", 200_000), BudgetPolicy()) == (200_000 - 2048) * 0.75
+
+
+@given(st.integers(1, 20_000_000), st.booleans())
+def test_the_default_limit_is_never_above_the_ceiling_nor_three_quarters(
+    window: int, reserved: bool
+) -> None:
+    policy = BudgetPolicy.for_window(window, output_reserved=reserved, cache_aware=True)
+    usable = window - (policy.reserve_tokens or 0)
+    limit = budget_limit(Model("m", window), policy)
+    ceiling = PROMPT_CEILING + window // 100
+    assert policy.trigger_ratio == 0.75
+    assert limit <= min(ceiling, usable * 0.75) + 1e-6
+    assert limit >= min(ceiling, usable * 0.75) - 1e-6  # one of the two holds it
+    assert limit < window
+    assert policy.keep_recent <= max(1, limit * 0.35)
+    if window >= 1000:
+        check_window(window, policy)  # the default always leaves room for a digest and a tail
+
+
+def _step(i: int, chars: int) -> list:
+    return [
+        AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make step{i}"}),)),
+        ToolResultMessage(f"c{i}", "bash", f"step {i} output line\n" * (chars // 20)),
+    ]
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.sampled_from([32_768, 128_000, 1_000_000]),
+    st.lists(st.integers(0, 60_000), min_size=10, max_size=30),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_session_under_the_default_never_sends_a_request_over_the_window(
+    window: int, sizes: list[int], masking: bool, cache_aware: bool
+) -> None:
+    policy = BudgetPolicy.for_window(window, cache_aware=cache_aware)
+    if not masking:
+        policy = BudgetPolicy(**{**_fields(policy), "mask_keep_outputs": None})
+    condenser = create_condenser(model=Model("m", window), policy=policy)
+    room = window - (policy.reserve_tokens or 0)  # what a request may hold, the reply aside
+    history: list = [UserMessage("Port the exporter. Never touch migrations/.")]
+    for i, chars in enumerate(sizes):
+        history += _step(i, chars)
+        result = condenser.run_sync(history)
+        assert result.tokens_after <= room
+        assert estimate_tokens(result.messages) <= room
+        if cache_aware and window > 100_000:  # the ceiling holds the prompt far below the window
+            assert result.tokens_after <= 2 * (PROMPT_CEILING + window // 100)
+        history = list(result.messages)
+
+
+def _fields(policy: BudgetPolicy) -> dict:
+    return {name: getattr(policy, name) for name in policy.__dataclass_fields__}
+
+
+BIG = "line of build output\n" * 400  # ~8,400 characters, ~2,300 tokens
+
+
+def _agent(steps: int, filler_chars: int) -> list:
+    """Tool steps with large outputs, and a long user message no masking can clear."""
+    msgs: list = [UserMessage("Fix the flaky invoice export."), UserMessage("x " * filler_chars)]
+    for i in range(steps):
+        msgs += [
+            AssistantMessage((ToolCallBlock(f"c{i}", "bash", {"command": f"make step{i}"}),)),
+            ToolResultMessage(f"c{i}", "bash", BIG),
+        ]
+    return msgs
+
+
+def _run(msgs: list, ceiling: int | None = 1_000_000) -> tuple:
+    fake = ScriptedCompleter(["# Objective\nfix the export"] * 4)
+    policy = BudgetPolicy(
+        keep_recent=3000, mask_keep_outputs=2, mask_min_chars=1000, prompt_ceiling=ceiling
+    )
+    condenser = create_condenser(model=Model("m", 40_000), complete_sync=fake.sync, policy=policy)
+    return condenser.run_sync(msgs), fake
+
+
+def test_a_ceiling_below_the_minimum_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match=r"BudgetPolicy\.prompt_ceiling must be at least 128"):
+        BudgetPolicy(prompt_ceiling=100)
+    with pytest.raises(ValueError, match=r"BudgetPolicy\.prompt_ceiling must be a non-negative"):
+        BudgetPolicy(prompt_ceiling="24k")  # type: ignore[arg-type]
+
+
+def test_masking_that_leaves_the_prompt_high_is_not_enough() -> None:
+    # Masking rewrites the prompt from the first masked output on, as a digest does, so the
+    # cache is lost either way; landing at two thirds of the limit it would fire again soon.
+    result, fake = _run(_agent(14, 10_000))  # masking alone: 0.62 of the limit
+    assert result.reason == "condensed", result.reason
+    assert len(fake.calls) == 1
+    assert result.tokens_after <= MASK_TARGET * result.limit
+    assert not any(is_masked(m) for m in result.messages)
+
+
+def test_without_a_ceiling_masking_to_four_fifths_is_enough() -> None:
+    result, fake = _run(_agent(14, 10_000), ceiling=None)  # the same 0.62 of the limit
+    assert result.reason == "masked", result.reason
+    assert fake.calls == []
+
+
+def test_masking_that_lands_low_is_kept_and_saves_the_summary_call() -> None:
+    result, fake = _run(_agent(14, 0))
+    assert result.reason == "masked"
+    assert fake.calls == []
+    assert result.tokens_after <= MASK_TARGET * result.limit
+
+
+def test_the_masking_target_is_where_a_summary_lands() -> None:
+    # Half the limit: a digest and a tail land there or lower (the tail is at most half of
+    # what the digest leaves), so masking must clear as much to be worth the cache it breaks.
+    assert MASK_TARGET == 0.5
