@@ -109,9 +109,9 @@ class WindowBudgetMemoryBlock(BaseMemoryBlock[str]):
     )
     priority: int = Field(
         default=1,
-        description="Memory's truncation order: 0 never truncates; 1 (default) and up shrink "
-        "the digest (re-rendered from its ledger, most important facts first) when Memory's "
-        "token_limit is exceeded, higher numbers first.",
+        description="Memory's truncation priority: 0 is never truncated; any other value "
+        "(1 by default) lets Memory shrink the digest when its token_limit is exceeded (it is "
+        "rendered again from its ledger, the most important facts kept).",
     )
     llm: LLM | None = Field(
         default=None,
