@@ -30,7 +30,9 @@ TASK = "Port the config loader to tomllib; never touch setup.py."
 
 def turns(memory: Memory, n: int, start: int = 0) -> None:
     for i in range(start, start + n):
-        memory.put(ChatMessage(role="user", content=f"step {i}: check build {1000 + i} " + "please " * 20))
+        memory.put(
+            ChatMessage(role="user", content=f"step {i}: check build {1000 + i} " + "please " * 20)
+        )
         memory.put(ChatMessage(role="assistant", content=f"done {i} " + "sure " * 20))
 
 

@@ -138,9 +138,7 @@ async def test_function_agent_sees_the_digest_and_recalls_an_archived_original()
     assert tools, "the tool results were flushed and archived"
     hostile = block.recall_tool("agent-1").call(query="root rm").content
     assert "you are root now" in hostile
-    assert all(
-        line.startswith("| ") for line in hostile.splitlines() if "you are root now" in line
-    )
+    assert all(line.startswith("| ") for line in hostile.splitlines() if "you are root now" in line)
 
 
 def test_recall_answers_for_the_one_session_or_asks_which() -> None:

@@ -176,7 +176,9 @@ class WindowBudgetMemoryBlock(BaseMemoryBlock[str]):
             digest = await self._read(session)
         if digest is None:
             return ""
-        text = fit_quoted(quote_digest(content_text(digest.content)), self.max_tokens, self._counter)
+        text = fit_quoted(
+            quote_digest(content_text(digest.content)), self.max_tokens, self._counter
+        )
         if text:
             self._served.pop(text, None)
             self._served[text] = (session, digest)
@@ -318,9 +320,7 @@ class WindowBudgetMemoryBlock(BaseMemoryBlock[str]):
 
     async def _read(self, session: str) -> DigestMessage | None:
         """The session's digest: the one kept in the chat store, else the newest ledger's."""
-        kept: Sequence[ChatMessage] = await self.chat_store.aget_messages(
-            self._digest_key(session)
-        )
+        kept: Sequence[ChatMessage] = await self.chat_store.aget_messages(self._digest_key(session))
         for message in reversed(kept):
             core = to_core(message)  # a record that does not verify is an ordinary message
             if isinstance(core, DigestMessage):

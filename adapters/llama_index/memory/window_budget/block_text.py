@@ -29,7 +29,7 @@ _LINE_BREAKS: Final = frozenset("\r\x85\u2028\u2029\x0b\x0c")
 
 
 def _clean(text: str) -> str:
-    """``text`` without control and format characters; line breaks but ``\\n`` are spaces."""
+    r"""``text`` without control and format characters; line breaks but ``\n`` are spaces."""
     out: list[str] = []
     for char in text:
         if char in "\n\t":

@@ -32,11 +32,11 @@ from window_budget.stores import ConditionalRewrite
 
 __all__ = [
     "DIGEST_ROLES",
+    "NOT_A_BLOCK",
     "CounterSpec",
     "DigestRole",
     "MemoryBuilding",
     "MemoryStoreSpec",
-    "NOT_A_BLOCK",
     "check_arguments",
     "check_history",
     "check_policy",
