@@ -5,6 +5,7 @@ conventions of LlamaIndex's memory block tests (``tests/memory/blocks``,
 
 from __future__ import annotations
 
+import asyncio
 import re
 import string
 
@@ -15,6 +16,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import Memory
 from llama_index.core.memory.memory import InsertMethod
 from llama_index.core.storage.chat_store import SimpleChatStore
+from llama_index.core.storage.chat_store.sql import MessageStatus
 
 from llama_index.memory.window_budget import (
     RECORD_KEY,
@@ -178,6 +180,29 @@ async def test_a_truncation_that_leaves_almost_nothing_drops_the_block() -> None
     assert shorter is not None
     assert count_text(shorter, block._counter) <= size - size // 2
     assert shorter.startswith(PREAMBLE)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None)
+@given(
+    n=st.integers(min_value=3, max_value=25),
+    words=st.integers(min_value=1, max_value=80),
+    max_tokens=st.integers(min_value=64, max_value=800),
+)
+def test_every_flushed_message_is_archived_once_and_the_text_fits(
+    n: int, words: int, max_tokens: int
+) -> None:
+    block = WindowBudgetMemoryBlock(max_tokens=max_tokens)
+    memory = small_memory(block)
+    for i in range(n):
+        memory.put(ChatMessage(role="user", content=f"ask {i} " + "word " * words))
+        memory.put(ChatMessage(role="assistant", content=f"reply {i} " + "ok " * words))
+    flushed = memory.get_all(status=MessageStatus.ARCHIVED)
+    assert block.store is not None
+    assert block.store.archived("s1") == len(flushed)
+    text = asyncio.run(block.aget(session_id="s1"))
+    assert (text == "") == (not flushed)
+    assert len(memory.tokenizer_fn(text)) <= max_tokens
 
 
 # ----------------------------------------------------------------------- trust

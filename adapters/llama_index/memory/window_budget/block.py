@@ -64,6 +64,7 @@ DEFAULT_SESSION: Final = "default"
 """The session a block serves when it is called without ``Memory`` (no ``session_id``)."""
 _SESSION_FIELD: Final = "session_id"  # what BaseMemoryBlock.aput writes on every message
 _SERVED: Final = 16  # texts remembered for atruncate (one per session and view, newest kept)
+_SESSIONS: Final = 64  # sessions remembered (newest kept): a shared block must not grow forever
 
 
 def _without_session(message: ChatMessage) -> ChatMessage:
@@ -164,7 +165,7 @@ class WindowBudgetMemoryBlock(BaseMemoryBlock[str]):
 
     @property
     def sessions(self) -> tuple[str, ...]:
-        """The ``Memory`` sessions this block has served, oldest first."""
+        """The ``Memory`` sessions this block has served (the latest 64), least recent first."""
         return tuple(self._sessions)
 
     # --------------------------------------------------------------- Memory's calls
@@ -278,7 +279,10 @@ class WindowBudgetMemoryBlock(BaseMemoryBlock[str]):
     def _session(self, given: object) -> str:
         session = given if isinstance(given, str) and given else DEFAULT_SESSION
         check_conversation(session)
+        self._sessions.pop(session, None)
         self._sessions[session] = None
+        while len(self._sessions) > _SESSIONS:
+            del self._sessions[next(iter(self._sessions))]
         return session
 
     @staticmethod
