@@ -27,8 +27,8 @@ def placeholder(tool: str, target: str, error_line: str | None, original: str) -
 
     ``error_line`` is the failure's key line (None: the call succeeded).
 
-    >>> print(placeholder("bash", "make", "Error: boom", "two lines," + chr(10) + "21 chars"))
-    [output masked by window-budget: bash make — failed: Error: boom; 2 lines, 21 chars; the
+    >>> print(placeholder("bash", "make", "Error: boom", "two lines," + chr(10) + "19 chars"))
+    [output masked by window-budget: bash make — failed: Error: boom; 2 lines, 19 chars; the
     original is in the archive]
     """
     args = f" {_short(target, 100)}" if target else ""
