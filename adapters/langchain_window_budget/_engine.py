@@ -57,6 +57,7 @@ from window_budget.pipeline import (
 
 __all__ = ["ArchiveFn", "LangChainCondenser"]
 
+
 class LangChainCondenser:
     """Gate → slice → summarize over LangChain messages, with a chat model as summarizer.
 

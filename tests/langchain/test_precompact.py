@@ -83,7 +83,10 @@ class GatedSummarizer:
             raise RuntimeError(f"summarizer down (call {n})")
         listed = ", ".join(f"turn-{k}" for k in sorted(marks))
         files = ", ".join(f"src/mod_{k}.py" for k in sorted(marks))
-        return f"# Objective\nFix the modules under src/: {files}.\n# Plan\nGo on (digest-{n} of {listed})."
+        return (
+            f"# Objective\nFix the modules under src/: {files}.\n"
+            f"# Plan\nGo on (digest-{n} of {listed})."
+        )
 
     def gate(self, n: int) -> asyncio.Event:
         return self.gates.setdefault(n, asyncio.Event())
@@ -254,7 +257,8 @@ async def test_a_summarizer_that_always_fails_leaves_the_network_free_digest() -
     assert "digest-" not in text
     assert len(summarizer.seen) >= 2  # the background call, then the turn's own
     result = middleware.last_result
-    assert result is not None and result.core.summary is not None
+    assert result is not None
+    assert result.core.summary is not None
     assert result.core.summary.fallback
 
 
@@ -289,7 +293,8 @@ async def test_two_threads_each_use_their_own_background_digest() -> None:
         call = int(re.findall(r"digest-(\d+)", text)[0])
         assert named == summarizer.seen[call]  # the digest written for this head
         mine = range(offset[thread], offset[thread] + 1000)
-        assert named and all(n in mine for n in named | kept)
+        assert named
+        assert all(n in mine for n in named | kept)
         assert not named & kept
 
 
@@ -315,12 +320,11 @@ def test_invoke_stays_synchronous_and_starts_nothing() -> None:
     assert ahead.state("s") == "none"
     assert calls  # written on the compacting turn itself
     result = middleware.last_result
-    assert result is not None and result.core.summary is not None
+    assert result is not None
+    assert result.core.summary is not None
     assert not result.core.summary.fallback
 
 
 def test_precompact_must_sit_below_the_trigger() -> None:
     with pytest.raises(ValueError, match="precompact_ratio"):
-        WindowBudgetMiddleware(
-            model=ScriptedAgentModel(), context_window=WINDOW, precompact=0.9
-        )
+        WindowBudgetMiddleware(model=ScriptedAgentModel(), context_window=WINDOW, precompact=0.9)

@@ -64,7 +64,10 @@ class GatedLLM(MockLLM):
             raise RuntimeError(f"summarizer down (call {n})")
         listed = ", ".join(f"turn-{k}" for k in sorted(marks))
         files = ", ".join(f"src/mod_{k}.py" for k in sorted(marks))
-        reply = f"# Objective\nFix the modules under src/: {files}.\n# Plan\nGo on (digest-{n} of {listed})."
+        reply = (
+            f"# Objective\nFix the modules under src/: {files}.\n"
+            f"# Plan\nGo on (digest-{n} of {listed})."
+        )
         return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=reply))
 
 
@@ -86,7 +89,9 @@ def build(
     return engine, memory
 
 
-async def until(engine: SimpleChatEngine, memory: WindowBudgetMemory, start: int, state: str) -> int:
+async def until(
+    engine: SimpleChatEngine, memory: WindowBudgetMemory, start: int, state: str
+) -> int:
     """Chat from turn ``start`` until the background digest is in ``state``; the next turn."""
     assert memory.ahead is not None
     for k in range(start, start + 60):
@@ -208,7 +213,9 @@ async def test_a_summarizer_that_always_fails_leaves_the_store_as_it_was() -> No
         if memory.last_compaction is not None:
             break
     compaction = memory.last_compaction
-    assert compaction is not None and compaction.fallback and not compaction.committed
+    assert compaction is not None
+    assert compaction.fallback
+    assert not compaction.committed
     assert not any(is_digest_message(m) for m in memory.get_all())
     view = await memory.aget()
     assert any("digest" in (m.content or "").lower() for m in view)
@@ -233,7 +240,8 @@ async def test_two_conversations_in_one_store_each_use_their_own_digest() -> Non
         text, named, kept = digest_of(memory)
         assert "digest-0 " in text
         assert named == writers[key]._seen[0]
-        assert named and all(offset[key] <= n < offset[key] + 1000 for n in named | kept)
+        assert named
+        assert all(offset[key] <= n < offset[key] + 1000 for n in named | kept)
         await memory.aclose()
 
 
@@ -245,8 +253,10 @@ def test_get_stays_synchronous_and_starts_nothing() -> None:
         engine.chat(ask(k))
         if memory.last_compaction is not None:
             break
-    assert memory.last_compaction is not None and memory.last_compaction.committed
-    assert writer._sync >= 1 and not writer._seen  # written on the turn, by llm.chat
+    assert memory.last_compaction is not None
+    assert memory.last_compaction.committed
+    assert writer._sync >= 1
+    assert not writer._seen
     assert memory.ahead.state() == "none"
 
 

@@ -67,7 +67,7 @@ from window_budget.contract import (
     Model,
     TokenCounter,
 )
-from window_budget.errors import BudgetError, SummarizerError
+from window_budget.errors import SummarizerError
 from window_budget.messages import AgentMessage
 from window_budget.pipeline import AheadCompactor, WindowCondenser, budget_limit
 from window_budget.stores import ConditionalRewrite

@@ -123,9 +123,7 @@ class Compactor:
                 if self.ahead is not None:  # a ready background digest, else as below
                     result = await self.ahead.run(body, force=force, pinned_tokens=pinned)
                 else:
-                    result = await self.async_condenser.run(
-                        body, force=force, pinned_tokens=pinned
-                    )
+                    result = await self.async_condenser.run(body, force=force, pinned_tokens=pinned)
             except BudgetError as exc:
                 logger.debug("window-budget: %s", exc)
                 continue

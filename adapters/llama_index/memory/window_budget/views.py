@@ -79,6 +79,7 @@ def initial_tokens(initial_token_count: int, token_limit: int) -> int:
         )
     return extra
 
+
 ACK_TEXT = "Understood."
 """The assistant's acknowledgement of a ``digest_role="pair"`` digest."""
 ACK_PART = "acknowledgement"
