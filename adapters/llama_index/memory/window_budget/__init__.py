@@ -32,6 +32,7 @@ from llama_index.memory.window_budget.instrumentation import (
     Compaction,
     CompactionEvent,
 )
+from llama_index.memory.window_budget.jsonl_store import JsonlChatStore
 from llama_index.memory.window_budget.memory_store import ChatStoreMemoryStore
 from llama_index.memory.window_budget.tools import bounded_tool, clamp_text_tokens, recall_tool
 
@@ -47,6 +48,7 @@ __all__ = [
     "CounterSpec",
     "DigestRole",
     "InitialTokenCountError",
+    "JsonlChatStore",
     "WindowBudgetMemory",
     "WindowBudgetMemoryBlock",
     "bounded_tool",

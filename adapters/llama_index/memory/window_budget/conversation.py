@@ -1,7 +1,11 @@
 """One conversation in a LlamaIndex chat store: reads, appends and rewrites, under its lock.
 
 The live messages sit under ``key`` in the chat store and the folded originals under
-``archive_key`` in the archive store (the chat store by default). Every write — an
+``archive_key`` in the archive store (the chat store by default). Nothing but recall,
+``get_all(include_archived=True)`` and saving reads the archive: a request's ``get`` and a
+compaction only append to it. A conversation given its own archive store after it was
+written with the default keeps its earlier archive under ``archive_key`` in the chat
+store; it is read first, then the archive store's. Every write — an
 append, ``set``, ``reset``, a compaction's conditional rewrite — holds the process-wide
 lock of the chat store and key (:func:`window_budget.stores.lock_for`), so any number of
 memories over one store object behave as one. A compaction's rewrite is the strongest the
@@ -17,6 +21,7 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
+from llama_index.memory.window_budget.jsonl_store import JsonlChatStore
 from llama_index.memory.window_budget.stores import rewrite_for, store_name
 from window_budget.stores import (
     ConditionalRewrite,
@@ -146,13 +151,23 @@ class StoredConversation:
         """The live messages, through the store's async API."""
         return list(await self.chat_store.aget_messages(self.key))
 
+    def _separate(self) -> bool:
+        return self.archive is not self.chat_store
+
     def read_archive(self) -> list[ChatMessage]:
-        """The archived originals, oldest first."""
-        return list(self.archive.get_messages(self.archive_key))
+        """The archived originals, oldest first (an earlier archive in the chat store first)."""
+        earlier = self.chat_store.get_messages(self.archive_key) if self._separate() else []
+        return [*earlier, *self.archive.get_messages(self.archive_key)]
 
     async def aread_archive(self) -> list[ChatMessage]:
-        """The archived originals, through the store's async API."""
-        return list(await self.archive.aget_messages(self.archive_key))
+        """The archived originals, through the stores' async API."""
+        earlier = await self.chat_store.aget_messages(self.archive_key) if self._separate() else []
+        return [*earlier, *await self.archive.aget_messages(self.archive_key)]
+
+    def _clear_archive(self) -> None:
+        self.archive.delete_messages(self.archive_key)
+        if self._separate():
+            self.chat_store.delete_messages(self.archive_key)
 
     def is_local(self) -> bool:
         """True for an in-memory store: no I/O, so no need to leave the event loop for it."""
@@ -195,7 +210,7 @@ class StoredConversation:
         with self.lock:
             set_verified(self.chat_store, self.key, messages)
             if clear_archive:
-                self.archive.delete_messages(self.archive_key)
+                self._clear_archive()
 
     def load(self, live: list[ChatMessage] | None, archived: list[ChatMessage] | None) -> None:
         """Write saved live messages and archive (``None``: leave that part as stored)."""
@@ -204,6 +219,8 @@ class StoredConversation:
                 set_verified(self.chat_store, self.key, live)
             if archived is not None:
                 set_verified(self.archive, self.archive_key, archived)
+                if self._separate():  # the saved archive holds any earlier one in the chat store
+                    self.chat_store.delete_messages(self.archive_key)
 
     def unappend(self, messages: Sequence[ChatMessage]) -> None:
         """Take back messages just appended (when compaction raised), if still last."""
@@ -229,7 +246,7 @@ class StoredConversation:
         """Forget the live messages and the archive."""
         with self.lock:
             self.chat_store.delete_messages(self.key)
-            self.archive.delete_messages(self.archive_key)
+            self._clear_archive()
 
     def rewrite(self) -> ConditionalRewrite:
         """The conditional rewrite for these stores (see ``window_budget.stores``)."""
@@ -248,6 +265,9 @@ class StoredConversation:
             set_verified(store, key, messages, exact=False)
 
         def archive(messages: Sequence[ChatMessage]) -> None:
+            if isinstance(self.archive, JsonlChatStore):
+                self.archive.add_messages(self.archive_key, list(messages))  # one write
+                return
             for m in messages:
                 self.archive.add_message(self.archive_key, m)
 

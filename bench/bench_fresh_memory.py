@@ -1,0 +1,264 @@
+"""A LlamaIndex request: a fresh memory over a ``SimpleChatStore`` persisted to a JSON file.
+
+Run by hand:  python bench/bench_fresh_memory.py [--messages 10000] [--runs 15] [--rounds 3]
+
+What a web server does per request when the chat store is a file (LlamaIndex's documented
+``SimpleChatStore.from_persist_path`` / ``persist`` pattern): load the store, build the
+memory, ``get()``; a chat-engine turn then ``put``s the user message and the reply and
+persists the store. Two shapes are timed (wall clock, medians):
+
+* ``read``: ``from_persist_path`` + construct the memory + ``get()``;
+* ``turn``: ``read`` + ``put(user)`` + ``put(assistant)`` + persist (the file is restored
+  before each run, untimed, so every run starts from the same state). The LLM call a chat
+  engine makes in between is not included.
+
+Each memory's file is built under its own usage: a chat engine's loop (``get``, then
+``put`` of a user message and of a reply) over the same ``--messages`` messages of varied,
+realistic sizes, with ``MockLLM`` for the summaries, so ``WindowBudgetMemory``'s store
+holds a digest, a tail and the archive of everything folded, and
+``ChatSummaryMemoryBuffer``'s holds its summary and its tail (it drops what it summarized).
+Configurations:
+
+* ``WindowBudgetMemory`` with the defaults (the archive in the same store);
+* ``WindowBudgetMemory`` with ``archive_store=`` a second ``SimpleChatStore`` persisted to
+  its own file, loaded per request too (it must be, to be appended to and saved);
+* ``WindowBudgetMemory`` with ``archive_store=JsonlChatStore(directory=...)``: built per
+  request without reading anything; a compaction appends to the key's file;
+* ``ChatSummaryMemoryBuffer`` (``token_limit`` = the memory's ``token_limit``).
+
+Configurations are interleaved within each round; rounds repeat the whole set. Reported:
+the bytes of the files each request reads, medians per round, the median over rounds and
+the ratio to ``ChatSummaryMemoryBuffer``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.llms import MockLLM
+from llama_index.core.memory import ChatSummaryMemoryBuffer
+from llama_index.core.storage.chat_store import SimpleChatStore
+from pydantic_core import PydanticSerializationError
+
+from llama_index.memory.window_budget import JsonlChatStore, WindowBudgetMemory
+
+WINDOW = 16_000
+"""The memory's context window (tokens)."""
+KEY = "user-1"
+"""The conversation's key in the store."""
+
+_TEXT = (
+    "the build log says the cache key changed after the lockfile update and the retry "
+    "loop in module loader gives up after three attempts so we pinned the version in "
+    "requirements then reran the suite which passed except for one flaky network test "
+    "that times out when the proxy is slow check docs retries table for the backoff "
+    "values and the config file under settings for the timeout we agreed to keep at "
+    "thirty seconds while the migration runs"
+)
+_WORDS = _TEXT.split(" ")
+
+
+def conversation(n: int, seed: int = 7) -> list[ChatMessage]:
+    """``n`` messages, alternating user / assistant, of varied realistic lengths.
+
+    User messages run 8-120 words, replies 20-600 (a few long ones: code, logs), so the
+    file comes to about 400 bytes a message as ``SimpleChatStore`` writes it.
+    """
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        user = i % 2 == 0
+        words = rnd.randint(8, 60) if user else int(rnd.lognormvariate(4.2, 0.8)) + 20
+        if user and rnd.random() < 0.1:
+            words = rnd.randint(60, 120)
+        text = " ".join(rnd.choice(_WORDS) for _ in range(min(words, 600)))
+        out.append(ChatMessage(role="user" if user else "assistant", content=f"[{i}] {text}"))
+    return out
+
+
+def persist(store: SimpleChatStore, path: Path) -> None:
+    """``store.persist(path)``, or the same JSON when ``persist`` raises under this pydantic.
+
+    llama-index-core 0.14's ``WrapSerializer`` calls its handler with an argument pydantic
+    2.12+ reads as an index (``PydanticSerializationError``); ``from_persist_path`` reads
+    the fallback's file the same way.
+    """
+    try:
+        store.persist(str(path))
+    except PydanticSerializationError:
+        data = {
+            "store": {
+                key: [m.model_dump(mode="json") for m in store.get_messages(key)]
+                for key in store.get_keys()
+            },
+            "class_name": "SimpleChatStore",
+        }
+        path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def load(path: Path) -> SimpleChatStore:
+    """The store as a request loads it."""
+    return SimpleChatStore.from_persist_path(str(path))
+
+
+def _ours(store: SimpleChatStore, archive: Any) -> WindowBudgetMemory:
+    return WindowBudgetMemory.from_defaults(
+        llm=MockLLM(max_tokens=200),
+        context_window=WINDOW,
+        chat_store=store,
+        chat_store_key=KEY,
+        archive_store=archive,
+    )
+
+
+def _theirs(store: SimpleChatStore) -> ChatSummaryMemoryBuffer:
+    limit = _ours(SimpleChatStore(), None).token_limit
+    return ChatSummaryMemoryBuffer.from_defaults(
+        llm=MockLLM(max_tokens=200), token_limit=limit, chat_store=store, chat_store_key=KEY
+    )
+
+
+def drive(memory: Any, messages: list[ChatMessage]) -> None:
+    """A chat engine's loop: ``get`` the history, then ``put`` the user message and reply."""
+    for i in range(0, len(messages) - 1, 2):
+        memory.get()
+        memory.put(messages[i])
+        memory.put(messages[i + 1])
+
+
+@dataclass
+class Config:
+    """One configuration: its files and how a request builds its memory."""
+
+    name: str
+    files: list[Path]
+    build: Callable[[list[SimpleChatStore]], Any]
+    kept: tuple[Path, ...] = ()
+    """Files a request may append to without loading them (restored between runs)."""
+
+    def request(self, turn: list[ChatMessage] | None) -> None:
+        """One request: load every file, build the memory, ``get()`` (and a turn)."""
+        stores = [load(p) for p in self.files]
+        memory = self.build(stores)
+        memory.get()
+        if turn is not None:
+            memory.put(turn[0])
+            memory.put(turn[1])
+            for store, path in zip(stores, self.files, strict=True):
+                persist(store, path)
+
+    def size(self) -> int:
+        """Bytes a request reads."""
+        return sum(p.stat().st_size for p in self.files)
+
+
+def build_configs(n: int, tmp: Path) -> list[Config]:
+    """Each memory's files, written under its own usage."""
+    messages = conversation(n)
+    configs = []
+
+    store = SimpleChatStore()
+    started = time.perf_counter()
+    drive(_ours(store, None), messages)
+    print(f"  built WindowBudgetMemory's store in {time.perf_counter() - started:.0f} s")
+    persist(store, tmp / "ours.json")
+    configs.append(
+        Config("WindowBudgetMemory, defaults", [tmp / "ours.json"], lambda s: _ours(s[0], None))
+    )
+
+    live, archive = SimpleChatStore(), SimpleChatStore()
+    drive(_ours(live, archive), messages)
+    persist(live, tmp / "ours-live.json")
+    persist(archive, tmp / "ours-archive.json")
+    configs.append(
+        Config(
+            "WindowBudgetMemory, archive_store= own file",
+            [tmp / "ours-live.json", tmp / "ours-archive.json"],
+            lambda s: _ours(s[0], s[1]),
+        )
+    )
+
+    live = SimpleChatStore()
+    archive_dir = tmp / "archive"
+    drive(_ours(live, JsonlChatStore(directory=str(archive_dir))), messages)
+    persist(live, tmp / "ours-jsonl-live.json")
+    configs.append(
+        Config(
+            "WindowBudgetMemory, archive_store=JsonlChatStore",
+            [tmp / "ours-jsonl-live.json"],
+            lambda s: _ours(s[0], JsonlChatStore(directory=str(archive_dir))),
+            kept=tuple(archive_dir.iterdir()),
+        )
+    )
+
+    theirs = SimpleChatStore()
+    drive(_theirs(theirs), messages)
+    persist(theirs, tmp / "theirs.json")
+    configs.append(
+        Config("ChatSummaryMemoryBuffer", [tmp / "theirs.json"], lambda s: _theirs(s[0]))
+    )
+    return configs
+
+
+def median_ms(config: Config, turn: list[ChatMessage] | None, runs: int) -> float:
+    """Median wall time of ``runs`` requests, each from the same files."""
+    saved = {p: p.read_bytes() for p in (*config.files, *config.kept)}
+    times = []
+    for _ in range(runs):
+        for p, data in saved.items():
+            p.write_bytes(data)
+        gc.collect()
+        started = time.perf_counter()
+        config.request(turn)
+        times.append((time.perf_counter() - started) * 1000)
+    for p, data in saved.items():
+        p.write_bytes(data)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=15, help="requests per median")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp())
+    print(f"{args.messages:,} messages, window {WINDOW:,}; files in {tmp}")
+    configs = build_configs(args.messages, tmp)
+    peer = configs[-1]
+    turn = conversation(2, seed=99)
+    for c in configs:
+        c.request(None)  # warm the imports and caches
+        sizes = ", ".join(f"{p.name} {p.stat().st_size:,} B" for p in (*c.files, *c.kept))
+        print(f"  {c.name}: {sizes}")
+    shapes = (("read: load + memory + get()", None), ("turn: read + 2 puts + persist", turn))
+    for shape, t in shapes:
+        results: dict[str, list[float]] = {c.name: [] for c in configs}
+        for _ in range(args.rounds):
+            for c in configs:
+                results[c.name].append(median_ms(c, t, args.runs))
+        print(f"\n{shape} (ms; median of {args.runs} per round, {args.rounds} rounds)")
+        base = statistics.median(results[peer.name])
+        for c in configs:
+            med = statistics.median(results[c.name])
+            rounds = " / ".join(f"{v:.1f}" for v in results[c.name])
+            print(
+                f"  {c.name:<44} {c.size() / 1e6:6.2f} MB read  {med:8.1f} ms "
+                f"({rounds})  {med / base:5.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
