@@ -87,7 +87,8 @@ class JsonlChatStore(BaseChatStore):
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None, []
-        lines = text.splitlines()
+        # Only "\n" ends a line: JSON leaves U+2028, U+0085 and the like raw in strings.
+        lines = text.split("\n")
         key: str | None = None
         messages = []
         for number, line in enumerate(lines, start=1):
