@@ -27,8 +27,9 @@ Configurations:
 * ``ChatSummaryMemoryBuffer`` (``token_limit`` = the memory's ``token_limit``).
 
 Configurations are interleaved within each round; rounds repeat the whole set. Reported:
-the bytes of the files each request reads, medians per round, the median over rounds and
-the ratio to ``ChatSummaryMemoryBuffer``.
+the bytes of the files each request reads, wall-clock medians per round, the median over
+rounds of wall and of CPU time (steadier on a loaded machine), each with its ratio to
+``ChatSummaryMemoryBuffer``.
 """
 
 from __future__ import annotations
@@ -211,20 +212,21 @@ def build_configs(n: int, tmp: Path) -> list[Config]:
     return configs
 
 
-def median_ms(config: Config, turn: list[ChatMessage] | None, runs: int) -> float:
-    """Median wall time of ``runs`` requests, each from the same files."""
+def median_ms(config: Config, turn: list[ChatMessage] | None, runs: int) -> tuple[float, float]:
+    """Median wall and CPU time of ``runs`` requests, each from the same files."""
     saved = {p: p.read_bytes() for p in (*config.files, *config.kept)}
-    times = []
+    wall, cpu = [], []
     for _ in range(runs):
         for p, data in saved.items():
             p.write_bytes(data)
         gc.collect()
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         config.request(turn)
-        times.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - started_cpu) * 1000)
+        wall.append((time.perf_counter() - started) * 1000)
     for p, data in saved.items():
         p.write_bytes(data)
-    return statistics.median(times)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def main() -> None:
@@ -245,18 +247,18 @@ def main() -> None:
         print(f"  {c.name}: {sizes}")
     shapes = (("read: load + memory + get()", None), ("turn: read + 2 puts + persist", turn))
     for shape, t in shapes:
-        results: dict[str, list[float]] = {c.name: [] for c in configs}
+        results: dict[str, list[tuple[float, float]]] = {c.name: [] for c in configs}
         for _ in range(args.rounds):
             for c in configs:
                 results[c.name].append(median_ms(c, t, args.runs))
-        print(f"\n{shape} (ms; median of {args.runs} per round, {args.rounds} rounds)")
-        base = statistics.median(results[peer.name])
+        print(f"\n{shape} (median of {args.runs} per round, {args.rounds} rounds: wall / CPU ms)")
+        base = [statistics.median(v[i] for v in results[peer.name]) for i in (0, 1)]
         for c in configs:
-            med = statistics.median(results[c.name])
-            rounds = " / ".join(f"{v:.1f}" for v in results[c.name])
+            wall, cpu = (statistics.median(v[i] for v in results[c.name]) for i in (0, 1))
+            rounds = " / ".join(f"{w:.1f}" for w, _ in results[c.name])
             print(
-                f"  {c.name:<44} {c.size() / 1e6:6.2f} MB read  {med:8.1f} ms "
-                f"({rounds})  {med / base:5.2f}x"
+                f"  {c.name:<48} {c.size() / 1e6:5.2f} MB read  wall {wall:7.1f} ms ({rounds}) "
+                f"{wall / base[0]:5.2f}x  CPU {cpu:7.1f} ms {cpu / base[1]:5.2f}x"
             )
 
 
