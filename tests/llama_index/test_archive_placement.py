@@ -244,6 +244,8 @@ def test_jsonl_store_skips_a_torn_line(tmp_path: Path, caplog: pytest.LogCapture
     store.add_message("k", ChatMessage(role="user", content="first"))
     store.add_message("k", ChatMessage(role="assistant", content="second"))
     with store.path_of("k").open("a", encoding="utf-8") as f:
+        # Two processes that created the file at once each wrote a header.
+        f.write(json.dumps({"window_budget_jsonl": 1, "key": "k"}) + "\n")
         f.write('{"role": "user", "blocks": [{"block_type": "te')  # a crash mid-write
     with caplog.at_level(logging.WARNING):
         assert [m.content for m in store.get_messages("k")] == ["first", "second"]

@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 _HEADER = "window_budget_jsonl"
 """Header field of a file's first line (its value: the format version)."""
+_HEADER_START = '{"' + _HEADER + '"'
 _MAX_NAME = 200
 """Longest quoted key used as a file name; a longer one is named by its SHA-256."""
 
@@ -94,9 +95,11 @@ class JsonlChatStore(BaseChatStore):
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            if number == 1:
-                key = self._header_key(line, path)
-                if key is not None:
+            if line.startswith(_HEADER_START):
+                # The first line; another one when two processes created the file at once.
+                named = self._header_key(line, path)
+                if named is not None:
+                    key = key or named
                     continue
             try:
                 messages.append(ChatMessage.model_validate_json(line))
@@ -149,8 +152,9 @@ class JsonlChatStore(BaseChatStore):
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 new = os.fstat(fd).st_size == 0
-                data = (_header(key) if new else "") + _lines(messages)
-                os.write(fd, data.encode("utf-8"))
+                data = ((_header(key) if new else "") + _lines(messages)).encode("utf-8")
+                while data:  # one write for a regular file; a short one is finished, not lost
+                    data = data[os.write(fd, data) :]
             finally:
                 os.close(fd)
 
