@@ -24,6 +24,8 @@ Configurations:
   its own file, loaded per request too (it must be, to be appended to and saved);
 * ``WindowBudgetMemory`` with ``archive_store=JsonlChatStore(directory=...)``: built per
   request without reading anything; a compaction appends to the key's file;
+* the same with ``memory_store=ChatStoreMemoryStore(JsonlChatStore(...))`` too (recall, the
+  full fact ledger): a request reads the store's secret (one small file);
 * ``ChatSummaryMemoryBuffer`` (``token_limit`` = the memory's ``token_limit``).
 
 Configurations are interleaved within each round; rounds repeat the whole set. Reported:
@@ -52,7 +54,11 @@ from llama_index.core.memory import ChatSummaryMemoryBuffer
 from llama_index.core.storage.chat_store import SimpleChatStore
 from pydantic_core import PydanticSerializationError
 
-from llama_index.memory.window_budget import JsonlChatStore, WindowBudgetMemory
+from llama_index.memory.window_budget import (
+    ChatStoreMemoryStore,
+    JsonlChatStore,
+    WindowBudgetMemory,
+)
 
 WINDOW = 16_000
 """The memory's context window (tokens)."""
@@ -113,13 +119,14 @@ def load(path: Path) -> SimpleChatStore:
     return SimpleChatStore.from_persist_path(str(path))
 
 
-def _ours(store: SimpleChatStore, archive: Any) -> WindowBudgetMemory:
+def _ours(store: SimpleChatStore, archive: Any, memory_store: Any = None) -> WindowBudgetMemory:
     return WindowBudgetMemory.from_defaults(
         llm=MockLLM(max_tokens=200),
         context_window=WINDOW,
         chat_store=store,
         chat_store_key=KEY,
         archive_store=archive,
+        memory_store=memory_store,
     )
 
 
@@ -203,6 +210,24 @@ def build_configs(n: int, tmp: Path) -> list[Config]:
         )
     )
 
+    live = SimpleChatStore()
+    recall_dir, ledger_dir = tmp / "recall-archive", tmp / "recall-memory"
+
+    def with_recall(s: list[SimpleChatStore]) -> WindowBudgetMemory:
+        memory_store = ChatStoreMemoryStore(JsonlChatStore(directory=str(ledger_dir)))
+        return _ours(s[0], JsonlChatStore(directory=str(recall_dir)), memory_store)
+
+    drive(with_recall([live]), messages)
+    persist(live, tmp / "ours-recall-live.json")
+    configs.append(
+        Config(
+            "WindowBudgetMemory, the same + memory_store= over a JsonlChatStore",
+            [tmp / "ours-recall-live.json"],
+            with_recall,
+            kept=(*recall_dir.iterdir(), *ledger_dir.iterdir()),
+        )
+    )
+
     theirs = SimpleChatStore()
     drive(_theirs(theirs), messages)
     persist(theirs, tmp / "theirs.json")
@@ -257,7 +282,7 @@ def main() -> None:
             wall, cpu = (statistics.median(v[i] for v in results[c.name]) for i in (0, 1))
             rounds = " / ".join(f"{w:.1f}" for w, _ in results[c.name])
             print(
-                f"  {c.name:<48} {c.size() / 1e6:5.2f} MB read  wall {wall:7.1f} ms ({rounds}) "
+                f"  {c.name:<66} {c.size() / 1e6:5.2f} MB read  wall {wall:7.1f} ms ({rounds}) "
                 f"{wall / base[0]:5.2f}x  CPU {cpu:7.1f} ms {cpu / base[1]:5.2f}x"
             )
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr
-from llama_index.core.storage.chat_store import SimpleChatStore
+from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget import (
     ChatStoreMemoryStore,
@@ -78,7 +78,7 @@ def load(path: Path, cls: type[SimpleChatStore] = SimpleChatStore) -> SimpleChat
 
 
 def memory_over(
-    live: SimpleChatStore, archive: JsonlChatStore | None = None, **kw: object
+    live: SimpleChatStore, archive: BaseChatStore | None = None, **kw: object
 ) -> WindowBudgetMemory:
     return WindowBudgetMemory.from_defaults(
         llm=ScriptedLLM(),
@@ -222,6 +222,19 @@ def test_an_archive_written_in_the_chat_store_is_still_read(tmp_path: Path) -> N
     reopened.reset()  # forgets both archives
     assert reopened.get_all(include_archived=True) == []
     assert reopened.chat_store.get_messages(reopened.archive_key) == []
+
+
+def test_two_store_objects_over_one_store_are_not_read_twice() -> None:
+    live, archive = SimpleChatStore(), SimpleChatStore()
+    archive.store = live.store  # one dict: as two RedisChatStore objects over one server
+    memory = memory_over(live, archive)
+    for m in turns(0, 60):
+        memory.put(m)
+    assert live.get_messages(memory.archive_key)
+    whole = [m.content for m in memory.get_all(include_archived=True)]
+    assert whole == [m.content for m in turns(0, 60)]
+    again = WindowBudgetMemory.from_dict(memory.to_dict(), chat_store=live, archive_store=archive)
+    assert [m.content for m in again.get_all(include_archived=True)] == whole
 
 
 # ---------------------------------------------------------------- JsonlChatStore itself

@@ -5,7 +5,8 @@ The live messages sit under ``key`` in the chat store and the folded originals u
 ``get_all(include_archived=True)`` and saving reads the archive: a request's ``get`` and a
 compaction only append to it. A conversation given its own archive store after it was
 written with the default keeps its earlier archive under ``archive_key`` in the chat
-store; it is read first, then the archive store's. Every write — an
+store; it is read first, then the archive store's (which alone counts when it starts with
+the same messages: two store objects over one server). Every write — an
 append, ``set``, ``reset``, a compaction's conditional rewrite — holds the process-wide
 lock of the chat store and key (:func:`window_budget.stores.lock_for`), so any number of
 memories over one store object behave as one. A compaction's rewrite is the strongest the
@@ -60,6 +61,18 @@ def _same_list(
     if len(read_back) != len(written) and (exact or len(read_back) < len(written)):
         return False
     return all(same_message(a, b) for a, b in zip(read_back, written, strict=False))
+
+
+def _joined(earlier: Sequence[ChatMessage], archived: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """An earlier archive from the chat store, then the archive store's.
+
+    The earlier one is left out when the archive store already starts with it: two store
+    objects over one server or database (``earlier`` is read first, so the archive store's
+    read holds at least as much), or an archive moved over by ``from_dict``.
+    """
+    if earlier and not _same_list(archived[: len(earlier)], earlier, exact=True):
+        return [*earlier, *archived]
+    return list(archived)
 
 
 def set_verified(
@@ -157,12 +170,12 @@ class StoredConversation:
     def read_archive(self) -> list[ChatMessage]:
         """The archived originals, oldest first (an earlier archive in the chat store first)."""
         earlier = self.chat_store.get_messages(self.archive_key) if self._separate() else []
-        return [*earlier, *self.archive.get_messages(self.archive_key)]
+        return _joined(earlier, self.archive.get_messages(self.archive_key))
 
     async def aread_archive(self) -> list[ChatMessage]:
         """The archived originals, through the stores' async API."""
         earlier = await self.chat_store.aget_messages(self.archive_key) if self._separate() else []
-        return [*earlier, *await self.archive.aget_messages(self.archive_key)]
+        return _joined(earlier, await self.archive.aget_messages(self.archive_key))
 
     def _clear_archive(self) -> None:
         self.archive.delete_messages(self.archive_key)
@@ -219,7 +232,11 @@ class StoredConversation:
                 set_verified(self.chat_store, self.key, live)
             if archived is not None:
                 set_verified(self.archive, self.archive_key, archived)
-                if self._separate():  # the saved archive holds any earlier one in the chat store
+                # The saved archive holds any earlier one in the chat store; that one goes,
+                # unless it is what was just written (two objects over one server).
+                if self._separate() and not _same_list(
+                    self.chat_store.get_messages(self.archive_key), archived, exact=True
+                ):
                     self.chat_store.delete_messages(self.archive_key)
 
     def unappend(self, messages: Sequence[ChatMessage]) -> None:
