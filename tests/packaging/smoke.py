@@ -90,6 +90,8 @@ def run_llama_index_chat_engine() -> int:
 
     from llama_index.memory.window_budget import WindowBudgetMemory
 
+    # MockLLM echoes its prompt, which is no digest: the memory says so once on stderr ("the
+    # summarizer failed ...") and the network-free digest stands; the call is made all the same.
     llm = MockLLM(max_tokens=60)
     memory = WindowBudgetMemory.from_defaults(llm=llm, context_window=2048)
     engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
