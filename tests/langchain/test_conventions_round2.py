@@ -219,6 +219,18 @@ def test_an_empty_trigger_list_leaves_only_the_window() -> None:
 # -- 4. summarizers of every kind -------------------------------------------------
 
 
+def _folding(summarizer: object, **options: Any) -> WindowBudgetMiddleware:
+    """A middleware that folds ``_chat(8)`` to a digest and two messages with ``summarizer``."""
+    return WindowBudgetMiddleware(
+        _model(),
+        context_window=10_000,
+        trigger=("messages", 6),
+        keep=("messages", 2),
+        summarizer=summarizer,  # type: ignore[arg-type]
+        **options,
+    )
+
+
 def _run(mw: WindowBudgetMiddleware, *, use_async: bool = False) -> list[BaseMessage]:
     state = {"messages": _chat(8)}
     if use_async:
@@ -271,13 +283,7 @@ def test_a_summarizer_of_no_known_kind_is_refused_at_construction() -> None:
 
 def test_a_rate_limited_summarizer_is_retried_and_writes_the_digest() -> None:
     flaky = FlakyModel(errors=[ModelRateLimitError("429"), ModelRateLimitError("429")])
-    mw = WindowBudgetMiddleware(
-        _model(),
-        context_window=10_000,
-        trigger=("messages", 6),
-        keep=("messages", 2),
-        summarizer=flaky,
-    )
+    mw = _folding(flaky)
     digest = _run(mw)[0]
     assert len(flaky.requests) == 3
     record = digest_record(digest)
@@ -287,13 +293,7 @@ def test_a_rate_limited_summarizer_is_retried_and_writes_the_digest() -> None:
 
 def test_an_async_summarizer_is_retried_too() -> None:
     flaky = FlakyModel(errors=[TimeoutError("read timed out")])
-    mw = WindowBudgetMiddleware(
-        _model(),
-        context_window=10_000,
-        trigger=("messages", 6),
-        keep=("messages", 2),
-        summarizer=flaky,
-    )
+    mw = _folding(flaky)
     digest = _run(mw, use_async=True)[0]
     assert len(flaky.requests) == 2
     assert not digest_record(digest)["fallback"]  # type: ignore[index]
@@ -301,13 +301,7 @@ def test_an_async_summarizer_is_retried_too() -> None:
 
 def test_a_permanent_failure_is_not_retried() -> None:
     flaky = FlakyModel(errors=[ModelAuthenticationError("bad key")])
-    mw = WindowBudgetMiddleware(
-        _model(),
-        context_window=10_000,
-        trigger=("messages", 6),
-        keep=("messages", 2),
-        summarizer=flaky,
-    )
+    mw = _folding(flaky)
     digest = _run(mw)[0]
     assert len(flaky.requests) == 1
     assert digest_record(digest)["fallback"]  # type: ignore[index]
@@ -315,13 +309,7 @@ def test_a_permanent_failure_is_not_retried() -> None:
 
 def test_an_overflowing_summary_request_is_retried_smaller() -> None:
     flaky = FlakyModel(errors=[ContextOverflowError("prompt is too long")])
-    mw = WindowBudgetMiddleware(
-        _model(),
-        context_window=10_000,
-        trigger=("messages", 6),
-        keep=("messages", 2),
-        summarizer=flaky,
-    )
+    mw = _folding(flaky)
     _run(mw)
     first, second = (r[-1].text for r in flaky.requests)
     assert len(second) < len(first)
@@ -406,14 +394,7 @@ def test_the_digest_carries_langchains_summary_mark() -> None:
 
 def test_raise_gives_the_providers_own_exception() -> None:
     flaky = FlakyModel(errors=[ModelAuthenticationError("bad key")])
-    mw = WindowBudgetMiddleware(
-        _model(),
-        context_window=10_000,
-        trigger=("messages", 6),
-        keep=("messages", 2),
-        summarizer=flaky,
-        on_summarizer_error="raise",
-    )
+    mw = _folding(flaky, on_summarizer_error="raise")
     with pytest.raises(ModelAuthenticationError, match="bad key") as caught:
         _run(mw)
     assert isinstance(caught.value, SummarizerError)  # still catchable as before

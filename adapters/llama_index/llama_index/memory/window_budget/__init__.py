@@ -1,6 +1,9 @@
 """LlamaIndex memory backed by window-budget: gate → slice → summarize for chat engines and agents.
 
->>> from llama_index.memory.window_budget import WindowBudgetMemory
+``WindowBudgetMemory`` is a memory of its own; ``WindowBudgetMemoryBlock`` brings the digest,
+the fact ledger and recall into LlamaIndex's ``Memory(memory_blocks=[...])``.
+
+>>> from llama_index.memory.window_budget import WindowBudgetMemory, WindowBudgetMemoryBlock
 """
 
 try:
@@ -12,6 +15,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
     ) from exc
 
 from llama_index.memory.window_budget.base import InitialTokenCountError, WindowBudgetMemory
+from llama_index.memory.window_budget.block import WindowBudgetMemoryBlock
 from llama_index.memory.window_budget.building import CounterSpec, DigestRole, default_policy
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
@@ -44,6 +48,7 @@ __all__ = [
     "DigestRole",
     "InitialTokenCountError",
     "WindowBudgetMemory",
+    "WindowBudgetMemoryBlock",
     "bounded_tool",
     "clamp_text_tokens",
     "completers_from_llm",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
@@ -32,6 +32,7 @@ from window_budget.stores import ConditionalRewrite
 
 __all__ = [
     "DIGEST_ROLES",
+    "NOT_A_BLOCK",
     "CounterSpec",
     "DigestRole",
     "MemoryBuilding",
@@ -297,8 +298,26 @@ def condensers_for(
     return condenser(), condenser()
 
 
+NOT_A_BLOCK: Final = (
+    "WindowBudgetMemory is a memory, not a memory block: give LlamaIndex's "
+    "Memory(memory_blocks=[...]) a WindowBudgetMemoryBlock (from "
+    "llama_index.memory.window_budget import WindowBudgetMemoryBlock), or pass this memory "
+    "itself as memory= to the chat engine or agent"
+)
+"""What a memory says when it is put where a ``Memory`` block goes (it has no ``name``)."""
+
+
 class MemoryBuilding:
     """``from_defaults``: how a :class:`WindowBudgetMemory` is built (one of its bases)."""
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, item: str) -> Any:
+            # Memory(memory_blocks=[memory]) reads block.name first: one clear sentence
+            # instead of "AttributeError: name". Every other name is pydantic's to answer.
+            if item == "name":
+                raise AttributeError(NOT_A_BLOCK)
+            return super().__getattr__(item)
 
     if TYPE_CHECKING:
         _store_rewrite: ConditionalRewrite | None

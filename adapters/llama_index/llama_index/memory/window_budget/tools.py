@@ -10,6 +10,7 @@ digest left out from a memory store (``WindowBudgetMemory.recall_tool`` builds i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.bridge.pydantic import BaseModel, Field
@@ -48,7 +49,7 @@ class RecallArgs(BaseModel):
 
 def recall_tool(
     store: MemoryStore,
-    conversation: str,
+    conversation: str | Callable[[], str],
     *,
     name: str = "recall",
     max_tokens: int = 1500,
@@ -58,7 +59,8 @@ def recall_tool(
 
     The answer is :func:`window_budget.memory.recall`'s: quoted data under a first line
     that says so. A malformed call gets a sentence saying what to fix, so the model can
-    call again; the async path runs the lookup in a worker thread.
+    call again; the async path runs the lookup in a worker thread. ``conversation`` may be
+    a function, asked on each call (a ``ConfigError`` it raises is the tool's answer).
 
     >>> from window_budget.memory import InProcessMemoryStore
     >>> store = InProcessMemoryStore()
@@ -69,7 +71,8 @@ def recall_tool(
     | The build id is 7731.
 
     """
-    check_conversation(conversation)
+    if not callable(conversation):
+        check_conversation(conversation)
 
     def lookup(
         query: str | None = None,
@@ -80,7 +83,7 @@ def recall_tool(
         try:
             return recall(
                 store,
-                conversation,
+                conversation() if callable(conversation) else conversation,
                 query,
                 kind=kind,
                 page=page or 1,
