@@ -16,6 +16,7 @@ import tomllib
 import zipfile
 from email.parser import Parser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,9 +29,8 @@ LANGCHAIN = ROOT / "adapters" / "langchain"
 LLAMA_INDEX = ROOT / "adapters" / "llama_index"
 
 
-def _project(directory: Path) -> dict[str, object]:
-    config = tomllib.loads((directory / "pyproject.toml").read_text(encoding="utf-8"))
-    return config
+def _project(directory: Path) -> dict[str, Any]:
+    return tomllib.loads((directory / "pyproject.toml").read_text(encoding="utf-8"))
 
 
 def _name(requirement: str) -> str:
@@ -40,7 +40,7 @@ def _name(requirement: str) -> str:
 def _core_version() -> str:
     text = VERSION_FILE.read_text(encoding="utf-8")
     (version,) = re.findall(r'^__version__ = "([^"]+)"$', text, re.MULTILINE)
-    return version
+    return str(version)
 
 
 def test_every_version_and_pin_is_the_cores() -> None:
@@ -49,23 +49,22 @@ def test_every_version_and_pin_is_the_cores() -> None:
     where = f"(a release bumps src/window_budget/__init__.py and these to {version})"
     for directory in (LANGCHAIN, LLAMA_INDEX):
         project = _project(directory)["project"]
-        assert isinstance(project, dict)
         assert project["version"] == version, f"{directory / 'pyproject.toml'} version {where}"
         pins = [r for r in project["dependencies"] if _name(r) == "window-budget"]
         assert pins == [f"window-budget=={version}"], f"{directory / 'pyproject.toml'} {where}"
-    extras = _project(ROOT)["project"]["optional-dependencies"]  # type: ignore[index]
+    extras = _project(ROOT)["project"]["optional-dependencies"]
     assert extras["langchain"] == [f"langchain-window-budget=={version}"], f"{CORE} {where}"
     assert extras["llama-index"] == [f"llama-index-memory-window-budget=={version}"], CORE
 
 
 def test_the_integrations_are_named_as_their_ecosystems_name_them() -> None:
     langchain = _project(LANGCHAIN)
-    assert langchain["project"]["name"] == "langchain-window-budget"  # type: ignore[index]
-    wheel = langchain["tool"]["hatch"]["build"]["targets"]["wheel"]  # type: ignore[index]
+    assert langchain["project"]["name"] == "langchain-window-budget"
+    wheel = langchain["tool"]["hatch"]["build"]["targets"]["wheel"]
     assert wheel["packages"] == ["langchain_window_budget"]
     llama = _project(LLAMA_INDEX)
-    assert llama["project"]["name"] == "llama-index-memory-window-budget"  # type: ignore[index]
-    hub = llama["tool"]["llamahub"]  # type: ignore[index]
+    assert llama["project"]["name"] == "llama-index-memory-window-budget"
+    hub = llama["tool"]["llamahub"]
     assert hub["import_path"] == "llama_index.memory.window_budget"
     package = LLAMA_INDEX / Path(*hub["import_path"].split("."))
     assert (package / "__init__.py").is_file()
@@ -77,9 +76,9 @@ def test_the_integrations_are_named_as_their_ecosystems_name_them() -> None:
 def test_the_development_install_brings_what_each_integration_needs() -> None:
     # The integrations are not on the registry before a release, so the dev extra lists their
     # frameworks itself; it must list each of them, with the same bounds.
-    dev = set(_project(ROOT)["project"]["optional-dependencies"]["dev"])  # type: ignore[index]
+    dev = set(_project(ROOT)["project"]["optional-dependencies"]["dev"])
     for directory in (LANGCHAIN, LLAMA_INDEX):
-        needs = _project(directory)["project"]["dependencies"]  # type: ignore[index]
+        needs = _project(directory)["project"]["dependencies"]
         missing = [r for r in needs if _name(r) != "window-budget" and r not in dev]
         assert not missing, f"the dev extra lacks {missing} ({directory / 'pyproject.toml'})"
 
