@@ -25,7 +25,7 @@ from window_budget import (
     UserMessage,
     create_condenser,
 )
-from window_budget.contract import CompleteOptions, Context
+from window_budget.contract import CompleteOptions, CondenseResult, Context
 from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, message_to_dict
 from window_budget.pipeline import AheadCompactor
@@ -226,6 +226,33 @@ async def test_aclose_cancels_what_runs() -> None:
     await ahead.aclose()
     assert job.task.cancelled()
     assert ahead.state() == "none"
+
+
+def test_a_digest_of_a_closed_event_loop_gives_way_to_a_new_one() -> None:
+    # A web server running each request under asyncio.run: the first loop's task was
+    # cancelled when that loop closed; the next request starts the digest again on its own
+    # loop and its compacting turn uses that one.
+    fake = GatedCompleter(gates={0: asyncio.Event()})  # the first call never returns
+    ahead = build(fake)
+    msgs: list[AgentMessage] = []
+
+    async def first() -> int:
+        return await grow_until(ahead, msgs, 0, lambda: ahead.state() != "none")
+
+    i = asyncio.run(first())
+
+    async def second() -> CondenseResult:
+        await ahead.run(msgs, system_prompt="You are an agent.")
+        assert ahead.state() == "running"  # a new task, on this loop
+        assert await ahead.wait() == "ready"
+        result = await cross_trigger(ahead, msgs, i)
+        await ahead.aclose()
+        return result
+
+    result = asyncio.run(second())
+    assert len(fake.heads) == 2
+    assert used_call(result.summary.text) == 1
+    assert head_hash(result.plan.dropped) == fake.heads[1]
 
 
 def test_precompact_ratio_must_sit_below_the_trigger() -> None:

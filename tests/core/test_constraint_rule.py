@@ -69,3 +69,34 @@ def test_acknowledgements_and_attached_blocks_are_not_asks() -> None:
     asks = [f.text for f in ledger.facts if f.kind == "ask"]
     assert asks == ["Summarise this page."]
     assert not [f for f in ledger.facts if f.kind == "constraint"]
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        (
+            "The old cron job lives in services/payouts/jobs and it has been flaky since March, "
+            "and don't drop the `legacy_settlements` table.",
+            "don't drop the `legacy_settlements` table.",
+        ),
+        (
+            "Next, port the payout scheduler; the on-call rotation is tired of it, and do not "
+            "bump the `pydantic` pin.",
+            "do not bump the `pydantic` pin.",
+        ),
+    ],
+)
+def test_a_rule_in_a_clause_after_a_description_is_a_constraint(text: str, rule: str) -> None:
+    # The sentence as a whole is not said to the agent ("the old cron job lives…"), so its
+    # weak rule words once needed the whole sentence to be addressed, and the rule was lost.
+    assert constraints(text) == [rule]
+
+
+def test_a_description_in_a_reason_clause_is_not_a_constraint() -> None:
+    # "only cover" after "because" says why, not what the user requires.
+    text = (
+        "When you get to the reconciliation code, please read the runbook first because half "
+        "of it is undocumented and the tests only cover the happy path."
+    )
+    assert constraints(text) == []
+    assert constraints("Only run the fast tests because the slow ones hit the network.") != []

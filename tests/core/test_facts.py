@@ -212,11 +212,13 @@ def test_paths_are_relative_to_the_root_and_never_cut() -> None:
 
 
 def _many_facts(n: int) -> list:
+    # Files only read: a file the session changed is the digest's floor, which leaves after
+    # every fact here (see test_digest_floor.py).
     msgs: list = [UserMessage("Port every service. Never push to main.")]
     for i in range(n):
         msgs += [
-            call(f"w{i}", "Edit", file_path=f"{ROOT}/src/svc_{i % 7}/module_{i}.py"),
-            ToolResultMessage(f"w{i}", "Edit", "ok"),
+            call(f"w{i}", "Read", file_path=f"{ROOT}/src/svc_{i % 7}/module_{i}.py"),
+            ToolResultMessage(f"w{i}", "Read", "ok"),
             *run(f"t{i}", f"pytest tests/svc_{i}/test_module_{i}.py -q", "ok"),
             *run(f"g{i}", "git status", "clean"),
             AssistantMessage(

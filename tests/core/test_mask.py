@@ -22,7 +22,7 @@ from window_budget import (
 from window_budget.digest import is_digest
 from window_budget.memory import InProcessMemoryStore
 from window_budget.pipeline import MASK_MARKER, blocked_cuts, is_masked, mask_tool_outputs
-from window_budget.pipeline.summarize import resolve_ledger
+from window_budget.pipeline.summarize import build_local_digest, extract_facts, resolve_ledger
 from window_budget.testing import ScriptedCompleter
 
 BIG = "line of build output\n" * 400  # ~8,400 characters
@@ -230,3 +230,31 @@ def test_keeping_more_outputs_than_there_are_keeps_them_all() -> None:
         assert out == msgs
     _, replaced = mask_tool_outputs(msgs, end=2, keep_last=1, min_chars=100)
     assert replaced == [0]
+
+
+def test_a_masked_failure_reads_as_the_same_open_error() -> None:
+    # The error fact of a failure folded after masking once held the placeholder itself
+    # ("[output masked by …"), which the tight digest cut before the error line.
+    trace = "\n".join(f'  File "/w/svc/api_{k:02d}.py", line {k}, in step_{k}' for k in range(200))
+    output = (
+        f"collected 9 items\nTraceback (most recent call last):\n{trace}\n"
+        "E   KeyError: 'cutoff'\n1 failed, 8 passed in 1.2s"
+    )
+    msgs = [
+        UserMessage("Fix the cutoff handling."),
+        AssistantMessage((ToolCallBlock("c1", "bash", {"command": "pytest tests/svc -q"}),)),
+        ToolResultMessage("c1", "bash", output, is_error=True),
+        AssistantMessage("Looking into it."),
+    ]
+    masked, replaced = mask_tool_outputs(msgs, end=3, keep_last=0, min_chars=100)
+    assert replaced == [2]
+
+    def errors(messages: list) -> list[tuple[str, str, str]]:
+        ledger = extract_facts(messages)
+        return [(f.key, f.text, f.status) for f in ledger.facts if f.kind == "error"]
+
+    assert errors(masked) == errors(msgs)
+    [(_key, text, status)] = errors(masked)
+    assert status == "open"
+    assert text.endswith("failed: E KeyError: 'cutoff' (1 failed, 8 passed in 1.2s)")
+    assert "KeyError: 'cutoff'" in build_local_digest(masked, max_tokens=200)

@@ -110,6 +110,11 @@ class AgentMemory:
         source = self._source(runtime_store, thread)
         return self.plain if source is None else self._cached(source)[2]
 
+    def engines(self) -> list[LangChainCondenser]:
+        """Every engine built so far: the one of runs without a store, then one per store."""
+        with self._lock:
+            return [self.plain, *(entry[2] for entry in self._engines.values())]
+
     def _cached(
         self, store: MemoryStore | BaseStore
     ) -> tuple[object, MemoryStore, LangChainCondenser]:

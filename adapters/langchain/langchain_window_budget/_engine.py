@@ -9,29 +9,30 @@ wrapper, the LCEL transformer and ``condense_messages`` are thin layers over it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
-from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 
 from langchain_window_budget import _remembered
 from langchain_window_budget._convert import (
-    Converted,
     Converter,
     chat_model_id,
     chat_model_provider,
-    mark_usage_stale,
     to_core,
 )
-from langchain_window_budget._digest import build_digest, digest_record
 from langchain_window_budget._keep import UserSizes
+from langchain_window_budget._mapping import ArchiveFn, map_back
 from langchain_window_budget._result import LangChainResult, Prepared
 from langchain_window_budget._retry import provider_error
-from langchain_window_budget._sessions import Session, Sessions, as_message_list
-from langchain_window_budget._shorten import shortened_copy
+from langchain_window_budget._sessions import (
+    Session,
+    Sessions,
+    as_message_list,
+    conversation_key,
+)
 from langchain_window_budget._window import (
     UNKNOWN_WINDOW,
     UNKNOWN_WINDOW_DIGEST,
@@ -44,16 +45,17 @@ from langchain_window_budget._window import (
 )
 from langchain_window_budget.completer import Summarizer, make_completers
 from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes, needs_window
-from window_budget import bridge
 from window_budget.budget import estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, MemoryStore, Model
 from window_budget.errors import ConfigError, SummarizerError
-from window_budget.pipeline import WindowCondenser, check_window, create_condenser
+from window_budget.pipeline import (
+    AheadCompactor,
+    WindowCondenser,
+    check_window,
+    create_condenser,
+)
 
 __all__ = ["ArchiveFn", "LangChainCondenser"]
-
-ArchiveFn = Callable[[list[BaseMessage]], Mapping[str, Any] | None]
-"""Called with the dropped messages before the digest is built; returns where they went."""
 
 
 class LangChainCondenser:
@@ -96,6 +98,11 @@ class LangChainCondenser:
             bounded record carries the ledger, as before.
         recall: the model is offered a ``recall`` tool over ``memory`` (the middleware's
             ``recall=True``, or ``recall_tool``): the digest's last line then points at it.
+        precompact: ahead-of-time compaction on :meth:`arun`: once the prompt passes this
+            fraction of the usable window (below the trigger), the next digest is written in
+            the background, and the run that crosses the trigger folds that head with it
+            instead of waiting for a summary call (:attr:`ahead`). Sets the policy's
+            ``precompact_ratio``; None keeps the policy's. :meth:`run` stays synchronous.
 
     Without ``policy``, ``BudgetPolicy.for_window(context_window)``: the tail and the digest
     scale with the window, so a small window is not summarized on every other turn.
@@ -121,6 +128,7 @@ class LangChainCondenser:
         keep: ContextSize | None = None,
         memory: MemoryStore | None = None,
         recall: bool = False,
+        precompact: float | None = None,
     ) -> None:
         try:
             known: int | None = resolve_window(model, context_window)
@@ -135,6 +143,8 @@ class LangChainCondenser:
                 policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
         if on_summarizer_error is not None:
             policy = replace(policy, on_summarizer_error=on_summarizer_error)
+        if precompact is not None:
+            policy = replace(policy, precompact_ratio=precompact)
         policy, size_trigger, keep_rule = apply_sizes(policy, known, trigger=trigger, keep=keep)
         check_window(window, policy)
         self.window_known = known is not None
@@ -184,6 +194,14 @@ class LangChainCondenser:
             recall_offered=recall,  # the digest points at `recall` only when the model has it
         )
         """The core condenser doing the work."""
+        self.ahead = (
+            AheadCompactor(self.condenser, timeout=policy.summary_timeout or 300.0)
+            if policy.precompact_ratio is not None
+            else None
+        )
+        """The background digests of :meth:`arun`, one per conversation (None without
+        ``precompact``); ``ahead.state(name)`` / ``cancel(name)`` / ``aclose()``, ``name``
+        being the ``conversation`` given, as a str."""
         self.memory = memory
         """The memory store, or None (see the class docstring)."""
         self._model_id = model_id
@@ -267,56 +285,6 @@ class LangChainCondenser:
             self._use_usage = False
             self._sessions.by_key.clear()
 
-    def _finish(
-        self,
-        messages: Sequence[BaseMessage],
-        conv: Converted,
-        result: CondenseResult,
-        archive: ArchiveFn | None,
-        unchanged: Sequence[BaseMessage] | None = None,
-    ) -> LangChainResult:
-        if result.messages is conv.core:
-            return LangChainResult(messages if unchanged is None else unchanged, [], None, result)
-        # The core ran on ``conv.core``; ``conv.origin`` says where each came from.
-        natives = [messages[i] for i in conv.origin]
-        key = self.record_key
-
-        def make_digest(mapped: bridge.Mapped[BaseMessage]) -> BaseMessage:
-            summary = result.summary
-            assert summary is not None
-            dropped = mapped.dropped
-            covered, compactions = bridge.head_counts(digest_record(m, key=key) for m in dropped)
-            where = archive(dropped) if archive is not None else None
-            return build_digest(
-                summary.text,
-                covered=covered,
-                kept=len(mapped.tail),
-                compactions=compactions,
-                fallback=summary.fallback,
-                archive=where,
-                source=summary.message,
-                audit=summary.audit,
-                key=key,
-            )
-
-        mapped = bridge.map_result(
-            natives,
-            conv.core,
-            result,
-            copy=partial(shortened_copy, key=key),
-            make_digest=make_digest,
-        )
-        out = mapped.messages
-        if mapped.digest is None:
-            # No digest records how many kept replies predate this run: mark their usage
-            # figures (they measured the longer list) so no later gate anchors on them.
-            out = [mark_usage_stale(m) for m in out]
-            if archive is not None and mapped.dropped:
-                archive(mapped.dropped)
-        digest = cast(HumanMessage | None, mapped.digest)
-        out_list: list[BaseMessage] = [*messages[: conv.pinned], *out]
-        return LangChainResult(out_list, mapped.dropped, digest, result, mapped.replaced)
-
     # -- drivers ---------------------------------------------------------------
 
     def run(
@@ -372,9 +340,13 @@ class LangChainCondenser:
         archive: ArchiveFn | None = None,
         own_objects: bool = True,
         conversation: Hashable | None = None,
+        system_prompt: str = "",
     ) -> LangChainResult:
         """The async twin of :meth:`run` (the summary call uses the model's ``ainvoke``).
 
+        With ``precompact``, the next digest is prepared in the background (see
+        :attr:`ahead`); ``system_prompt`` is the agent's, for ``summary_request="prefix"``.
+        A ``keep=`` rule chooses its own cut, so its runs take the synchronous path.
         Over an async-only memory store (``AsyncPostgresStore``: it refuses sync calls on its
         event loop) the whole run, :meth:`run`, goes to a worker thread instead, the summary
         call then using the model's sync ``invoke``.
@@ -392,13 +364,22 @@ class LangChainCondenser:
         stored_as = self.store_name(conversation)
         prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
         try:
-            result = await self.condenser.run(
-                prep.conv.core,
-                force=prep.force,
-                pinned_tokens=prep.pinned_tokens,
-                conversation=stored_as,
-                cut=prep.cut,
-            )
+            if self.ahead is not None and prep.cut is None:  # the core's own slice
+                result = await self.ahead.run(
+                    prep.conv.core,
+                    force=prep.force,
+                    pinned_tokens=prep.pinned_tokens,
+                    conversation=_ahead_name(stored_as, conversation, prep.converted),
+                    system_prompt=system_prompt,
+                )
+            else:
+                result = await self.condenser.run(
+                    prep.conv.core,
+                    force=prep.force,
+                    pinned_tokens=prep.pinned_tokens,
+                    conversation=stored_as,
+                    cut=prep.cut,
+                )
         except SummarizerError as error:
             raise provider_error(error) from error.__cause__
         return self._complete(prep, result, archive, own_objects)
@@ -447,9 +428,9 @@ class LangChainCondenser:
         self, prep: Prepared, result: CondenseResult, archive: ArchiveFn | None, own_objects: bool
     ) -> LangChainResult:
         """Everything after the core ran, shared by :meth:`run` and :meth:`arun`."""
-        out = self._finish(
-            prep.view, prep.conv, result, archive, None if own_objects else prep.converted
-        )
+        unchanged = None if own_objects else prep.converted
+        key = self.record_key
+        out = map_back(prep.view, prep.conv, result, archive, key=key, unchanged=unchanged)
         return _remembered.remember(prep.recall, out, self._digest_seed)
 
     def _head_view(
@@ -488,6 +469,21 @@ class LangChainCondenser:
     def count_messages(self, messages: Sequence[Any]) -> int:
         """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
         return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
+
+
+def _ahead_name(
+    stored_as: str | None, conversation: Hashable | None, messages: Sequence[BaseMessage]
+) -> str:
+    """The name a conversation's background digest is kept under (its store name if any).
+
+    Without a conversation name, the id of its first message stands in (as for the engine's
+    sessions); a wrong guess costs a digest, never a wrong one: each is checked by content.
+    """
+    if stored_as is not None:
+        return stored_as
+    if conversation is not None:
+        return str(conversation)
+    return f"\x00{conversation_key(messages)!r}"
 
 
 def _writer_name(writer: object) -> str | None:

@@ -26,6 +26,7 @@ __all__ = [
     "Session",
     "Sessions",
     "as_message_list",
+    "conversation_key",
     "holds_objects",
 ]
 
@@ -55,7 +56,7 @@ class Session:
     """Leading system messages when they were taken."""
 
 
-def _conversation_key(messages: Sequence[Any]) -> Hashable:
+def conversation_key(messages: Sequence[Any]) -> Hashable:
     """The id of the first non-system message among the first few, else None."""
     for m in messages[:8]:
         if isinstance(m, SystemMessage):
@@ -154,7 +155,7 @@ class Sessions:
         the least recently used forgotten first.
         """
         if key is None:
-            key = _conversation_key(messages)
+            key = conversation_key(messages)
         else:
             try:
                 hash(key)

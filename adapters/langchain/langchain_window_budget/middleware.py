@@ -127,6 +127,16 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             verified strictly: a record a client forged or edited is an ordinary message.
         recall: offer the agent a ``recall`` tool over the thread's archive (search by
             words, list the facts of a kind, fetch a message by its ``#N`` pointer).
+        precompact: ahead-of-time compaction (``BudgetPolicy.precompact_ratio``; given, it
+            overrides the policy's): once a thread's prompt passes this fraction of the
+            usable window, below the trigger, ``abefore_model`` starts the summary of the
+            head the gate would fold in the background, and the turn that crosses the
+            trigger folds that head with the ready digest instead of waiting for a summary
+            call. A digest not ready, failed, cancelled or stale (the head changed) is not
+            used: that turn takes the synchronous path. Per thread (the run's
+            ``thread_id``); only on the async path (``ainvoke``/``astream``), ``invoke``
+            stays synchronous; runs with ``keep=`` take the synchronous path. ``aclose()``
+            cancels what still runs.
 
     Use: ``create_agent(model, tools, middleware=[WindowBudgetMiddleware(model=model)])``.
 
@@ -150,6 +160,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         on_summarizer_error: OnSummarizerError | None = None,
         memory: MemorySpec = "runtime",
         recall: bool = False,
+        precompact: float | None = None,
     ) -> None:
         super().__init__()
         register_node_name(self.name)  # so is_window_budget_digest knows its stream output
@@ -172,6 +183,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 on_summarizer_error=on_summarizer_error,
                 memory=store,
                 recall=recall,
+                precompact=precompact,
             )
 
         self.memory = AgentMemory(memory, make_engine)
@@ -276,8 +288,15 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             extra_pinned_tokens=tokens,
             own_objects=False,
             conversation=_conversation(tid),
+            system_prompt=thread.system_key or "",
         )
         return self._update(thread, result, tokens, state["messages"])
+
+    async def aclose(self) -> None:
+        """Cancel the background digests still running (``precompact``) and wait for them."""
+        for engine in self.memory.engines():
+            if engine.ahead is not None:
+                await engine.ahead.aclose()
 
     def _already_gated(
         self, request: ModelRequest[Any]
@@ -321,7 +340,10 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return await handler(request)
         self.gates += 1
         result = await engine.arun(
-            request.messages, extra_pinned_tokens=tokens, conversation=conversation
+            request.messages,
+            extra_pinned_tokens=tokens,
+            conversation=conversation,
+            system_prompt=thread.system_key or "",
         )
         if not result.changed:
             thread.gated = _mark(request.messages, tokens)

@@ -13,12 +13,16 @@ writes to the memory store is held back and written only when the digest is used
 discarded digest leaves no trace in the archive or the ledger versions.
 
 Adapters call :meth:`AheadCompactor.run` where they called ``WindowCondenser.run``, from an
-async hook (LangChain ``abefore_model``, LlamaIndex ``aget``/``aput``).
+async hook (LangChain ``abefore_model``, LlamaIndex ``aget``/``aput``). A background digest
+runs outside the turn's context (it outlives the turn: a tracer sees it as its own root run),
+and belongs to the event loop that started it: a later turn on another loop (``asyncio.run``
+per request) does not use it and starts afresh.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
@@ -138,9 +142,25 @@ class _Job:
     """Cancelled by :meth:`AheadCompactor.cancel`."""
 
 
+def _here(job: _Job) -> bool:
+    """Whether ``job`` runs on the running event loop (a closed loop's task never ends)."""
+    return job.task.get_loop() is asyncio.get_running_loop()
+
+
+def _stop(job: _Job) -> None:
+    """Cancel ``job``'s task, from its own loop (a closed loop has stopped it already)."""
+    task, loop = job.task, job.task.get_loop()
+    if task.done() or loop.is_closed():
+        return
+    if _here(job):
+        task.cancel()
+    else:
+        loop.call_soon_threadsafe(task.cancel)
+
+
 def _covers(job: _Job, messages: Sequence[AgentMessage]) -> bool:
     """Whether ``job``'s head is still the head of ``messages``."""
-    if job.cut > len(messages):
+    if job.cut > len(messages) or not _here(job):
         return False
     return head_hash(messages[: job.cut]) == job.hash
 
@@ -203,7 +223,7 @@ class AheadCompactor:
         if job is None or job.task.done():
             return False
         job.cancelled = True
-        job.task.cancel()
+        _stop(job)
         return True
 
     async def aclose(self) -> None:
@@ -211,9 +231,10 @@ class AheadCompactor:
         jobs = list(self._jobs.values())
         self._jobs.clear()
         for job in jobs:
-            job.task.cancel()
-        if jobs:
-            await asyncio.wait({job.task for job in jobs})
+            _stop(job)
+        here = {job.task for job in jobs if _here(job)}
+        if here:
+            await asyncio.wait(here)
 
     def _name(self, conversation: str | None) -> str:
         return conversation or self.condenser.deps.conversation
@@ -300,7 +321,11 @@ class AheadCompactor:
         held = _HeldStore(store, name) if store is not None else None
         deps = self._deps(decision, name, system_prompt, held)
         head = decision.plan.dropped
-        task = asyncio.ensure_future(self._write(head, deps))
+        # A fresh context: the call outlives this turn, so it must not report to the turn's
+        # callbacks or span (a framework's run may have ended when it replies).
+        task = asyncio.get_running_loop().create_task(
+            self._write(head, deps), context=contextvars.Context()
+        )
         if len(self._jobs) >= MAX_JOBS:
             self._drop(next(iter(self._jobs)))
         self._jobs[name] = _Job(decision.plan.cut, head_hash(head), task, held)
@@ -312,8 +337,8 @@ class AheadCompactor:
 
     def _drop(self, name: str) -> None:
         job = self._jobs.pop(name, None)
-        if job is not None and not job.task.done():
-            job.task.cancel()
+        if job is not None:
+            _stop(job)
 
     def _take(
         self,
@@ -325,7 +350,7 @@ class AheadCompactor:
     ) -> tuple[int, Summary] | None:
         """The ready digest and its cut when it is usable for ``messages``, else None."""
         job = self._jobs.pop(name, None)
-        if job is None:
+        if job is None or not _here(job):
             return None
         task = job.task
         if not task.done():

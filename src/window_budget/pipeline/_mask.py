@@ -28,6 +28,7 @@ from window_budget.messages import (
     ToolResultMessage,
     content_text,
 )
+from window_budget.pipeline._placeholder import MASK_MARKER, placeholder
 
 __all__ = [
     "MASK_MARKER",
@@ -37,9 +38,6 @@ __all__ = [
     "mask_target",
     "mask_tool_outputs",
 ]
-
-MASK_MARKER: Final = "[output masked by window-budget"
-"""How every placeholder starts; a placeholder is never masked again."""
 
 MASK_TARGET: Final = 0.5
 """Masking alone is enough only when it brings the transcript under this share of the limit.
@@ -71,29 +69,19 @@ def is_masked(message: AgentMessage) -> bool:
     )
 
 
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit].rstrip() + "…"
-
-
 def _placeholder(result: ToolResultMessage, call: ToolCallBlock | None) -> str:
     from window_budget.pipeline.summarize._extract import classify_tool_call, key_error_line
 
     text = content_text(result.content)
-    args = ""
+    target: str | None = None
     if call is not None:
         _kind, target = classify_tool_call(call.name, call.arguments)
         if target is None and call.arguments:
             target = json.dumps(
                 dict(call.arguments), ensure_ascii=False, sort_keys=True, default=repr
             )
-        args = f" {_short(target, 100)}" if target else ""
-    outcome = f"failed: {_short(key_error_line(text, limit=0), 160)}" if result.is_error else "ok"
-    lines = text.count("\n") + 1
-    return (
-        f"{MASK_MARKER}: {_short(result.tool_name, 60)}{args} — {outcome}; "
-        f"{lines:,} lines, {len(text):,} chars; the original is in the archive]"
-    )
+    error_line = key_error_line(text, limit=0) if result.is_error else None
+    return placeholder(result.tool_name, target or "", error_line, text)
 
 
 def mask_tool_outputs(

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize._audit import DigestAudit as DigestAudit
     from window_budget.pipeline.summarize._audit import audit_digest as audit_digest
     from window_budget.pipeline.summarize._audit import check_digest as check_digest
-    from window_budget.pipeline.summarize._audit import is_floor_fact as is_floor_fact
     from window_budget.pipeline.summarize._audit import mentions as mentions
     from window_budget.pipeline.summarize._condense import SUMMARY_TAGS as SUMMARY_TAGS
     from window_budget.pipeline.summarize._condense import condense_scope as condense_scope
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize.facts import FactLedger as FactLedger
     from window_budget.pipeline.summarize.facts import extract_facts as extract_facts
     from window_budget.pipeline.summarize.facts import fact_line as fact_line
+    from window_budget.pipeline.summarize.facts import is_floor_fact as is_floor_fact
     from window_budget.pipeline.summarize.facts import ledger_from_json as ledger_from_json
     from window_budget.pipeline.summarize.facts import ledger_from_text as ledger_from_text
     from window_budget.pipeline.summarize.facts import ledger_of as ledger_of
@@ -90,7 +90,7 @@ _EXPORTS: dict[str, str] = {
     "fact_line": "window_budget.pipeline.summarize.facts",
     "flatten_message": "window_budget.pipeline.summarize._prompt",
     "flatten_transcript": "window_budget.pipeline.summarize._prompt",
-    "is_floor_fact": "window_budget.pipeline.summarize._audit",
+    "is_floor_fact": "window_budget.pipeline.summarize.facts",
     "key_error_line": "window_budget.pipeline.summarize._extract",
     "ledger_from_json": "window_budget.pipeline.summarize.facts",
     "ledger_from_text": "window_budget.pipeline.summarize.facts",

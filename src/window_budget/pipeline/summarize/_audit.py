@@ -31,6 +31,7 @@ from window_budget.pipeline.summarize.facts import (
     Fact,
     FactLedger,
     fact_line,
+    is_floor_fact,
     pin_lines,
     pin_priority,
 )
@@ -136,19 +137,6 @@ def _key_facts(ledger: FactLedger) -> list[Fact]:
         f for f in ledger.facts if f.kind != "ask" and pin_priority(f) >= _AUDITED_MIN_PRIORITY
     ] + asks
     return sorted(out, key=lambda f: (-pin_priority(f), -f.last, f.key))
-
-
-def is_floor_fact(fact: Fact) -> bool:
-    """True for the facts a digest must always hold (pinned first by the audit).
-
-    The objective, the user's constraints, the files created / edited / deleted, and the
-    errors still open.
-    """
-    return (
-        fact.kind in ("objective", "constraint")
-        or (fact.kind == "file" and fact.status != "read")
-        or (fact.kind == "error" and fact.status != "resolved")
-    )
 
 
 def _fit_lines(

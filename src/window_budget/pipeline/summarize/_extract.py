@@ -20,6 +20,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
 )
+from window_budget.pipeline._placeholder import masked_failure
 from window_budget.pipeline.summarize._prompt import clamp_text
 from window_budget.pipeline.summarize.facts import (
     FactLedger,
@@ -125,11 +126,15 @@ def key_error_line(text: str, *, limit: int = 240) -> str:
 
     Prefers the last line naming an error (a traceback ends with it, pytest's short
     summary lists it last) and appends the failure tally (``1 failed, 3 passed``) when
-    the output has one.
+    the output has one. Of a masked output, the line its placeholder quotes (the key line of
+    the original), so a failure reads the same before and after masking.
 
     >>> key_error_line("Traceback (most recent call last):\n  File 'a.py'\nKeyError: 'port'")
     "KeyError: 'port'"
     """
+    quoted = masked_failure(text)
+    if quoted is not None:
+        return clamp_text(quoted, limit)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return "(no output)"

@@ -22,6 +22,7 @@ from window_budget.memory import make_seal
 from window_budget.messages import AgentMessage, DigestMessage, content_text, message_to_dict
 from window_budget.pipeline.summarize.facts import (
     FactLedger,
+    is_floor_fact,
     ledger_from_json,
     ledger_of,
     ledger_to_json,
@@ -66,8 +67,9 @@ def bounded_ledger(
 ) -> dict[str, Any]:
     """``ledger`` as JSON within ``max_tokens``: the most important facts, the rest left out.
 
-    Facts leave lowest priority and oldest first (the objective and the user's constraints
-    last), and the order of those kept is the ledger's. The counters (``archived``,
+    Facts leave lowest priority and oldest first, the digest's floor (the objective, the
+    user's constraints, the files changed, open errors) last, and the order of those kept is the
+    ledger's. The counters (``archived``,
     ``generations``) are kept whole, so positions stay right.
     """
     full = ledger_to_json(ledger)
@@ -80,7 +82,12 @@ def bounded_ledger(
     )
     ranked = sorted(
         range(len(ledger.facts)),
-        key=lambda i: (-pin_priority(ledger.facts[i]), -ledger.facts[i].last, i),
+        key=lambda i: (
+            not is_floor_fact(ledger.facts[i]),
+            -pin_priority(ledger.facts[i]),
+            -ledger.facts[i].last,
+            i,
+        ),
     )
 
     def keeping(n: int) -> dict[str, Any]:

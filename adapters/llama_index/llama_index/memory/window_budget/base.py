@@ -50,9 +50,11 @@ from llama_index.memory.window_budget.persistence import MemoryPersistence
 from llama_index.memory.window_budget.restore import Runtime
 from llama_index.memory.window_budget.tools import memory_recall_tool
 from llama_index.memory.window_budget.views import (
+    InitialTokenCountError,
     ViewPlanner,
     ack,
     full_history,
+    initial_tokens,
     resumed,
     stored_form,
 )
@@ -65,9 +67,9 @@ from window_budget.contract import (
     Model,
     TokenCounter,
 )
-from window_budget.errors import BudgetError, SummarizerError
+from window_budget.errors import SummarizerError
 from window_budget.messages import AgentMessage
-from window_budget.pipeline import WindowCondenser, budget_limit
+from window_budget.pipeline import AheadCompactor, WindowCondenser, budget_limit
 from window_budget.stores import ConditionalRewrite
 
 __all__ = [
@@ -80,14 +82,6 @@ __all__ = [
 ]
 
 _CODEC = LlamaIndexCodec()
-
-
-class InitialTokenCountError(BudgetError, ValueError):
-    """``initial_token_count`` is above the token limit.
-
-    A ``ValueError``, as LlamaIndex's memories raise, and a ``BudgetError``, as everything
-    that cannot fit in window-budget.
-    """
 
 
 class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type: ignore[misc]
@@ -132,6 +126,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     _counter_name: str = PrivateAttr(default="heuristic")
     _sync_condenser: WindowCondenser | None = PrivateAttr(default=None)
     _async_condenser: WindowCondenser | None = PrivateAttr(default=None)
+    _ahead: AheadCompactor | None = PrivateAttr(default=None)
     _compact_lock: Any = PrivateAttr(default_factory=threading.Lock)
     _aloop: Any = PrivateAttr(default=None)
     _alock: Any = PrivateAttr(default=None)
@@ -160,7 +155,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         self._counter, self._counter_name = resolve_counter(counter)
         self._resumed_tokens = self.count_tokens([resumed()])
         self._ack_tokens = self.count_tokens([ack()])
-        self._sync_condenser, self._async_condenser = condensers_for(
+        self._sync_condenser, self._async_condenser, self._ahead = condensers_for(
             llm,
             self.context_window,
             policy,
@@ -179,6 +174,11 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     def llm(self) -> LLM | None:
         """The LLM writing the digests."""
         return self._llm
+
+    @property
+    def ahead(self) -> AheadCompactor | None:
+        """The async path's background digests (``from_defaults(precompact=...)``), or None."""
+        return self._ahead
 
     @property
     def memory_store(self) -> MemoryStore | None:
@@ -308,6 +308,7 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         return Compactor(
             sync_condenser=self._sync_condenser,
             async_condenser=self._async_condenser,
+            ahead=self._ahead,
             counter=self._counter,
             has_llm=self._llm is not None,
             core=self._core,
@@ -387,16 +388,8 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
 
     def _initial_tokens(self, initial_token_count: int) -> int:
         """Check and remember the caller's prefix size (used by later puts, too)."""
-        extra = max(0, int(initial_token_count or 0))
-        if extra > self.token_limit:
-            raise InitialTokenCountError(
-                f"initial_token_count {extra:,} exceeds the token limit {self.token_limit:,} "
-                "(as in ChatMemoryBuffer); shorten the prefix messages or raise the window",
-                needed=extra,
-                available=self.token_limit,
-            )
-        self._extra_pinned = extra
-        return extra
+        self._extra_pinned = initial_tokens(initial_token_count, self.token_limit)
+        return self._extra_pinned
 
     def get_all(self, include_archived: bool = False) -> list[ChatMessage]:
         """Deep copies of the stored history (digest included).
@@ -410,24 +403,20 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         with stored.lock:
             live = stored.read()
             archived = stored.read_archive() if include_archived else []
-        with self._sealing():
-            return (
-                full_history(live, archived)
-                if include_archived
-                else [copy_message(m) for m in live]
-            )
+        return self._history(live, archived, include_archived)
 
     async def aget_all(self, include_archived: bool = False) -> list[ChatMessage]:
         """Async :meth:`get_all`."""
         stored = self._conversation()
         live = await stored.aread()
         archived = await stored.aread_archive() if include_archived else []
+        return self._history(live, archived, include_archived)
+
+    def _history(
+        self, live: list[ChatMessage], archived: list[ChatMessage], whole: bool
+    ) -> list[ChatMessage]:
         with self._sealing():
-            return (
-                full_history(live, archived)
-                if include_archived
-                else [copy_message(m) for m in live]
-            )
+            return full_history(live, archived) if whole else [copy_message(m) for m in live]
 
     def put(self, message: ChatMessage) -> None:
         """Append a message (a deep copy is stored); compacts when the gate fires.
@@ -498,3 +487,8 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
     async def acompact(self) -> list[ChatMessage]:
         """Async :meth:`compact`."""
         return await self._compact_async(self._extra_pinned, force=True)
+
+    async def aclose(self) -> None:
+        """Cancel the background digest still running (``precompact``) and wait for it."""
+        if self._ahead is not None:
+            await self._ahead.aclose()

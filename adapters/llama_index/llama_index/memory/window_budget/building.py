@@ -2,7 +2,8 @@
 
 Pure functions of the arguments: the window from ``context_window``, the LLM's metadata,
 window-budget's table of models or ``token_limit``; the policy for a ``token_limit``; the
-counter a spec names; and the two condensers a memory compacts with.
+counter a spec names; and the two condensers a memory compacts with (and the background
+digests of the async one, with ``BudgetPolicy.precompact_ratio``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from window_budget import bridge
 from window_budget.budget import CallableCounter, model_for
 from window_budget.contract import BudgetPolicy, MemoryStore, Model, TokenCounter
 from window_budget.errors import ConfigError
-from window_budget.pipeline import WindowCondenser, check_window, create_condenser
+from window_budget.pipeline import (
+    AheadCompactor,
+    WindowCondenser,
+    check_window,
+    create_condenser,
+)
 from window_budget.stores import ConditionalRewrite
 
 __all__ = [
@@ -262,8 +268,11 @@ def condensers_for(
     *,
     memory: MemoryStore | None = None,
     conversation: str = "default",
-) -> tuple[WindowCondenser, WindowCondenser]:
-    """The memory's two condensers: one for the sync path, one for the async path.
+) -> tuple[WindowCondenser, WindowCondenser, AheadCompactor | None]:
+    """The memory's two condensers, sync path and async path, and the async one's driver.
+
+    The driver (an ``AheadCompactor``, writing the next digest in the background) exists
+    when ``policy.precompact_ratio`` asks for one; else None.
 
     With ``memory`` (a memory store) they archive the folded originals and the full
     ledger there under ``conversation`` and the digest offers ``recall``; without, the
@@ -295,7 +304,10 @@ def condensers_for(
             recall_offered=memory is not None,
         )
 
-    return condenser(), condenser()
+    sync, async_ = condenser(), condenser()
+    if policy.precompact_ratio is None:
+        return sync, async_, None
+    return sync, async_, AheadCompactor(async_, timeout=policy.summary_timeout or 300.0)
 
 
 NOT_A_BLOCK: Final = (
@@ -351,6 +363,7 @@ class MemoryBuilding:
         digest_role: DigestRole = "pair",
         store_rewrite: ConditionalRewrite | None = None,
         memory_store: MemoryStoreSpec = None,
+        precompact: float | None = None,
     ) -> Self:
         """Build the memory, the way LlamaIndex's own memories are built.
 
@@ -406,6 +419,13 @@ class MemoryBuilding:
                 Digest records are then sealed with the store's key, so a client-written
                 record is never taken for a digest. None (default): the digest's bounded
                 record alone carries the ledger.
+            precompact: ahead-of-time compaction on the async path (``aget``, ``aput``):
+                once the history passes this fraction of the usable window, below the
+                trigger, the next digest is written in the background and the call that
+                crosses the trigger folds that head with it instead of waiting for the LLM;
+                a digest not ready, failed or stale is not used (that call summarizes as
+                without it). Sets the policy's ``precompact_ratio``; ``get``/``put`` stay
+                synchronous; ``aclose()`` cancels what still runs.
 
         A ``policy`` is used as given; its token fields are absolute, so scale the
         default to your window and change only what you need:
@@ -456,9 +476,10 @@ class MemoryBuilding:
         )
         memory._store_rewrite = store_rewrite
         memory._memory_store = resolve_memory_store(memory_store, chat_store)
-        memory._configure(
-            llm, policy or default_policy(context_window, output_reserved=output_reserved), spec
-        )
+        policy = policy or default_policy(context_window, output_reserved=output_reserved)
+        if precompact is not None:
+            policy = dataclasses.replace(policy, precompact_ratio=precompact)
+        memory._configure(llm, policy, spec)
         if chat_history is not None:
             memory.set(list(chat_history))
         return memory

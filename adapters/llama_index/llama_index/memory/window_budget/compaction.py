@@ -38,7 +38,7 @@ from window_budget.budget import estimate_message_tokens
 from window_budget.contract import CondenseResult, TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage
-from window_budget.pipeline import WindowCondenser
+from window_budget.pipeline import AheadCompactor, WindowCondenser
 from window_budget.pipeline.summarize import ledger_of
 from window_budget.stores import Fold
 
@@ -67,6 +67,8 @@ class Compactor:
     """The condenser of the sync path."""
     async_condenser: WindowCondenser
     """The condenser of the async path (its own token ledger)."""
+    ahead: AheadCompactor | None
+    """The async condenser's driver writing the next digest in the background, or None."""
     counter: TokenCounter | None
     """The memory's counter (None: the heuristic)."""
     has_llm: bool
@@ -118,7 +120,10 @@ class Compactor:
             ):
                 continue  # no summary call for a view that will not show it
             try:
-                result = await self.async_condenser.run(body, force=force, pinned_tokens=pinned)
+                if self.ahead is not None:  # a ready background digest, else as below
+                    result = await self.ahead.run(body, force=force, pinned_tokens=pinned)
+                else:
+                    result = await self.async_condenser.run(body, force=force, pinned_tokens=pinned)
             except BudgetError as exc:
                 logger.debug("window-budget: %s", exc)
                 continue

@@ -62,6 +62,7 @@ RUNTIME_ATTRS = (
     "_alock",
     "_sync_condenser",
     "_async_condenser",
+    "_ahead",
     "_stored",
     "_store_rewrite",
     "_runtime",

@@ -42,14 +42,43 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ACK_PART",
     "RESUMED_PART",
+    "InitialTokenCountError",
     "Pass",
     "ViewPlanner",
     "ack",
     "full_history",
+    "initial_tokens",
     "resumed",
     "stored_form",
     "view_part",
 ]
+
+
+class InitialTokenCountError(BudgetError, ValueError):
+    """``initial_token_count`` is above the token limit.
+
+    A ``ValueError``, as LlamaIndex's memories raise, and a ``BudgetError``, as everything
+    that cannot fit in window-budget.
+    """
+
+
+def initial_tokens(initial_token_count: int, token_limit: int) -> int:
+    """The caller's prefix size, checked against the memory's limit.
+
+    Raises:
+        InitialTokenCountError: it is above ``token_limit``.
+
+    """
+    extra = max(0, int(initial_token_count or 0))
+    if extra > token_limit:
+        raise InitialTokenCountError(
+            f"initial_token_count {extra:,} exceeds the token limit {token_limit:,} "
+            "(as in ChatMemoryBuffer); shorten the prefix messages or raise the window",
+            needed=extra,
+            available=token_limit,
+        )
+    return extra
+
 
 ACK_TEXT = "Understood."
 """The assistant's acknowledgement of a ``digest_role="pair"`` digest."""

@@ -12,8 +12,10 @@ the carried ledger and folds the new messages into it. Rendering (:func:`render_
 fills the six headings within a token budget and compresses before it evicts: repeated
 and uninformative commands collapse into one line, files are grouped by directory,
 long prose is cut at a word boundary; only then are facts left out, lowest priority and
-oldest first, never the objective or the user's constraints, and never the last few of
-a kind, so no kind disappears wholesale. A path is never cut in the middle: it is
+oldest first, the last few of a kind after the rest of it, and the digest's floor
+(:func:`is_floor_fact`: the objective, the user's constraints, the files the session
+created, edited or deleted, the errors still open) after every other fact; the objective
+and the user's newest constraints never. A path is never cut in the middle: it is
 shortened by dropping the workspace root the transcript reveals, then by grouping.
 
 Same input, same ledger, same text: nothing depends on time, hashing or the environment.
@@ -27,6 +29,7 @@ from window_budget.pipeline.summarize.facts.model import (
     FactKind,
     FactLedger,
     Provenance,
+    is_floor_fact,
     pin_priority,
 )
 from window_budget.pipeline.summarize.facts.render import render_ledger
@@ -46,6 +49,7 @@ __all__ = [
     "Provenance",
     "extract_facts",
     "fact_line",
+    "is_floor_fact",
     "ledger_from_json",
     "ledger_from_text",
     "ledger_of",

@@ -22,6 +22,7 @@ __all__ = [
     "FactKind",
     "FactLedger",
     "Provenance",
+    "is_floor_fact",
     "pin_priority",
 ]
 
@@ -166,8 +167,28 @@ _P: Final[dict[str, int]] = {
     "command:noise": 15,
 }
 _NEVER_EVICTED: Final = frozenset({"objective", "constraint"})  # constraints: see the end
-_FLOOR = 2  # the newest facts of each kind leave last
+_FLOOR = 2  # the newest facts of each kind leave last of their kind
 _RULES_KEPT = 5  # the user's newest rules never leave a digest
+_FLOOR_TIER: Final = {"created": 0, "edited": 1, "deleted": 1}  # then open errors, rules
+
+
+def is_floor_fact(fact: Fact) -> bool:
+    """True for the digest's floor, the facts it must always hold.
+
+    The floor: the objective, the user's constraints, the files created, edited or deleted,
+    and the errors still open. They are the last to leave a rendered digest or a bounded
+    record (every other fact is left out first) and the first the audit pins back.
+
+    >>> is_floor_fact(Fact("error", "k", "`make` failed: boom", status="open"))
+    True
+    >>> is_floor_fact(Fact("file", "/w/a.py", "/w/a.py", status="read"))
+    False
+    """
+    return (
+        fact.kind in ("objective", "constraint")
+        or (fact.kind == "file" and fact.status != "read")
+        or (fact.kind == "error" and fact.status != "resolved")
+    )
 
 
 def _priority(fact: Fact) -> int:
@@ -196,14 +217,15 @@ def _is_noise(command: str) -> bool:
 
 
 def _eviction_order(facts: list[Fact], cost: Mapping[int, float] | None = None) -> list[Fact]:
-    """Which facts leave first: lowest priority, then oldest; the newest of each kind last.
+    """Which facts leave first: lowest priority, then oldest, the newest of each kind last.
 
-    With ``cost`` (tokens each fact's line takes, by ``id``), a costly fact counts a little
+    The floor (:func:`is_floor_fact`) leaves after every other fact, the user's newest rules
+    never. With ``cost`` (tokens each fact's line takes, by ``id``), a costly fact counts a little
     less than a cheap one of about the same priority: a resolved error with its whole
     command line leaves before three identifiers that fit in the same room, an open error
     still outranks any command.
     """
-    evictable = [f for f in facts if f.kind not in _NEVER_EVICTED]
+    evictable = [f for f in facts if not is_floor_fact(f)]
     newest: dict[tuple[str, bool], list[Fact]] = {}
     for f in sorted(evictable, key=lambda f: (-f.last, f.key)):
         # Files only read and noise commands keep one, apart from their kind's floor.
@@ -225,11 +247,14 @@ def _eviction_order(facts: list[Fact], cost: Mapping[int, float] | None = None) 
 
     first = sorted((f for f in evictable if id(f) not in floor), key=rank)
     last = sorted((f for f in evictable if id(f) in floor), key=rank)
-    # The user's rules leave after everything else, oldest first: a long list of them must
-    # not cut the digest blind (its Status and Plan gone); the store keeps them for recall.
-    # The newest few are never evicted.
+    # Then the floor, oldest first: files created, files edited or deleted (they existed
+    # before the session), open errors, then the user's rules (a long list of them must not
+    # cut the digest blind either); the store keeps them all for recall. The newest few
+    # rules are never evicted.
+    changed = [f for f in facts if f.kind in ("file", "error") and is_floor_fact(f)]
+    changed.sort(key=lambda f: (_FLOOR_TIER.get(f.status, 2), f.last, f.key))
     rules = sorted((f for f in facts if f.kind == "constraint"), key=lambda f: (f.last, f.key))
-    return first + last + rules[:-_RULES_KEPT]
+    return first + last + changed + rules[:-_RULES_KEPT]
 
 
 _COST_WEIGHT: Final = 4.0

@@ -71,26 +71,35 @@ _ADDRESSED_RE = re.compile(
 
 
 _CLAUSE_RE = re.compile(r",\s+(?:and|but|so|then|also)\s+|;\s+|\s+—\s+")
+# What follows "because" gives a reason: "…, because the tests only cover the happy path"
+# describes the tests, it sets no rule.
+_REASON_RE = re.compile(r"\b(?:because|given that)\b.*", re.IGNORECASE | re.DOTALL)
 
 
 def _rule_clauses(sentence: str) -> list[str]:
-    """The clauses of a long sentence that state its rules, or the sentence itself.
+    """The rules ``sentence`` states: itself, or those of its clauses that state one.
 
-    A rule in a trailing clause ("…, and never touch X") must not be cut off with the
-    sentence's head when the digest is short of room.
+    A short rule stays whole ("Never push to main, CI deploys it"). Of a long sentence, or of
+    one that only a clause addresses to the agent ("the old job is flaky, and don't drop the
+    table"), the rule clauses: a rule in a trailing clause must not be cut off with the
+    sentence's head when the digest is short of room, nor lost with the description.
     """
-    if len(sentence) < 160:
+    whole = is_constraint(sentence)
+    if whole and len(sentence) < 160:
         return [sentence]
     clauses = [c.strip(" ,") for c in _CLAUSE_RE.split(sentence) if c.strip(" ,")]
-    rules = [c for c in clauses if is_constraint(c)]
-    return rules or [sentence]
+    rules = [c for c in clauses if is_constraint(c)] if len(clauses) > 1 else []
+    return rules or ([sentence] if whole else [])
 
 
 def is_constraint(sentence: str) -> bool:
     """True when ``sentence`` states a rule the user set, not a description of a symptom."""
-    if _CONSTRAINT_RE.search(sentence) or _ADVERB_RULE_RE.search(sentence):
+    if _CONSTRAINT_RE.search(sentence):
         return True
-    weak = _WEAK_CONSTRAINT_RE.search(sentence) or _ADVERBS_RE.search(sentence)
+    said = _REASON_RE.sub("", sentence)  # the rule words that follow count, not the reason's
+    if _ADVERB_RULE_RE.search(said):
+        return True
+    weak = _WEAK_CONSTRAINT_RE.search(said) or _ADVERBS_RE.search(said)
     return bool(weak and _ADDRESSED_RE.search(sentence))
 
 
@@ -255,9 +264,8 @@ def _on_user(b: _Builder, msg: UserMessage) -> None:
     else:
         b.put("ask", _norm_key(text), one_line(text))
     for sentence in _sentences(text):
-        if is_constraint(sentence):
-            for rule in _rule_clauses(sentence):
-                b.put("constraint", _norm_key(rule), one_line(rule), replace_text=False)
+        for rule in _rule_clauses(sentence):
+            b.put("constraint", _norm_key(rule), one_line(rule), replace_text=False)
     _add_idents(b, text, by_user=True)
 
 
