@@ -99,9 +99,7 @@ def one_compaction(seeds: int, counter: Any) -> None:
             assert result.summary is not None
             digest = result.summary.text
             rows.append(retention(facts, digest))
-            used.append(
-                counter.count(digest) if counter else count_text(digest)
-            )
+            used.append(counter.count(digest) if counter else count_text(digest))
             cuts.append(cut_paths(digest))
         n_facts = len(facts)
         per_kind = "  ".join(f"{k} {pct(med([r.get(k, 0) for r in rows]))}" for k in KINDS)
