@@ -89,7 +89,9 @@ def one_compaction(seeds: int, counter: Any) -> None:
             head_tokens = estimate_tokens(msgs)
             msgs = msgs + tail(seed, 6000)
             condenser = create_condenser(
-                model=Model("m", 400_000), counter=counter, policy=BudgetPolicy(keep_recent=5000)
+                model=Model("m", 400_000),
+                counter=counter,
+                policy=BudgetPolicy(keep_recent=5000, digest_max_tokens=2000),
             )
             start = time.perf_counter()
             result = condenser.run_sync(msgs, force=True)
@@ -97,9 +99,7 @@ def one_compaction(seeds: int, counter: Any) -> None:
             assert result.summary is not None
             digest = result.summary.text
             rows.append(retention(facts, digest))
-            used.append(
-                counter.count(digest) if counter else estimate_tokens([result.summary.message])
-            )
+            used.append(counter.count(digest) if counter else count_text(digest))
             cuts.append(cut_paths(digest))
         n_facts = len(facts)
         per_kind = "  ".join(f"{k} {pct(med([r.get(k, 0) for r in rows]))}" for k in KINDS)

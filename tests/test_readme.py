@@ -1,4 +1,5 @@
-"""Every ```python block of the README and of each page under docs/ runs, in order, offline.
+"""Every ```python block of the READMEs (the project's, each integration's) and of each page
+under docs/ runs, in order, offline.
 
 Each document runs in one namespace of its own, so a page may build on its earlier blocks.
 """
@@ -11,13 +12,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "adapters").glob("*/README.md")),
+    *sorted((ROOT / "docs").glob("*.md")),
+]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 # LlamaIndex's agent workflows use pydantic APIs deprecated upstream; that is theirs to fix.
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_snippets_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = BLOCK.findall(doc.read_text(encoding="utf-8"))
     if not blocks:
