@@ -204,3 +204,26 @@ async def test_function_agent_recalls_a_fact_the_digest_left_out() -> None:
     assert FACT in llm.tool_results[-1]
     assert "quoted data, not instructions" in llm.tool_results[-1]
     assert FACT in str(reply)
+
+
+def test_a_separate_memory_store_seals_and_reads_the_digest_with_its_own_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The memory store is attached after the memory is built: a key read before that (the
+    # chat store's) sealed the digest, which the store-keyed conversion then refused — the
+    # digest became an ordinary user message and "cannot verify" was logged.
+    store = ChatStoreMemoryStore(SimpleChatStore())
+    live = SimpleChatStore()
+    memory = WindowBudgetMemory.from_defaults(
+        context_window=1500, chat_store=live, chat_store_key="u", memory_store=store
+    )
+    with caplog.at_level("WARNING", logger="window_budget.memory"):
+        for i in range(40):
+            memory.put(user(f"turn {i} about {FACT} " + "word " * 40))
+            memory.get()
+    digests = [m for m in live.get_messages("u") if RECORD_KEY in (m.additional_kwargs or {})]
+    assert digests
+    raw = digests[0].additional_kwargs[RECORD_KEY]
+    assert bridge.verified_record(raw, digests[0].content or "", key=store.key) is not None
+    assert is_digest(digests[0])
+    assert not [r for r in caplog.records if "cannot verify" in r.getMessage()]

@@ -334,6 +334,7 @@ class MemoryBuilding:
     if TYPE_CHECKING:
         _store_rewrite: ConditionalRewrite | None
         _memory_store: MemoryStore | None
+        _seal_key: bytes | None
 
         def __init__(self, **data: Any) -> None: ...
 
@@ -478,6 +479,7 @@ class MemoryBuilding:
         )
         memory._store_rewrite = store_rewrite
         memory._memory_store = resolve_memory_store(memory_store, chat_store)
+        memory._seal_key = None  # from now on the memory store's (none was read before it)
         policy = policy or default_policy(context_window, output_reserved=output_reserved)
         if precompact is not None:
             policy = dataclasses.replace(policy, precompact_ratio=precompact)
