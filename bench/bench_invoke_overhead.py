@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,24 @@ def build(n: int, only: str | None = None) -> dict[str, tuple[Any, dict[str, Any
     return agents
 
 
-def measure(n: int, runs: int) -> dict[str, list[tuple[float, float]]]:
+@dataclass(frozen=True)
+class Sample:
+    """One invoke of one configuration (ms)."""
+
+    wall: float
+    cpu: float
+    gc_ms: float
+    """CPU time spent in the collector's runs during the invoke."""
+    full: float
+    """Full (generation 2) collections during the invoke."""
+
+    @property
+    def mutator(self) -> float:
+        """CPU time outside the collector."""
+        return self.cpu - self.gc_ms
+
+
+def measure(n: int, runs: int) -> dict[str, list[Sample]]:
     """(wall ms, CPU ms) of each invoke, per configuration, in the order they ran.
 
     Each configuration lives in its own worker process (what one keeps alive between turns
@@ -116,17 +134,16 @@ def measure(n: int, runs: int) -> dict[str, list[tuple[float, float]]]:
         )
         for name in CONFIGS
     }
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in workers}
+    samples: dict[str, list[Sample]] = {name: [] for name in workers}
     try:
-        for name, proc in workers.items():  # built and warm
+        for proc in workers.values():  # built and warm
             _ask(proc, "ready")
         for turn in range(runs):
             order = list(workers.items())
             if turn % 2:  # alternate the order too: no configuration always runs first
                 order.reverse()
             for name, proc in order:
-                wall, cpu = _ask(proc, f"turn {turn}").split()
-                samples[name].append((float(wall), float(cpu)))
+                samples[name].append(Sample(*map(float, _ask(proc, f"turn {turn}").split())))
     finally:
         for proc in workers.values():
             proc.stdin.close()  # type: ignore[union-attr]
@@ -156,53 +173,57 @@ def worker(name: str, n: int) -> None:
     from langchain_core.messages import HumanMessage
 
     ((agent, config),) = build(n, only=name).values()
+    spent = {"ms": 0.0, "full": 0, "start": 0.0}
+
+    def collections(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            spent["start"] = time.process_time()
+            return
+        spent["ms"] += (time.process_time() - spent["start"]) * 1000
+        spent["full"] += info["generation"] == 2
+
+    gc.callbacks.append(collections)
     for line in sys.stdin:
         if line.strip() == "ready":
             print("ready", flush=True)
             continue
+        spent.update(ms=0.0, full=0)
         w, c = time.perf_counter(), time.process_time()
         agent.invoke({"messages": [HumanMessage(line.strip())]}, config)
         cpu, wall = (time.process_time() - c) * 1000, (time.perf_counter() - w) * 1000
-        print(f"{wall:.4f} {cpu:.4f}", flush=True)
+        print(f"{wall:.4f} {cpu:.4f} {spent['ms']:.4f} {spent['full']}", flush=True)
 
 
-def report(n: int, samples: dict[str, list[tuple[float, float]]]) -> dict[str, float]:
-    """Print the medians and the added costs; return the figures (for ``--json``)."""
-    med = {
-        name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-        for name, v in samples.items()
-    }
+def report(n: int, samples: dict[str, list[Sample]]) -> None:
+    """Print, per middleware, what it adds to an invoke, and its ratio to the peer's."""
 
-    def added(name: str, i: int, stat: Any = statistics.median) -> float:
-        # The median of per-round differences: a slow spell hits both sides of a pair.
-        # (The mean as well: a collection every few turns moves the mean, not the median.)
-        return float(
-            stat([s[i] - b[i] for s, b in zip(samples[name], samples[NONE], strict=True)])
-        )
+    def added(name: str, field: str, stat: Any = statistics.median) -> float:
+        # Per-round differences: a slow spell of the machine hits both sides of a pair.
+        pairs = zip(samples[name], samples[NONE], strict=True)
+        return float(stat([getattr(s, field) - getattr(b, field) for s, b in pairs]))
 
-    base_w, base_c = med[NONE]
-    runs = len(samples[NONE])
-    print(f"\n{n:,} messages, {runs} rounds: invoke without middleware {base_w:.1f} ms wall, "
-          f"{base_c:.1f} ms CPU (medians)")
+    base = samples[NONE]
     print(
-        f"  {'':<30} {'wall ms':>9} {'CPU ms':>9} {'added wall':>11} {'added CPU':>10}"
-        f" {'(mean)':>8}"
+        f"\n{n:,} messages, {len(base)} rounds: invoke without middleware "
+        f"{statistics.median(s.wall for s in base):.1f} ms wall, "
+        f"{statistics.median(s.cpu for s in base):.1f} ms CPU (medians)"
     )
-    out: dict[str, float] = {"n": n, "runs": runs, "base_wall": base_w, "base_cpu": base_c}
-    for name, (w, c) in med.items():
-        aw, ac, am = (added(name, 0), added(name, 1), added(name, 1, statistics.fmean))
-        print(f"  {name:<30} {w:9.2f} {c:9.2f} {aw:+11.2f} {ac:+10.2f} {am:+8.2f}")
-        out[f"{name[:3]} added_wall"], out[f"{name[:3]} added_cpu"] = aw, ac
-    for what, i in (("wall", 0), ("CPU", 1)):
-        ours, peer = added(OURS, i), added(PEER, i)
-        ratio = f"{ours / peer:.2f}" if peer > 0 else "n/a (the peer adds nothing)"
-        print(f"  added by ours / by the peer, {what:<4} (target <= 1.0): {ratio}")
-        if peer > 0:
-            out[f"ratio_{what.lower()}"] = ours / peer
-    ours, peer = added(OURS, 1, statistics.fmean), added(PEER, 1, statistics.fmean)
-    if peer > 0:
-        print(f"  the same, CPU, means of the differences: {ours / peer:.2f}")
-    return out
+    rows = {
+        "added wall, median": lambda name: added(name, "wall"),
+        "added CPU, median": lambda name: added(name, "cpu"),
+        "added CPU, mean": lambda name: added(name, "cpu", statistics.fmean),
+        "added CPU outside collections, median": lambda name: added(name, "mutator"),
+        "collections: ms per invoke, mean": lambda name: added(name, "gc_ms", statistics.fmean),
+    }
+    print(f"  {'':<40} {'peer':>8} {'ours':>8} {'ours/peer':>10}")
+    for label, figure in rows.items():
+        peer, ours = figure(PEER), figure(OURS)
+        ratio = f"{ours / peer:10.2f}" if peer > 0 else f"{'n/a':>10}"
+        print(f"  {label:<40} {peer:+8.2f} {ours:+8.2f} {ratio}")
+    for name in CONFIGS:
+        full = statistics.fmean(s.full for s in samples[name])
+        gc_ms = statistics.fmean(s.gc_ms for s in samples[name])
+        print(f"  {name:<30} full collections per invoke {full:.2f}, {gc_ms:.1f} ms collecting")
 
 
 def profile(n: int, runs: int) -> None:
