@@ -97,7 +97,11 @@ class ContentCache:
         self.max_bytes = max_bytes
         """The bound in bytes."""
         self._value_size = value_size
-        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        # Values and sizes in two maps, not a ``(value, size)`` tuple per entry: a tuple
+        # holding a tracked value is tracked too, and every full collection of the process
+        # walks each tracked object (one per cached message, in a long thread).
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -119,6 +123,7 @@ class ContentCache:
         """Drop every entry (the counters are kept)."""
         with self._lock:
             self._data.clear()
+            self._sizes.clear()
             self._bytes = 0
 
     def get_many(self, keys: Sequence[Hashable | None]) -> list[Any]:
@@ -131,9 +136,9 @@ class ContentCache:
             for i, key in enumerate(keys):
                 if key is None:
                     continue
-                entry = data.get(key)
-                if entry is not None:
-                    out[i] = entry[0]
+                value = data.get(key)
+                if value is not None:
+                    out[i] = value
                     move(key)
                     hits += 1
             self.hits += hits
@@ -143,20 +148,19 @@ class ContentCache:
         """Store ``(key, value)`` pairs, evicting the least recently used beyond the bound."""
         size_of = self._value_size
         with self._lock:
-            data = self._data
+            data, sizes = self._data, self._sizes
             for key, value in items:
                 self.misses += 1
                 size = key_size(key) + (size_of(value) if size_of is not None else 0)
                 if size > self.max_bytes:
                     continue  # larger than the whole cache: not worth keeping
-                old = data.pop(key, None)
-                if old is not None:
-                    self._bytes -= old[1]
-                data[key] = (value, size)
-                self._bytes += size
+                data.pop(key, None)
+                self._bytes += size - sizes.get(key, 0)
+                data[key] = value
+                sizes[key] = size
             while self._bytes > self.max_bytes and data:
-                _, (_, size) = data.popitem(last=False)
-                self._bytes -= size
+                key, _ = data.popitem(last=False)
+                self._bytes -= sizes.pop(key)
                 self.evictions += 1
 
     def get_or_compute(
