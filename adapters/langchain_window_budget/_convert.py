@@ -241,10 +241,7 @@ class LangChainCodec:
         # One run asks for a message's key twice (remembered digests, then conversion):
         # an identity memo makes the second time a dict lookup.
         self._memo: dict[int, tuple[object, Hashable | None]] = {}
-        # By message id: the message last keyed under it, and its key. Two maps, not a
-        # tuple per message: each tuple is one more object every full collection walks.
-        self._by_id: dict[str, object] = {}
-        self._key_by_id: dict[str, Hashable | None] = {}
+        self._by_id: dict[str, tuple[object, Hashable | None]] = {}
 
     def forget(self) -> None:
         """Drop the key memo (it holds the messages: keep it to one run's worth)."""
@@ -262,16 +259,14 @@ class LangChainCodec:
         # building it (a checkpointer hands back the thread this way each turn).
         mid = getattr(message, "id", None)
         prev = self._by_id.get(mid) if mid is not None else None
-        if prev is not None and mid in self._key_by_id and same_message(prev, message):
-            key = self._key_by_id[mid]
+        if prev is not None and same_message(prev[0], message):
+            key = prev[1]
         else:
             key = message_key(message)
             if mid is not None:
                 if len(self._by_id) > _MEMO_LIMIT:
                     self._by_id.clear()
-                    self._key_by_id.clear()
-                self._key_by_id[mid] = key
-                self._by_id[mid] = message
+                self._by_id[mid] = (message, key)
         memo[id(message)] = (message, key)
         return key
 
