@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from langchain_core.messages import (
@@ -200,17 +200,7 @@ def to_core(
 
 # --------------------------------------------------------------- the codec
 
-_MESSAGE_ID = attrgetter("id")
-
-
-def _first_none(items: list[Any]) -> int:
-    """The index of the first None in ``items`` (C-level), else its length."""
-    try:
-        return items.index(None)
-    except ValueError:
-        return len(items)
-
-
+_MESSAGE_ID, _NATIVE, _CORE = attrgetter("id"), itemgetter(0), itemgetter(1)
 _MEMO_LIMIT = 50_000
 
 
@@ -421,19 +411,21 @@ class Converter:
         """
         memo = bridge.RECOGNISED
         name = codec.name
-        natives, cores = memo.lookup(name, list(map(_MESSAGE_ID, messages)))
-        # The leading run of known ids: usually all but the messages appended since.
-        k = min(_first_none(natives), _first_none(cores))
+        hits: list[Any] = memo.get_many(name, list(map(_MESSAGE_ID, messages)))
+        try:
+            k = hits.index(None)  # usually the messages appended since: at the end
+        except ValueError:
+            k = len(hits)
         out: list[AgentMessage | None]
-        if k and same_messages(messages[:k], natives[:k]):
-            out = [*cores[:k], *[None] * (len(messages) - k)]
+        if k and same_messages(messages[:k], list(map(_NATIVE, hits[:k]))):
+            out = [*map(_CORE, hits[:k]), *[None] * (len(messages) - k)]
         else:
             out, k = [None] * len(messages), 0
         missing: list[int] = []
         for i in range(k, len(messages)):
-            native, core = natives[i], cores[i]
-            if native is not None and core is not None and same_message(native, messages[i]):
-                out[i] = core
+            hit = hits[i]
+            if hit is not None and same_message(hit[0], messages[i]):
+                out[i] = hit[1]
             else:
                 missing.append(i)
         if missing:

@@ -203,52 +203,31 @@ class Recognised:
     def __init__(self, limit: int = 50_000) -> None:
         self.limit = limit
         """Entries kept before the memo starts over."""
-        # Two maps, not a ``(native, core)`` tuple per entry: each such tuple is one more
-        # object every full collection of the process walks, per message remembered.
-        self._natives: dict[tuple[str, Hashable], Any] = {}
-        self._cores: dict[tuple[str, Hashable], AgentMessage] = {}
+        self._data: dict[tuple[str, Hashable], tuple[Any, AgentMessage]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._natives)
-
-    def lookup(
-        self, name: str, ids: Sequence[Hashable]
-    ) -> tuple[list[Any | None], list[AgentMessage | None]]:
-        """Per id, the native message remembered under it and its core (None, None if not).
-
-        Two C-level maps, read without the lock: under a concurrent :meth:`put_many` a
-        native may come with a None core (treat that id as unknown).
-        """
-        keys = list(zip(repeat(name), ids))
-        return list(map(self._natives.get, keys)), list(map(self._cores.get, keys))
+        return len(self._data)
 
     def get_many(self, name: str, ids: Sequence[Hashable]) -> list[tuple[Any, AgentMessage] | None]:
         """Per id, ``(native message, core message)`` remembered under it, or None."""
-        natives, cores = self.lookup(name, ids)
-        return [
-            None if n is None or c is None else (n, c) for n, c in zip(natives, cores, strict=True)
-        ]
+        return list(map(self._data.get, zip(repeat(name), ids)))
 
     def put_many(self, name: str, items: Sequence[tuple[Hashable, Any, AgentMessage]]) -> None:
         """Remember ``(id, native message, core message)`` triples (None ids are skipped)."""
         if len(items) > self.limit:
             items = items[len(items) - self.limit :]  # the newest a bound's worth
         with self._lock:
-            natives, cores = self._natives, self._cores
-            if len(natives) + len(items) > self.limit:
-                natives.clear()
-                cores.clear()
+            if len(self._data) + len(items) > self.limit:
+                self._data.clear()
             for mid, native, core in items:
                 if mid is not None:
-                    cores[(name, mid)] = core  # the core first: a reader checks both
-                    natives[(name, mid)] = native
+                    self._data[(name, mid)] = (native, core)
 
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:
-            self._natives.clear()
-            self._cores.clear()
+            self._data.clear()
 
 
 RECOGNISED: Final = Recognised()

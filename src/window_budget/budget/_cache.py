@@ -97,11 +97,7 @@ class ContentCache:
         self.max_bytes = max_bytes
         """The bound in bytes."""
         self._value_size = value_size
-        # Values and sizes in two maps, not a ``(value, size)`` tuple per entry: a tuple
-        # holding a tracked value is tracked too, and every full collection of the process
-        # walks each tracked object (one per cached message, in a long thread).
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
-        self._sizes: dict[Hashable, int] = {}
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -123,7 +119,6 @@ class ContentCache:
         """Drop every entry (the counters are kept)."""
         with self._lock:
             self._data.clear()
-            self._sizes.clear()
             self._bytes = 0
 
     def get_many(self, keys: Sequence[Hashable | None]) -> list[Any]:
@@ -136,9 +131,9 @@ class ContentCache:
             for i, key in enumerate(keys):
                 if key is None:
                     continue
-                value = data.get(key)
-                if value is not None:
-                    out[i] = value
+                entry = data.get(key)
+                if entry is not None:
+                    out[i] = entry[0]
                     move(key)
                     hits += 1
             self.hits += hits
@@ -148,19 +143,20 @@ class ContentCache:
         """Store ``(key, value)`` pairs, evicting the least recently used beyond the bound."""
         size_of = self._value_size
         with self._lock:
-            data, sizes = self._data, self._sizes
+            data = self._data
             for key, value in items:
                 self.misses += 1
                 size = key_size(key) + (size_of(value) if size_of is not None else 0)
                 if size > self.max_bytes:
                     continue  # larger than the whole cache: not worth keeping
-                data.pop(key, None)
-                self._bytes += size - sizes.get(key, 0)
-                data[key] = value
-                sizes[key] = size
+                old = data.pop(key, None)
+                if old is not None:
+                    self._bytes -= old[1]
+                data[key] = (value, size)
+                self._bytes += size
             while self._bytes > self.max_bytes and data:
-                key, _ = data.popitem(last=False)
-                self._bytes -= sizes.pop(key)
+                _, (_, size) = data.popitem(last=False)
+                self._bytes -= size
                 self.evictions += 1
 
     def get_or_compute(
