@@ -68,7 +68,7 @@ def fake_model(kind: str) -> Any:
     return GenericFakeChatModel(messages=repeat(AIMessage("ok")))
 
 
-SHAPE = {"model": "quiet", "thread": "tools"}
+SHAPE: dict[str, Any] = {"model": "quiet", "thread": "tools"}
 """The model and the thread's shape (``--model``, ``--thread``)."""
 
 
@@ -161,7 +161,8 @@ def _ask(proc: subprocess.Popen[str], line: str) -> str:
 
 
 def _shape_args() -> list[str]:
-    return ["--model", SHAPE["model"], "--thread", SHAPE["thread"]]
+    freeze = ["--freeze"] if SHAPE.get("freeze") else []
+    return ["--model", SHAPE["model"], "--thread", SHAPE["thread"], *freeze]
 
 
 def worker(name: str, n: int) -> None:
@@ -173,6 +174,11 @@ def worker(name: str, n: int) -> None:
     from langchain_core.messages import HumanMessage
 
     ((agent, config),) = build(n, only=name).values()
+    if SHAPE.get("freeze"):
+        # Diagnostic: what is alive after the warm-up (the thread's conversion a middleware
+        # keeps, among the rest) leaves the collector's view, in every configuration alike.
+        gc.collect()
+        gc.freeze()
     spent = {"ms": 0.0, "full": 0, "start": 0.0}
 
     def collections(phase: str, info: dict[str, int]) -> None:
@@ -253,9 +259,14 @@ def main() -> None:
     parser.add_argument("--profile", type=int, metavar="N", help="profile at N messages instead")
     parser.add_argument("--model", choices=("quiet", "generic"), default="quiet")
     parser.add_argument("--thread", choices=("tools", "chat"), default="tools")
+    parser.add_argument(
+        "--freeze",
+        action="store_true",
+        help="diagnostic: gc.freeze() after the warm-up in every worker",
+    )
     parser.add_argument("--worker", choices=CONFIGS, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    SHAPE.update(model=args.model, thread=args.thread)
+    SHAPE.update(model=args.model, thread=args.thread, freeze=args.freeze)
     if args.worker:
         worker(args.worker, int(args.sizes))
         return
