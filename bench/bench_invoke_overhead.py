@@ -1,0 +1,281 @@
+"""What a middleware adds to a whole ``agent.invoke``, measured the way a user meets it.
+
+Run by hand:  python bench/bench_invoke_overhead.py [--sizes 2000,10000] [--runs 25]
+              python bench/bench_invoke_overhead.py --profile 10000   (cProfile, ours vs peer)
+
+``create_agent`` + ``InMemorySaver``, a thread seeded with N messages (a tool-using agent's),
+one more ``agent.invoke`` per sample with a fake chat model that answers at once and reports
+no usage (so every gate counts the thread), nothing summarized:
+
+* (a) no middleware,
+* (b) ``SummarizationMiddleware`` with a token trigger nothing reaches,
+* (c) ``WindowBudgetMiddleware`` with its defaults and a window nothing fills.
+
+The configurations take turns (round robin, a collection before each sample), so a load spike
+or a collection lands on each alike. Reported: medians of wall time and of this process's CPU
+time, the cost each middleware adds, ``(b) - (a)`` and ``(c) - (a)``, and the ratio
+``(c) / (b)`` (target <= 1.0). The whole invoke counts: the hooks, the graph's nodes, the
+checkpoint writes, and the garbage collections the invoke's new objects trigger over
+everything alive, what a middleware keeps between turns included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+warnings.simplefilter("ignore")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_cold_turns import _quiet_model, lc_transcript  # noqa: E402
+
+WINDOW = 50_000_000
+"""Large enough that nothing is ever compacted or summarized."""
+
+NONE, PEER, OURS = "(a) no middleware", "(b) SummarizationMiddleware", "(c) WindowBudgetMiddleware"
+CONFIGS = (NONE, PEER, OURS)
+
+
+def chat_thread(n: int) -> list[Any]:
+    """``n`` plain chat messages without ids (the checkpointer gives each a UUID)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    return [
+        HumanMessage(f"question {i}: " + "q" * 200)
+        if i % 2 == 0
+        else AIMessage(f"answer {i}: " + "a" * 400)
+        for i in range(n)
+    ]
+
+
+def fake_model(kind: str) -> Any:
+    """The bench's chat model: ``quiet`` (answers "ok") or LangChain's ``generic`` fake."""
+    if kind == "quiet":
+        return _quiet_model()
+    from itertools import repeat
+
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    return GenericFakeChatModel(messages=repeat(AIMessage("ok")))
+
+
+SHAPE: dict[str, Any] = {"model": "quiet", "thread": "tools"}
+"""The model and the thread's shape (``--model``, ``--thread``)."""
+
+
+def build(n: int, only: str | None = None) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """The three agents (or the one named ``only``), each over its own checkpointer holding
+    a thread of ``n`` messages."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_window_budget import WindowBudgetMiddleware
+
+    model = fake_model(SHAPE["model"])
+    seed = lc_transcript(n) if SHAPE["thread"] == "tools" else chat_thread(n)
+    middleware: dict[str, list[Any]] = {
+        NONE: [],
+        PEER: [SummarizationMiddleware(model, trigger=("tokens", WINDOW), keep=("messages", 20))],
+        OURS: [WindowBudgetMiddleware(model, context_window=WINDOW)],
+    }
+    agents = {}
+    for name, mws in middleware.items():
+        if only is not None and name != only:
+            continue
+        agent = create_agent(model, tools=[], middleware=mws, checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": f"t-{n}"}}
+        agent.update_state(config, {"messages": seed})
+        for k in range(2):  # warm: imports, first sight of the thread
+            agent.invoke({"messages": [HumanMessage(f"warm up {k}")]}, config)
+        agents[name] = (agent, config)
+    return agents
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One invoke of one configuration (ms)."""
+
+    wall: float
+    cpu: float
+    gc_ms: float
+    """CPU time spent in the collector's runs during the invoke."""
+    full: float
+    """Full (generation 2) collections during the invoke."""
+
+    @property
+    def mutator(self) -> float:
+        """CPU time outside the collector."""
+        return self.cpu - self.gc_ms
+
+
+def measure(n: int, runs: int) -> dict[str, list[Sample]]:
+    """(wall ms, CPU ms) of each invoke, per configuration, in the order they ran.
+
+    Each configuration lives in its own worker process (what one keeps alive between turns
+    is then collected in its own process only, as for a user), and the workers take turns.
+    """
+    workers = {
+        name: subprocess.Popen(
+            [sys.executable, __file__, "--worker", name, "--sizes", str(n), *_shape_args()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in CONFIGS
+    }
+    samples: dict[str, list[Sample]] = {name: [] for name in workers}
+    try:
+        for proc in workers.values():  # built and warm
+            _ask(proc, "ready")
+        for turn in range(runs):
+            order = list(workers.items())
+            if turn % 2:  # alternate the order too: no configuration always runs first
+                order.reverse()
+            for name, proc in order:
+                samples[name].append(Sample(*map(float, _ask(proc, f"turn {turn}").split())))
+    finally:
+        for proc in workers.values():
+            proc.stdin.close()  # type: ignore[union-attr]
+            proc.wait()
+    return samples
+
+
+def _ask(proc: subprocess.Popen[str], line: str) -> str:
+    proc.stdin.write(line + "\n")  # type: ignore[union-attr]
+    proc.stdin.flush()  # type: ignore[union-attr]
+    answer = proc.stdout.readline()  # type: ignore[union-attr]
+    if not answer:
+        raise RuntimeError(f"worker {proc.args!r} died")
+    return answer
+
+
+def _shape_args() -> list[str]:
+    freeze = ["--freeze"] if SHAPE.get("freeze") else []
+    return ["--model", SHAPE["model"], "--thread", SHAPE["thread"], *freeze]
+
+
+def worker(name: str, n: int) -> None:
+    """One configuration: build it, then one timed invoke per line read from stdin.
+
+    No collection is forced between invokes: the collections a turn's new objects trigger
+    fall where they would for a user, over what this process keeps alive.
+    """
+    from langchain_core.messages import HumanMessage
+
+    ((agent, config),) = build(n, only=name).values()
+    if SHAPE.get("freeze"):
+        # Diagnostic: what is alive after the warm-up (the thread's conversion a middleware
+        # keeps, among the rest) leaves the collector's view, in every configuration alike.
+        gc.collect()
+        gc.freeze()
+    spent = {"ms": 0.0, "full": 0, "start": 0.0}
+
+    def collections(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            spent["start"] = time.process_time()
+            return
+        spent["ms"] += (time.process_time() - spent["start"]) * 1000
+        spent["full"] += info["generation"] == 2
+
+    gc.callbacks.append(collections)
+    for line in sys.stdin:
+        if line.strip() == "ready":
+            print("ready", flush=True)
+            continue
+        spent.update(ms=0.0, full=0)
+        w, c = time.perf_counter(), time.process_time()
+        agent.invoke({"messages": [HumanMessage(line.strip())]}, config)
+        cpu, wall = (time.process_time() - c) * 1000, (time.perf_counter() - w) * 1000
+        print(f"{wall:.4f} {cpu:.4f} {spent['ms']:.4f} {spent['full']}", flush=True)
+
+
+def report(n: int, samples: dict[str, list[Sample]]) -> None:
+    """Print, per middleware, what it adds to an invoke, and its ratio to the peer's."""
+
+    def added(name: str, field: str, stat: Any = statistics.median) -> float:
+        # Per-round differences: a slow spell of the machine hits both sides of a pair.
+        pairs = zip(samples[name], samples[NONE], strict=True)
+        return float(stat([getattr(s, field) - getattr(b, field) for s, b in pairs]))
+
+    base = samples[NONE]
+    print(
+        f"\n{n:,} messages, {len(base)} rounds: invoke without middleware "
+        f"{statistics.median(s.wall for s in base):.1f} ms wall, "
+        f"{statistics.median(s.cpu for s in base):.1f} ms CPU (medians)"
+    )
+    rows = {
+        "added wall, median": lambda name: added(name, "wall"),
+        "added CPU, median": lambda name: added(name, "cpu"),
+        "added CPU, mean": lambda name: added(name, "cpu", statistics.fmean),
+        "added CPU outside collections, median": lambda name: added(name, "mutator"),
+        "collections: ms per invoke, mean": lambda name: added(name, "gc_ms", statistics.fmean),
+    }
+    print(f"  {'':<40} {'peer':>8} {'ours':>8} {'ours/peer':>10}")
+    for label, figure in rows.items():
+        peer, ours = figure(PEER), figure(OURS)
+        ratio = f"{ours / peer:10.2f}" if peer > 0 else f"{'n/a':>10}"
+        print(f"  {label:<40} {peer:+8.2f} {ours:+8.2f} {ratio}")
+    for name in CONFIGS:
+        full = statistics.fmean(s.full for s in samples[name])
+        gc_ms = statistics.fmean(s.gc_ms for s in samples[name])
+        print(f"  {name:<30} full collections per invoke {full:.2f}, {gc_ms:.1f} ms collecting")
+
+
+def profile(n: int, runs: int) -> None:
+    """cProfile of ``runs`` invokes of ours and of the peer (top functions by own time)."""
+    import cProfile
+    import pstats
+
+    from langchain_core.messages import HumanMessage
+
+    agents = build(n)
+    for name in (PEER, OURS):
+        agent, config = agents[name]
+        prof = cProfile.Profile()
+        for turn in range(runs):
+            gc.collect()
+            prof.enable()
+            agent.invoke({"messages": [HumanMessage(f"turn {turn}")]}, config)
+            prof.disable()
+        print(f"\n===== {name}, {runs} invokes at {n:,} messages =====")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="2000,10000", help="thread sizes, comma-separated")
+    parser.add_argument("--runs", type=int, default=25, help="samples per configuration")
+    parser.add_argument("--profile", type=int, metavar="N", help="profile at N messages instead")
+    parser.add_argument("--model", choices=("quiet", "generic"), default="quiet")
+    parser.add_argument("--thread", choices=("tools", "chat"), default="tools")
+    parser.add_argument(
+        "--freeze",
+        action="store_true",
+        help="diagnostic: gc.freeze() after the warm-up in every worker",
+    )
+    parser.add_argument("--worker", choices=CONFIGS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    SHAPE.update(model=args.model, thread=args.thread, freeze=args.freeze)
+    if args.worker:
+        worker(args.worker, int(args.sizes))
+        return
+    if args.profile:
+        profile(args.profile, max(3, args.runs // 3))
+        return
+    for n in (int(s) for s in args.sizes.split(",")):
+        report(n, measure(n, args.runs))
+
+
+if __name__ == "__main__":
+    main()
