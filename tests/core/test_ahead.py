@@ -237,7 +237,11 @@ def test_a_digest_of_a_closed_event_loop_gives_way_to_a_new_one() -> None:
     msgs: list[AgentMessage] = []
 
     async def first() -> int:
-        return await grow_until(ahead, msgs, 0, lambda: ahead.state() != "none")
+        at = await grow_until(ahead, msgs, 0, lambda: ahead.state() != "none")
+        # The call has begun (and waits on its gate) before the loop closes: a task the loop
+        # never started would make the next loop's call the gated first one.
+        await started(fake, 1)
+        return at
 
     i = asyncio.run(first())
 
