@@ -112,6 +112,24 @@ def test_objective_asks_and_constraints_skip_injected_turns() -> None:
     }
 
 
+def test_a_teammates_report_relayed_as_a_user_turn_is_not_the_users() -> None:
+    # Claude Code's agent teams relay each teammate's report as a user turn: its names are
+    # facts (as the agents' prose is), but it is no objective, ask or rule of the user's.
+    report = (
+        '<teammate-message teammate_id="devops" summary="done">\n'
+        "Scaffolding complete. Never run the migration by hand. "
+        "Wired `ApplyWaveDifficulty` into `Source/Game/Waves.cpp`.\n</teammate-message>"
+    )
+    ledger = extract_facts([UserMessage(report), *session()])
+    assert [f.text for f in ledger.of_kind("objective")] == [
+        "Move billing onto the ledger API. Never push to main. Keep amounts in integer cents."
+    ]
+    assert all("migration" not in f.text for f in ledger.of_kind("constraint"))
+    assert all("teammate" not in f.text for f in ledger.of_kind("ask"))
+    names = {f.text: f for f in ledger.of_kind("identifier")}
+    assert names["ApplyWaveDifficulty"].by != "user"
+
+
 def test_files_created_edited_deleted_with_counts() -> None:
     files = {f.text: f for f in extract_facts(session()).of_kind("file")}
     assert files[f"{ROOT}/src/billing/ledger_client.py"].status == "created"

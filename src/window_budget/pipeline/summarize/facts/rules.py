@@ -127,6 +127,9 @@ _INJECTED_RE = re.compile(
     re.IGNORECASE,
 )
 _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL | re.IGNORECASE)
+# Another agent's report relayed as a user turn (Claude Code's agent teams): its names count,
+# as the agents' own prose does; it states no objective, ask or rule of the user's.
+_RELAYED_RE = re.compile(r"^\s*<teammate-message\b", re.IGNORECASE)
 
 _IDENT_RES: Final = (
     re.compile(r"https?://[^\s)>\]\"'`]+[^\s)>\]\"'`.,;:]"),  # URLs
@@ -256,6 +259,10 @@ def _fail(b: _Builder, target: str, label: str, output: str) -> None:
 
 
 def _on_user(b: _Builder, msg: UserMessage) -> None:
+    relayed = _REMINDER_RE.sub("", _typed(msg.content))
+    if _RELAYED_RE.match(relayed):
+        _on_prose(b, relayed)
+        return
     text = _user_text(msg)
     if not text or _norm_key(text) in _TRIVIAL_ASKS:
         return
