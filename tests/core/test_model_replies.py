@@ -406,8 +406,10 @@ def test_whatever_the_model_replies_the_digest_keeps_its_shape(
     assert audit is not None
     ledger = ledger_of(summary.message)
     assert ledger is not None
-    # Found counts the model's own lines only: never a copied line, a pin or an echo.
-    assert audit.found == check_digest("\n".join(own), ledger).found
+    # Found counts the model's own lines only: never a copied line, a pin or an echo, nor a
+    # rule it wrote under Guardrails that the user never stated (dropped, and reported).
+    kept = [line for line in own if line not in audit.invented_rules]
+    assert audit.found == check_digest("\n".join(kept), ledger).found
 
 
 def test_a_repetition_loop_is_kept_once() -> None:
