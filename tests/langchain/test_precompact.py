@@ -25,6 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_window_budget import WindowBudgetMiddleware, is_window_budget_digest
 from window_budget import BudgetPolicy
+from window_budget.pipeline import AheadCompactor
 
 WINDOW = 8_000
 MARK = re.compile(r"turn-(\d+)\b")
@@ -116,6 +117,20 @@ def config(thread: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread}}
 
 
+async def running(
+    **options: Any,
+) -> tuple[GatedSummarizer, Any, WindowBudgetMiddleware, AheadCompactor, int]:
+    """An agent on thread "t" whose first background digest is running, held at its gate;
+    the summarizer, the agent, its middleware, the compactor and the next turn's index."""
+    summarizer = GatedSummarizer(**options)
+    summarizer.gate(0)
+    agent, middleware = build(summarizer)
+    ahead = middleware.engine.ahead
+    assert ahead is not None
+    k = await turns_until(agent, middleware, "t", 0, state="running")
+    return summarizer, agent, middleware, ahead, k
+
+
 async def turns_until(
     agent: Any, middleware: WindowBudgetMiddleware, thread: str, start: int, *, state: str
 ) -> int:
@@ -175,12 +190,7 @@ def digest_of(messages: Sequence[BaseMessage]) -> tuple[str, set[int], set[int]]
 
 
 async def test_the_compacting_turn_uses_the_ready_digest_of_the_head_it_folds() -> None:
-    summarizer = GatedSummarizer()
-    summarizer.gate(0)
-    agent, middleware = build(summarizer)
-    ahead = middleware.engine.ahead
-    assert ahead is not None
-    k = await turns_until(agent, middleware, "t", 0, state="running")
+    summarizer, agent, middleware, ahead, k = await running()
     summarizer.gates[0].set()
     assert await ahead.wait("t") == "ready"
     _, messages = await compacting_turn(agent, middleware, "t", k)
@@ -195,12 +205,7 @@ async def test_the_compacting_turn_uses_the_ready_digest_of_the_head_it_folds() 
 
 
 async def test_a_head_changed_on_the_compacting_turn_takes_the_synchronous_path() -> None:
-    summarizer = GatedSummarizer()
-    summarizer.gate(0)
-    agent, middleware = build(summarizer)
-    ahead = middleware.engine.ahead
-    assert ahead is not None
-    k = await turns_until(agent, middleware, "t", 0, state="running")
+    summarizer, agent, middleware, ahead, k = await running()
     summarizer.gates[0].set()
     assert await ahead.wait("t") == "ready"
     state = await agent.aget_state(config("t"))
@@ -220,12 +225,7 @@ async def test_a_head_changed_on_the_compacting_turn_takes_the_synchronous_path(
 
 
 async def test_a_cancelled_digest_is_not_used() -> None:
-    summarizer = GatedSummarizer()
-    summarizer.gate(0)
-    agent, middleware = build(summarizer)
-    ahead = middleware.engine.ahead
-    assert ahead is not None
-    k = await turns_until(agent, middleware, "t", 0, state="running")
+    summarizer, agent, middleware, ahead, k = await running()
     assert ahead.cancel("t")
     assert await ahead.wait("t") == "cancelled"
     assert summarizer.cancelled == [0]
@@ -234,12 +234,7 @@ async def test_a_cancelled_digest_is_not_used() -> None:
 
 
 async def test_a_failed_background_digest_is_written_again_on_the_compacting_turn() -> None:
-    summarizer = GatedSummarizer(fail={0})
-    summarizer.gate(0)
-    agent, middleware = build(summarizer)
-    ahead = middleware.engine.ahead
-    assert ahead is not None
-    k = await turns_until(agent, middleware, "t", 0, state="running")
+    summarizer, agent, middleware, ahead, k = await running(fail={0})
     summarizer.gates[0].set()
     assert await ahead.wait("t") == "failed"
     _, messages = await compacting_turn(agent, middleware, "t", k)

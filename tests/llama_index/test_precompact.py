@@ -136,12 +136,19 @@ def digest_of(memory: WindowBudgetMemory) -> tuple[str, set[int], set[int]]:
     return text, {int(k) for k in MARK.findall(text)}, kept
 
 
-async def test_the_compacting_call_uses_the_ready_digest_of_the_head_it_folds() -> None:
-    writer = GatedLLM()
+async def running(**options: Any) -> tuple[GatedLLM, Any, WindowBudgetMemory, int]:
+    """A chat engine whose first background digest is running, held at its gate; the LLM,
+    the engine, its memory and the next turn's index."""
+    writer = GatedLLM(**options)
     writer.gate(0)
     engine, memory = build(writer)
     assert memory.ahead is not None
     k = await until(engine, memory, 0, "running")
+    return writer, engine, memory, k
+
+
+async def test_the_compacting_call_uses_the_ready_digest_of_the_head_it_folds() -> None:
+    writer, engine, memory, k = await running()
     writer.gate(0).set()
     assert await memory.ahead.wait() == "ready"
     writer.gate(1)  # never set: a call the compacting turn waited for would not return
@@ -159,11 +166,7 @@ async def test_the_compacting_call_uses_the_ready_digest_of_the_head_it_folds() 
 
 
 async def test_a_stale_digest_is_not_used() -> None:
-    writer = GatedLLM()
-    writer.gate(0)
-    engine, memory = build(writer)
-    assert memory.ahead is not None
-    k = await until(engine, memory, 0, "running")
+    writer, engine, memory, k = await running()
     writer.gate(0).set()
     assert await memory.ahead.wait() == "ready"
     # The head is rewritten on the turn that crosses the trigger (aset keeps the archive).
@@ -180,11 +183,7 @@ async def test_a_stale_digest_is_not_used() -> None:
 
 
 async def test_a_cancelled_digest_is_not_used() -> None:
-    writer = GatedLLM()
-    writer.gate(0)
-    engine, memory = build(writer)
-    assert memory.ahead is not None
-    k = await until(engine, memory, 0, "running")
+    writer, engine, memory, k = await running()
     assert memory.ahead.cancel()
     assert await memory.ahead.wait() == "cancelled"
     assert writer._cancelled == [0]
