@@ -67,7 +67,7 @@ from window_budget.budget import (
     estimate_message_tokens,
     model_key,
 )
-from window_budget.pipeline import anchor_usage
+from window_budget.budget._anchor import anchor_usage
 from window_budget.readers import iter_transcript_files, read_transcript
 
 METHODS = ("heuristic", "tiktoken", "calibrated", "anchored", "anchored+cal")

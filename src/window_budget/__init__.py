@@ -10,7 +10,7 @@ do we cut (the slice), **how** do we fold the dropped head into one digest (summ
 True
 """
 
-from window_budget.budget._estimate import estimate_tokens
+from window_budget.budget import estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, Model
 from window_budget.errors import BudgetError, ConfigError, WindowBudgetError
 from window_budget.messages import (
@@ -33,6 +33,7 @@ from window_budget.pipeline._condenser import condense, create_condenser
 from window_budget.pipeline._gate import is_over_budget
 from window_budget.pipeline._slice import plan_slice
 from window_budget.testing import ScriptedCompleter
+from window_budget.tools import display as _display  # noqa: F401 (registers how results show)
 
 __version__ = "0.1.0"
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from window_budget._policy import BudgetPolicy, KeepUnit, Strategy, SummaryRequestShape
+from window_budget._shown import Shown
 from window_budget.messages import AgentMessage, AssistantMessage, UserMessage
 
 if TYPE_CHECKING:
     from window_budget.cancel import CancelToken
-    from window_budget.pipeline.summarize._audit import DigestAudit
 
 __all__ = [
     "BudgetPolicy",
@@ -26,6 +26,7 @@ __all__ = [
     "Condenser",
     "CondenserDeps",
     "Context",
+    "DigestAudit",
     "KeepUnit",
     "LedgerVersion",
     "MemoryStore",
@@ -92,6 +93,49 @@ class CondensePlan:
     """The verbatim tail."""
     dropped: tuple[AgentMessage, ...]
     """The head to fold into the digest (handed back so nothing is lost)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DigestAudit:
+    """What the audit of one model-written digest found."""
+
+    in_ledger: int
+    """Facts in the ledger."""
+    checked: int
+    """High-priority facts checked against the model's text."""
+    found: int
+    """Of those, how many the model's text holds."""
+    appended: int
+    """How many were appended under ``# Pinned facts``."""
+    left_out: int = 0
+    """Omitted facts that did not fit the budget (they stay in the ledger)."""
+    copied: int = 0
+    """Key facts held only by lines the model copied from the carried digest: kept, not pinned
+    again, and not counted as found."""
+    invented: tuple[str, ...] = ()
+    """Paths and identifiers the model wrote that the folded turns and the carried digest never
+    name (a near miss of a real path, typically); marked in the digest."""
+    objective_replaced: bool = False
+    """True when the model's ``# Objective`` disagreed with the ledger's and was replaced by it
+    (counted under ``appended``)."""
+    invented_rules: tuple[str, ...] = ()
+    """Lines the model wrote under ``# Guardrails`` that no rule the user typed backs; dropped
+    from the digest (see ``_guardrails``)."""
+
+    def __str__(self) -> str:
+        left = f", {self.left_out} left out for room" if self.left_out else ""
+        copied = f", {self.copied} only in lines copied from the carried digest" * bool(self.copied)
+        goal = ", the objective put back from the ledger" if self.objective_replaced else ""
+        names = ", ".join(self.invented[:5]) + (" …" if len(self.invented) > 5 else "")
+        invented = f"; not in the transcript: {names}" if self.invented else ""
+        rules = len(self.invented_rules)
+        plural = "s" * (rules > 1)
+        dropped = f"; {rules} guardrail{plural} the user never gave dropped" * bool(rules)
+        return (
+            f"{self.in_ledger} facts in the ledger; {self.found} of {self.checked} key facts "
+            f"found in the model's digest, {self.appended} pinned{left}{copied}{goal}{invented}"
+            f"{dropped}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +339,7 @@ class CondenserDeps:
 
 
 @dataclass(frozen=True, slots=True)
-class CondenseResult:
+class CondenseResult(Shown):
     """Everything one condense run decided, for callers that need more than the list."""
 
     messages: Sequence[AgentMessage]
@@ -336,16 +380,6 @@ class CondenseResult:
     def audit(self) -> DigestAudit | None:
         """The audit of a model-written digest (see :attr:`Summary.audit`), else None."""
         return self.summary.audit if self.summary is not None else None
-
-    def _repr_html_(self) -> str:
-        from window_budget.tools.display import condense_result_html  # lazy: only notebooks need it
-
-        return condense_result_html(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.tools.display import condense_result_text
-
-        printer.text(condense_result_text(self))
 
 
 Condenser: TypeAlias = Callable[[list[AgentMessage]], Awaitable[list[AgentMessage]]]

@@ -16,8 +16,9 @@ from window_budget import (
     estimate_tokens,
 )
 from window_budget.budget import TokenLedger
+from window_budget.budget._anchor import anchor_index
 from window_budget.messages import message_from_dict, message_to_dict
-from window_budget.pipeline import anchor_index, estimate_context
+from window_budget.pipeline import estimate_context
 
 MODEL = Model("claude-sonnet-4-5", 200_000)
 

@@ -384,3 +384,27 @@ def test_a_huge_transcript_draws_a_bounded_page() -> None:
     assert len(page) < 250_000
     assert page.count("mostly assistant") + page.count("mostly user") == 400
     assert "#1–#15, mostly assistant" in page
+
+
+def test_every_renderer_is_registered_for_a_class_that_shows_itself() -> None:
+    import importlib
+
+    from window_budget._shown import Shown, registered
+
+    names = registered()
+    assert len(names) == 4, names  # result, ledger, transcript, usage report
+    for name in names:
+        module, _, cls = name.rpartition(".")
+        assert issubclass(getattr(importlib.import_module(module), cls), Shown), name
+
+
+def test_a_result_shows_itself_whichever_module_the_caller_imports_first() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from window_budget.readers._base import Transcript\n"
+        "print(Transcript(messages=())._repr_html_())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith('<div class="window-budget"'), out.stdout[:80]

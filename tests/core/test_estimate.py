@@ -150,7 +150,8 @@ def test_ledger_matches_prefix_tokens(a: list, b: list) -> None:
 @given(transcripts(), transcripts(), st.integers(0, 40))
 def test_ledger_structure_matches_the_batch_functions(a: list, b: list, cut: int) -> None:
     from window_budget import Model
-    from window_budget.pipeline import anchor_index, blocked_cuts
+    from window_budget.budget._anchor import anchor_index
+    from window_budget.pipeline import blocked_cuts
 
     ledger = TokenLedger()
     model = Model("m", 1000)

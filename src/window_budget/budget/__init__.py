@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from window_budget.budget._cache import ESTIMATES as ESTIMATES
     from window_budget.budget._cache import ContentCache as ContentCache
     from window_budget.budget._cache import cached_estimates as cached_estimates
+    from window_budget.budget._cache import estimate_tokens as estimate_tokens
     from window_budget.budget._cache import fingerprint as fingerprint
     from window_budget.budget._cache import key_size as key_size
+    from window_budget.budget._cache import prefix_tokens as prefix_tokens
     from window_budget.budget._calibrate import MAX_RATIO as MAX_RATIO
     from window_budget.budget._calibrate import MIN_RATIO as MIN_RATIO
     from window_budget.budget._calibrate import MIN_SAMPLES as MIN_SAMPLES
@@ -46,9 +48,7 @@ if TYPE_CHECKING:
     from window_budget.budget._estimate import TOOL_FRAMING_TOKENS as TOOL_FRAMING_TOKENS
     from window_budget.budget._estimate import count_text as count_text
     from window_budget.budget._estimate import estimate_message_tokens as estimate_message_tokens
-    from window_budget.budget._estimate import estimate_tokens as estimate_tokens
     from window_budget.budget._estimate import message_parts as message_parts
-    from window_budget.budget._estimate import prefix_tokens as prefix_tokens
     from window_budget.budget._estimate import text_tokens as text_tokens
     from window_budget.budget._ledger import TokenLedger as TokenLedger
     from window_budget.budget._models import ModelLimits as ModelLimits
@@ -103,7 +103,7 @@ _EXPORTS: dict[str, str] = {
     "context_window_for": "window_budget.budget._models",
     "count_text": "window_budget.budget._estimate",
     "estimate_message_tokens": "window_budget.budget._estimate",
-    "estimate_tokens": "window_budget.budget._estimate",
+    "estimate_tokens": "window_budget.budget._cache",
     "fingerprint": "window_budget.budget._cache",
     "key_size": "window_budget.budget._cache",
     "load_encoding": "window_budget.budget._counters",
@@ -111,7 +111,7 @@ _EXPORTS: dict[str, str] = {
     "message_parts": "window_budget.budget._estimate",
     "model_for": "window_budget.budget._models",
     "model_key": "window_budget.budget._calibrate",
-    "prefix_tokens": "window_budget.budget._estimate",
+    "prefix_tokens": "window_budget.budget._cache",
     "resolve_counter": "window_budget.budget._counters",
     "text_tokens": "window_budget.budget._estimate",
     "MAX_USAGE_TOKENS": "window_budget.budget._usage",

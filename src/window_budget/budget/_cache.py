@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import accumulate
 from typing import Any, Final, cast
 
 from window_budget.budget._estimate import estimate_message_tokens
@@ -49,8 +50,10 @@ __all__ = [
     "ESTIMATES",
     "ContentCache",
     "cached_estimates",
+    "estimate_tokens",
     "fingerprint",
     "key_size",
+    "prefix_tokens",
 ]
 
 DEFAULT_MAX_BYTES: Final = 64 << 20
@@ -329,3 +332,19 @@ def cached_estimates(
             if k is not None
         )
     return out
+
+
+def estimate_tokens(messages: Sequence[AgentMessage], counter: TokenCounter | None = None) -> int:
+    """Total estimated tokens of a transcript; 0 for an empty one.
+
+    Estimates go through the process-wide content cache (:func:`cached_estimates`): checking
+    the same transcript again, even rebuilt from new objects, costs lookups.
+    """
+    return sum(cached_estimates(messages, counter))
+
+
+def prefix_tokens(
+    messages: Sequence[AgentMessage], counter: TokenCounter | None = None
+) -> list[int]:
+    """Forward cumulative tokens, length ``n + 1``: ``result[i]`` costs ``messages[:i]``."""
+    return list(accumulate(cached_estimates(messages, counter), initial=0))

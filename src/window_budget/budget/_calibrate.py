@@ -29,12 +29,12 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from window_budget.budget._anchor import anchor_usage
 from window_budget.budget._cache import cached_estimates
 from window_budget.budget._models import lookup_model
 from window_budget.contract import TokenCounter
 from window_budget.digest import is_digest
 from window_budget.messages import AgentMessage, AssistantMessage
-from window_budget.pipeline._gate import anchor_usage
 
 __all__ = [
     "MAX_RATIO",

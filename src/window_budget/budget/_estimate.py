@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
-from itertools import accumulate
+from collections.abc import Callable, Mapping
 
 from window_budget.contract import TokenCounter
 from window_budget.messages import (
@@ -39,9 +38,7 @@ __all__ = [
     "TOOL_FRAMING_TOKENS",
     "count_text",
     "estimate_message_tokens",
-    "estimate_tokens",
     "message_parts",
-    "prefix_tokens",
     "text_tokens",
 ]
 
@@ -307,23 +304,3 @@ def _tool_framing(message: AgentMessage) -> int:
     if isinstance(message, AssistantMessage) and not isinstance(message.content, str):
         return TOOL_FRAMING_TOKENS * sum(isinstance(b, ToolCallBlock) for b in message.content)
     return 0
-
-
-def estimate_tokens(messages: Sequence[AgentMessage], counter: TokenCounter | None = None) -> int:
-    """Total estimated tokens of a transcript; 0 for an empty one.
-
-    Estimates go through the process-wide content cache (``budget/cache.py``): checking
-    the same transcript again, even rebuilt from new objects, costs lookups.
-    """
-    from window_budget.budget._cache import cached_estimates
-
-    return sum(cached_estimates(messages, counter))
-
-
-def prefix_tokens(
-    messages: Sequence[AgentMessage], counter: TokenCounter | None = None
-) -> list[int]:
-    """Forward cumulative tokens, length ``n + 1``: ``result[i]`` costs ``messages[:i]``."""
-    from window_budget.budget._cache import cached_estimates
-
-    return list(accumulate(cached_estimates(messages, counter), initial=0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from window_budget.budget._anchor import anchor_usage, same_model, usage_is_plausible
 from window_budget.budget._cache import cached_estimates
 from window_budget.budget._groups import ToolGroups
 from window_budget.contract import Model, TokenCounter, TokenEstimate
@@ -20,7 +21,6 @@ from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
 )
-from window_budget.pipeline._gate import anchor_usage, same_model, usage_is_plausible
 
 __all__ = ["TokenLedger"]
 

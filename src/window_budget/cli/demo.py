@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import click
 
-from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
+from window_budget.budget import estimate_tokens
+from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.cli._output import say
 from window_budget.contract import BudgetPolicy, CondenseResult, Model
 from window_budget.messages import (

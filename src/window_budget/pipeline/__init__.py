@@ -28,16 +28,10 @@ if TYPE_CHECKING:
     from window_budget.pipeline._fit import fit_messages as fit_messages
     from window_budget.pipeline._fit import shorten_message as shorten_message
     from window_budget.pipeline._fit import water_level as water_level
-    from window_budget.pipeline._gate import ANCHOR_MIN_RATIO as ANCHOR_MIN_RATIO
-    from window_budget.pipeline._gate import SKIPPED_STOP_REASONS as SKIPPED_STOP_REASONS
-    from window_budget.pipeline._gate import anchor_index as anchor_index
-    from window_budget.pipeline._gate import anchor_usage as anchor_usage
     from window_budget.pipeline._gate import budget_limit as budget_limit
     from window_budget.pipeline._gate import digest_budget as digest_budget
     from window_budget.pipeline._gate import estimate_context as estimate_context
     from window_budget.pipeline._gate import is_over_budget as is_over_budget
-    from window_budget.pipeline._gate import same_model as same_model
-    from window_budget.pipeline._gate import usage_is_plausible as usage_is_plausible
     from window_budget.pipeline._mask import MASK_MARKER as MASK_MARKER
     from window_budget.pipeline._mask import is_masked as is_masked
     from window_budget.pipeline._mask import mask_tool_outputs as mask_tool_outputs
@@ -49,7 +43,6 @@ if TYPE_CHECKING:
     from window_budget.pipeline._slice import turn_start as turn_start
 
 _EXPORTS: dict[str, str] = {
-    "ANCHOR_MIN_RATIO": "window_budget.pipeline._gate",
     "AheadCompactor": "window_budget.pipeline._ahead",
     "CondenseDecision": "window_budget.pipeline._decision",
     "DEFAULT_POLICY": "window_budget.pipeline._condenser",
@@ -57,10 +50,7 @@ _EXPORTS: dict[str, str] = {
     "MIN_DIGEST_TOKENS": "window_budget.pipeline._condenser",
     "SHORTENED_MARKER": "window_budget.pipeline._cut",
     "cut_text": "window_budget.pipeline._cut",
-    "SKIPPED_STOP_REASONS": "window_budget.pipeline._gate",
     "WindowCondenser": "window_budget.pipeline._condenser",
-    "anchor_index": "window_budget.pipeline._gate",
-    "anchor_usage": "window_budget.pipeline._gate",
     "blocked_cuts": "window_budget.pipeline._slice",
     "budget_limit": "window_budget.pipeline._gate",
     "check_window": "window_budget.pipeline._condenser",
@@ -77,25 +67,19 @@ _EXPORTS: dict[str, str] = {
     "plan_at": "window_budget.pipeline._slice",
     "plan_force_slice": "window_budget.pipeline._slice",
     "plan_slice": "window_budget.pipeline._slice",
-    "same_model": "window_budget.pipeline._gate",
     "shorten_message": "window_budget.pipeline._fit",
     "turn_start": "window_budget.pipeline._slice",
-    "usage_is_plausible": "window_budget.pipeline._gate",
     "water_level": "window_budget.pipeline._fit",
 }
 
 __all__ = [
-    "ANCHOR_MIN_RATIO",
     "DEFAULT_POLICY",
     "MASK_MARKER",
     "MIN_DIGEST_TOKENS",
     "SHORTENED_MARKER",
-    "SKIPPED_STOP_REASONS",
     "AheadCompactor",
     "CondenseDecision",
     "WindowCondenser",
-    "anchor_index",
-    "anchor_usage",
     "blocked_cuts",
     "budget_limit",
     "check_window",
@@ -113,10 +97,8 @@ __all__ = [
     "plan_at",
     "plan_force_slice",
     "plan_slice",
-    "same_model",
     "shorten_message",
     "turn_start",
-    "usage_is_plausible",
     "water_level",
 ]
 

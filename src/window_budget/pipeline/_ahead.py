@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
-from window_budget.budget._estimate import estimate_tokens
+from window_budget.budget import estimate_tokens
 from window_budget.contract import (
     CondenseResult,
     LedgerVersion,

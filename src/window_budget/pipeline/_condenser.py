@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
+from window_budget.budget import estimate_tokens
 from window_budget.budget._counters import resolve_counter
-from window_budget.budget._estimate import estimate_message_tokens, estimate_tokens
+from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.budget._ledger import TokenLedger
 from window_budget.contract import (
     BudgetPolicy,

@@ -70,7 +70,7 @@ def is_masked(message: AgentMessage) -> bool:
 
 
 def _placeholder(result: ToolResultMessage, call: ToolCallBlock | None) -> str:
-    from window_budget.pipeline.summarize._extract import classify_tool_call, key_error_line
+    from window_budget.pipeline.summarize.facts import classify_tool_call, key_error_line
 
     text = content_text(result.content)
     target: str | None = None

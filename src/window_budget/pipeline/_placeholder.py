@@ -1,6 +1,6 @@
 """The placeholder masking leaves in place of a tool output: written and read here alone.
 
-Masking (``_mask``) writes it; reading a failure's error line (``summarize._extract``) reads the
+Masking (``_mask``) writes it; reading a failure's error line (``summarize.facts.calls``) reads the
 line it quotes back, so a failure folded after masking is the same open error as before.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from window_budget.budget._estimate import estimate_tokens
+from window_budget.budget import estimate_tokens
 from window_budget.contract import CondensePlan, CondenseResult, TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage, AssistantMessage

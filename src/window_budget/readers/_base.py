@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from window_budget._shown import Shown
 from window_budget.errors import MessageError, ReadError
 from window_budget.messages import (
     AgentMessage,
@@ -53,7 +54,7 @@ class BadRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Transcript:
+class Transcript(Shown):
     """A conversation read from a file: core messages plus what the core has no place for."""
 
     messages: tuple[AgentMessage, ...]
@@ -93,16 +94,6 @@ class Transcript:
             if isinstance(msg, AssistantMessage) and msg.model:
                 return msg.model
         return None
-
-    def _repr_html_(self) -> str:
-        from window_budget.tools.display import transcript_html  # lazy: only notebooks need it
-
-        return transcript_html(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.tools.display import transcript_text
-
-        printer.text(transcript_text(self))
 
 
 class _Tally(Protocol):

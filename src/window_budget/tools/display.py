@@ -2,10 +2,11 @@
 
 Each object a notebook user holds — a :class:`~window_budget.contract.CondenseResult`, a
 :class:`~window_budget.tools.report.UsageReport`, a :class:`~window_budget.readers.Transcript`,
-a digest's :class:`~window_budget.pipeline.summarize.facts.FactLedger` — has a ``_repr_html_``
-that calls the matching ``*_html`` function here, and a ``_repr_pretty_`` that calls the
-``*_text`` one, so Jupyter draws a picture and a plain console (or a text-only export)
-still gets a readable summary instead of a dataclass repr.
+a digest's :class:`~window_budget.pipeline.summarize.facts.FactLedger` — shows itself through
+:mod:`window_budget._shown`: this module registers the matching ``*_html`` function for
+Jupyter's ``_repr_html_`` and the ``*_text`` one for IPython's ``_repr_pretty_`` when it is
+imported (``import window_budget`` imports it), so Jupyter draws a picture and a plain console
+(or a text-only export) still gets a readable summary instead of a dataclass repr.
 
 Every string that came from a transcript is untrusted: it is escaped (quotes too, since
 some land in attributes), cut to a bounded length *before* escaping so an entity is never
@@ -27,9 +28,11 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from window_budget._shown import register
 from window_budget.budget._estimate import estimate_message_tokens, message_parts
+from window_budget.contract import CondenseResult
 from window_budget.digest import is_digest
 from window_budget.messages import (
     AgentMessage,
@@ -39,12 +42,9 @@ from window_budget.messages import (
     message_text,
     tool_calls,
 )
-
-if TYPE_CHECKING:
-    from window_budget.contract import CondenseResult
-    from window_budget.pipeline.summarize.facts import FactLedger
-    from window_budget.readers import Transcript
-    from window_budget.tools.report import UsageReport
+from window_budget.pipeline.summarize.facts import FactLedger
+from window_budget.readers import Transcript
+from window_budget.tools.report import UsageReport
 
 __all__ = [
     "Table",
@@ -670,3 +670,20 @@ class Table:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
+
+
+def _usage_report_cell(report: UsageReport) -> str:
+    from window_budget.tools.report import cost_line
+
+    line = cost_line(report)
+    return usage_report_html(report) + (f"<p>{safe_text(line)}</p>" if line else "")
+
+
+register(
+    "window_budget.contract.CondenseResult", html=condense_result_html, text=condense_result_text
+)
+register(
+    "window_budget.pipeline.summarize.facts.model.FactLedger", html=ledger_html, text=ledger_text
+)
+register("window_budget.readers._base.Transcript", html=transcript_html, text=transcript_text)
+register("window_budget.tools.report.UsageReport", html=_usage_report_cell, text=usage_report_text)

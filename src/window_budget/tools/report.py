@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from window_budget._shown import Shown
 from window_budget.budget._cache import cached_estimates
 from window_budget.budget._calibrate import Calibration
 from window_budget.budget._cost import session_cost
@@ -49,7 +50,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UsageReport:
+class UsageReport(Shown):
     """A transcript's token usage against a window; build it with :func:`analyze`."""
 
     total: int
@@ -124,20 +125,6 @@ class UsageReport:
     def __str__(self) -> str:
         """Return the plain-text summary."""
         return format_report(self)
-
-    def _repr_html_(self) -> str:
-        from window_budget.tools.display import (  # lazy: only notebooks need it
-            safe_text,
-            usage_report_html,
-        )
-
-        line = cost_line(self)
-        return usage_report_html(self) + (f"<p>{safe_text(line)}</p>" if line else "")
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.tools.display import usage_report_text
-
-        printer.text(usage_report_text(self))
 
 
 def analyze(

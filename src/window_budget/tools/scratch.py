@@ -43,7 +43,7 @@ from window_budget.messages import (
     UserMessage,
     content_text,
 )
-from window_budget.pipeline.summarize._extract import classify_tool_call, key_error_line
+from window_budget.pipeline.summarize.facts import classify_tool_call, key_error_line
 
 __all__ = [
     "ARTIFACTS_FILE",

@@ -30,11 +30,9 @@ if TYPE_CHECKING:
     )
     from window_budget.pipeline.summarize._condense import summarize as summarize
     from window_budget.pipeline.summarize._condense import summarize_sync as summarize_sync
-    from window_budget.pipeline.summarize._extract import build_local_digest as build_local_digest
-    from window_budget.pipeline.summarize._extract import classify_tool_call as classify_tool_call
-    from window_budget.pipeline.summarize._extract import key_error_line as key_error_line
-    from window_budget.pipeline.summarize._extract import local_ledger as local_ledger
-    from window_budget.pipeline.summarize._extract import render_local_digest as render_local_digest
+    from window_budget.pipeline.summarize._local import build_local_digest as build_local_digest
+    from window_budget.pipeline.summarize._local import local_ledger as local_ledger
+    from window_budget.pipeline.summarize._local import render_local_digest as render_local_digest
     from window_budget.pipeline.summarize._memory import resolve_ledger as resolve_ledger
     from window_budget.pipeline.summarize._prompt import CONDENSER_BRIEF as CONDENSER_BRIEF
     from window_budget.pipeline.summarize._prompt import DIGEST_TEMPLATE as DIGEST_TEMPLATE
@@ -52,9 +50,11 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize.facts import Fact as Fact
     from window_budget.pipeline.summarize.facts import FactKind as FactKind
     from window_budget.pipeline.summarize.facts import FactLedger as FactLedger
+    from window_budget.pipeline.summarize.facts import classify_tool_call as classify_tool_call
     from window_budget.pipeline.summarize.facts import extract_facts as extract_facts
     from window_budget.pipeline.summarize.facts import fact_line as fact_line
     from window_budget.pipeline.summarize.facts import is_floor_fact as is_floor_fact
+    from window_budget.pipeline.summarize.facts import key_error_line as key_error_line
     from window_budget.pipeline.summarize.facts import ledger_from_json as ledger_from_json
     from window_budget.pipeline.summarize.facts import ledger_from_text as ledger_from_text
     from window_budget.pipeline.summarize.facts import ledger_of as ledger_of
@@ -77,11 +77,11 @@ _EXPORTS: dict[str, str] = {
     "PINNED_HEADING": "window_budget.pipeline.summarize._audit",
     "SUMMARY_TAGS": "window_budget.pipeline.summarize._condense",
     "audit_digest": "window_budget.pipeline.summarize._audit",
-    "build_local_digest": "window_budget.pipeline.summarize._extract",
+    "build_local_digest": "window_budget.pipeline.summarize._local",
     "build_summary_prompt": "window_budget.pipeline.summarize._prompt",
     "check_digest": "window_budget.pipeline.summarize._audit",
     "clamp_text": "window_budget.pipeline.summarize._prompt",
-    "classify_tool_call": "window_budget.pipeline.summarize._extract",
+    "classify_tool_call": "window_budget.pipeline.summarize.facts",
     "condense_scope": "window_budget.pipeline.summarize._condense",
     "condense_scope_sync": "window_budget.pipeline.summarize._condense",
     "cut_to_tokens": "window_budget.pipeline._cut",
@@ -91,13 +91,13 @@ _EXPORTS: dict[str, str] = {
     "flatten_message": "window_budget.pipeline.summarize._prompt",
     "flatten_transcript": "window_budget.pipeline.summarize._prompt",
     "is_floor_fact": "window_budget.pipeline.summarize.facts",
-    "key_error_line": "window_budget.pipeline.summarize._extract",
+    "key_error_line": "window_budget.pipeline.summarize.facts",
     "ledger_from_json": "window_budget.pipeline.summarize.facts",
     "ledger_from_text": "window_budget.pipeline.summarize.facts",
     "ledger_of": "window_budget.pipeline.summarize.facts",
     "resolve_ledger": "window_budget.pipeline.summarize._memory",
     "ledger_to_json": "window_budget.pipeline.summarize.facts",
-    "local_ledger": "window_budget.pipeline.summarize._extract",
+    "local_ledger": "window_budget.pipeline.summarize._local",
     "make_digest_message": "window_budget.pipeline.summarize._condense",
     "mentions": "window_budget.pipeline.summarize._audit",
     "merge_ledgers": "window_budget.pipeline.summarize.facts",
@@ -105,7 +105,7 @@ _EXPORTS: dict[str, str] = {
     "pin_lines": "window_budget.pipeline.summarize.facts",
     "pin_priority": "window_budget.pipeline.summarize.facts",
     "render_ledger": "window_budget.pipeline.summarize.facts",
-    "render_local_digest": "window_budget.pipeline.summarize._extract",
+    "render_local_digest": "window_budget.pipeline.summarize._local",
     "summarize": "window_budget.pipeline.summarize._condense",
     "summarize_sync": "window_budget.pipeline.summarize._condense",
 }

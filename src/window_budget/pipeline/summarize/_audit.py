@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from window_budget.budget._estimate import count_text
-from window_budget.contract import TokenCounter
+from window_budget.contract import DigestAudit, TokenCounter
 from window_budget.pipeline.summarize._invented import mask_names
 from window_budget.pipeline.summarize._prompt import cut_to_tokens
 from window_budget.pipeline.summarize._reply import drop_pins_sections, own_prose
@@ -50,49 +49,6 @@ PINNED_HEADING: Final = "# Pinned facts"
 _AUDITED_MIN_PRIORITY: Final = 58  # identifiers the user named and everything above
 _LATEST_ASKS: Final = 2
 _WORD_RE = re.compile(r"[a-z0-9_][a-z0-9_./-]{3,}")
-
-
-@dataclass(frozen=True, slots=True)
-class DigestAudit:
-    """What the audit of one model-written digest found."""
-
-    in_ledger: int
-    """Facts in the ledger."""
-    checked: int
-    """High-priority facts checked against the model's text."""
-    found: int
-    """Of those, how many the model's text holds."""
-    appended: int
-    """How many were appended under ``# Pinned facts``."""
-    left_out: int = 0
-    """Omitted facts that did not fit the budget (they stay in the ledger)."""
-    copied: int = 0
-    """Key facts held only by lines the model copied from the carried digest: kept, not pinned
-    again, and not counted as found."""
-    invented: tuple[str, ...] = ()
-    """Paths and identifiers the model wrote that the folded turns and the carried digest never
-    name (a near miss of a real path, typically); marked in the digest."""
-    objective_replaced: bool = False
-    """True when the model's ``# Objective`` disagreed with the ledger's and was replaced by it
-    (counted under ``appended``)."""
-    invented_rules: tuple[str, ...] = ()
-    """Lines the model wrote under ``# Guardrails`` that no rule the user typed backs; dropped
-    from the digest (see ``_guardrails``)."""
-
-    def __str__(self) -> str:
-        left = f", {self.left_out} left out for room" if self.left_out else ""
-        copied = f", {self.copied} only in lines copied from the carried digest" * bool(self.copied)
-        goal = ", the objective put back from the ledger" if self.objective_replaced else ""
-        names = ", ".join(self.invented[:5]) + (" …" if len(self.invented) > 5 else "")
-        invented = f"; not in the transcript: {names}" if self.invented else ""
-        rules = len(self.invented_rules)
-        plural = "s" * (rules > 1)
-        dropped = f"; {rules} guardrail{plural} the user never gave dropped" * bool(rules)
-        return (
-            f"{self.in_ledger} facts in the ledger; {self.found} of {self.checked} key facts "
-            f"found in the model's digest, {self.appended} pinned{left}{copied}{goal}{invented}"
-            f"{dropped}"
-        )
 
 
 def _norm(text: str) -> str:

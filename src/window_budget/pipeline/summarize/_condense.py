@@ -46,9 +46,9 @@ from window_budget.messages import (
 from window_budget.pipeline._fit import water_level
 from window_budget.pipeline.summarize._audit import audit_digest
 from window_budget.pipeline.summarize._drive import SummaryRequest, drive_async, drive_sync
-from window_budget.pipeline.summarize._extract import local_ledger, render_local_digest
 from window_budget.pipeline.summarize._guardrails import drop_rules, unsupported_rules
 from window_budget.pipeline.summarize._invented import invented_names, mark_invented
+from window_budget.pipeline.summarize._local import local_ledger, render_local_digest
 from window_budget.pipeline.summarize._memory import archive_start, carried_ledger, store_digest
 from window_budget.pipeline.summarize._prompt import (
     CONDENSER_BRIEF,

@@ -21,6 +21,7 @@ shortened by dropping the workspace root the transcript reveals, then by groupin
 Same input, same ledger, same text: nothing depends on time, hashing or the environment.
 """
 
+from window_budget.pipeline.summarize.facts.calls import classify_tool_call, key_error_line
 from window_budget.pipeline.summarize.facts.lines import fact_line, pin_lines
 from window_budget.pipeline.summarize.facts.model import (
     FACT_KINDS,
@@ -47,9 +48,11 @@ __all__ = [
     "FactKind",
     "FactLedger",
     "Provenance",
+    "classify_tool_call",
     "extract_facts",
     "fact_line",
     "is_floor_fact",
+    "key_error_line",
     "ledger_from_json",
     "ledger_from_text",
     "ledger_of",

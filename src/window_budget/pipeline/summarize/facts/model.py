@@ -10,8 +10,9 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, TypeAlias, get_args
+from typing import Final, Literal, TypeAlias, get_args
 
+from window_budget._shown import Shown
 from window_budget.pipeline.summarize.facts.text import one_line, workspace_root
 
 __all__ = [
@@ -96,7 +97,7 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
-class FactLedger:
+class FactLedger(Shown):
     """The facts of a session so far, in first-seen order."""
 
     facts: tuple[Fact, ...] = ()
@@ -117,16 +118,6 @@ class FactLedger:
     def root(self) -> str | None:
         """The workspace root the absolute file paths share, when they reveal one."""
         return workspace_root(f.text for f in self.facts if f.kind == "file")
-
-    def _repr_html_(self) -> str:
-        from window_budget.tools.display import ledger_html  # lazy: only notebooks need it
-
-        return ledger_html(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from window_budget.tools.display import ledger_text
-
-        printer.text(ledger_text(self))
 
 
 # ------------------------------------------------------------------ priority

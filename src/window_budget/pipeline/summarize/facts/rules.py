@@ -22,6 +22,7 @@ from window_budget.messages import (
     UserMessage,
     content_text,
 )
+from window_budget.pipeline.summarize.facts.calls import classify_tool_call, key_error_line
 from window_budget.pipeline.summarize.facts.model import (
     Fact,
     FactLedger,
@@ -201,10 +202,7 @@ def _add_idents(b: _Builder, text: str, *, by_user: bool) -> None:
 
 
 def _tool_target(call: ToolCallBlock) -> tuple[str, str | None]:
-    from window_budget.pipeline.summarize._extract import classify_tool_call
-
-    kind, value = classify_tool_call(call.name, call.arguments)
-    return kind, value
+    return classify_tool_call(call.name, call.arguments)
 
 
 def _file_op(tool: str, kind: str, existing: Fact | None) -> str:
@@ -223,8 +221,6 @@ def _file_op(tool: str, kind: str, existing: Fact | None) -> str:
 
 
 def _error_line(text: str) -> str:
-    from window_budget.pipeline.summarize._extract import key_error_line
-
     return cut_words(one_line(key_error_line(text, limit=0)), 300)
 
 
