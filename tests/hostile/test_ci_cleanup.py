@@ -20,7 +20,7 @@ FAKE_PYTHON3 = """#!/bin/sh
 [ "$1" = "-m" ] && [ "$2" = "venv" ] || exit 99
 mkdir -p "$3/bin"
 printf 'PATH="%s/bin:$PATH"; export PATH\\n' "$3" > "$3/bin/activate"
-for tool in python mypy window-budget mkdocs; do
+for tool in python mypy lint-imports window-budget mkdocs; do
     printf '#!/bin/sh\\nexit 0\\n' > "$3/bin/$tool"
 done
 printf '#!/bin/sh\\nexit %s\\n' "${FAKE_STATUS:-0}" > "$3/bin/ruff"
