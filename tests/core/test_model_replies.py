@@ -36,7 +36,7 @@ from window_budget.pipeline.summarize import (
     ledger_of,
     summarize_sync,
 )
-from window_budget.pipeline.summarize import _condense as summarize_module
+from window_budget.pipeline.summarize import _flow as summarize_module
 from window_budget.testing import ScriptedCompleter
 
 ROOT = "/srv/app"

@@ -8,7 +8,7 @@ import pytest
 
 from window_budget import AssistantMessage, Model, UserMessage
 from window_budget.contract import SummarizeDeps
-from window_budget.pipeline.summarize import _condense as summarize_module
+from window_budget.pipeline.summarize import _flow as summarize_module
 from window_budget.pipeline.summarize import summarize_sync
 from window_budget.testing import ScriptedCompleter
 

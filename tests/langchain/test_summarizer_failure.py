@@ -18,7 +18,7 @@ from langchain_window_budget import (
 )
 from window_budget import BudgetPolicy
 from window_budget.errors import SummarizerError
-from window_budget.pipeline.summarize import _condense as summarize_module
+from window_budget.pipeline.summarize import _flow as summarize_module
 
 from .conftest import RecordingChatModel, tool_loop
 from .test_middleware import lookup

@@ -40,7 +40,7 @@ from window_budget.pipeline._gate import (
 from window_budget.pipeline._mask import is_masked, mask_target, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
 from window_budget.pipeline._trim import trim_result
-from window_budget.pipeline.summarize._condense import summarize, summarize_sync
+from window_budget.pipeline.summarize._flow import summarize, summarize_sync
 from window_budget.pipeline.summarize._memory import record_budget, resolve_ledger
 from window_budget.pipeline.summarize.facts import FactLedger
 

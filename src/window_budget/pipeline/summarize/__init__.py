@@ -20,16 +20,16 @@ if TYPE_CHECKING:
     from window_budget.pipeline.summarize._audit import audit_digest as audit_digest
     from window_budget.pipeline.summarize._audit import check_digest as check_digest
     from window_budget.pipeline.summarize._audit import mentions as mentions
-    from window_budget.pipeline.summarize._condense import SUMMARY_TAGS as SUMMARY_TAGS
-    from window_budget.pipeline.summarize._condense import condense_scope as condense_scope
-    from window_budget.pipeline.summarize._condense import (
+    from window_budget.pipeline.summarize._flow import SUMMARY_TAGS as SUMMARY_TAGS
+    from window_budget.pipeline.summarize._flow import condense_scope as condense_scope
+    from window_budget.pipeline.summarize._flow import (
         condense_scope_sync as condense_scope_sync,
     )
-    from window_budget.pipeline.summarize._condense import (
+    from window_budget.pipeline.summarize._flow import (
         make_digest_message as make_digest_message,
     )
-    from window_budget.pipeline.summarize._condense import summarize as summarize
-    from window_budget.pipeline.summarize._condense import summarize_sync as summarize_sync
+    from window_budget.pipeline.summarize._flow import summarize as summarize
+    from window_budget.pipeline.summarize._flow import summarize_sync as summarize_sync
     from window_budget.pipeline.summarize._local import build_local_digest as build_local_digest
     from window_budget.pipeline.summarize._local import local_ledger as local_ledger
     from window_budget.pipeline.summarize._local import render_local_digest as render_local_digest
@@ -75,15 +75,15 @@ _EXPORTS: dict[str, str] = {
     "FactLedger": "window_budget.pipeline.summarize.facts",
     "LEDGER_FORMAT": "window_budget.pipeline.summarize.facts",
     "PINNED_HEADING": "window_budget.pipeline.summarize._audit",
-    "SUMMARY_TAGS": "window_budget.pipeline.summarize._condense",
+    "SUMMARY_TAGS": "window_budget.pipeline.summarize._flow",
     "audit_digest": "window_budget.pipeline.summarize._audit",
     "build_local_digest": "window_budget.pipeline.summarize._local",
     "build_summary_prompt": "window_budget.pipeline.summarize._prompt",
     "check_digest": "window_budget.pipeline.summarize._audit",
     "clamp_text": "window_budget.pipeline.summarize._prompt",
     "classify_tool_call": "window_budget.pipeline.summarize.facts",
-    "condense_scope": "window_budget.pipeline.summarize._condense",
-    "condense_scope_sync": "window_budget.pipeline.summarize._condense",
+    "condense_scope": "window_budget.pipeline.summarize._flow",
+    "condense_scope_sync": "window_budget.pipeline.summarize._flow",
     "cut_to_tokens": "window_budget.pipeline._cut",
     "escape_block_tags": "window_budget.pipeline.summarize._prompt",
     "extract_facts": "window_budget.pipeline.summarize.facts",
@@ -98,7 +98,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_ledger": "window_budget.pipeline.summarize._memory",
     "ledger_to_json": "window_budget.pipeline.summarize.facts",
     "local_ledger": "window_budget.pipeline.summarize._local",
-    "make_digest_message": "window_budget.pipeline.summarize._condense",
+    "make_digest_message": "window_budget.pipeline.summarize._flow",
     "mentions": "window_budget.pipeline.summarize._audit",
     "merge_ledgers": "window_budget.pipeline.summarize.facts",
     "one_line": "window_budget.pipeline.summarize._prompt",
@@ -106,8 +106,8 @@ _EXPORTS: dict[str, str] = {
     "pin_priority": "window_budget.pipeline.summarize.facts",
     "render_ledger": "window_budget.pipeline.summarize.facts",
     "render_local_digest": "window_budget.pipeline.summarize._local",
-    "summarize": "window_budget.pipeline.summarize._condense",
-    "summarize_sync": "window_budget.pipeline.summarize._condense",
+    "summarize": "window_budget.pipeline.summarize._flow",
+    "summarize_sync": "window_budget.pipeline.summarize._flow",
 }
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The drivers of the summary flow: the model call, sync or async, with timeout and cancellation.
 
-:func:`~window_budget.pipeline.summarize._condense._summary_flow` holds the logic and no I/O;
+:func:`~window_budget.pipeline.summarize._flow._summary_flow` holds the logic and no I/O;
 it yields a :class:`SummaryRequest` per model call. :func:`drive_async` and :func:`drive_sync`
 make the call with the completer the caller gave (async or sync, whichever there is), stop
 waiting when ``BudgetPolicy.summary_timeout`` passes or the token is cancelled, and send the
