@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.core.test_model_replies import GOOD, body, head, run
+from tests.pipeline.summarize.test_model_replies import GOOD, body, head, run
 from window_budget import AssistantMessage, ToolCallBlock, ToolResultMessage, UserMessage
 from window_budget.pipeline.summarize import PINNED_HEADING
 from window_budget.pipeline.summarize._guardrails import drop_rules, unsupported_rules
