@@ -40,6 +40,7 @@ __all__ = [
     "CustomMessage",
     "DigestMessage",
     "ImageBlock",
+    "ProviderCompactionBlock",
     "RoleMessage",
     "TextBlock",
     "ThinkingBlock",
@@ -177,13 +178,75 @@ class ImageBlock:
             _check(self, "mime_type", str)
 
 
-Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock | ImageBlock
+@dataclass(frozen=True, slots=True)
+class ProviderCompactionBlock:
+    """A provider's own compaction of everything before it, carried through unchanged.
+
+    Anthropic's server-side compaction returns a ``compaction`` content block (a readable
+    summary in ``content``); OpenAI's Responses API a ``compaction`` item (an opaque
+    ``encrypted_content``). Either must go back to the provider verbatim on the next
+    request, and the provider drops what came before it: the message carrying it is a
+    boundary (``window_budget.pipeline.provider_boundary``), never split, shortened or
+    summarized again.
+
+    >>> item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAB"}
+    >>> ProviderCompactionBlock("openai", None, item).text
+    'gAAB'
+    """
+
+    provider: str
+    """``"anthropic"``, ``"openai"`` or another provider's name."""
+    summary: str | None = None
+    """The summary text the provider shows (Anthropic's ``content``); None when opaque."""
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    """The block or item exactly as the provider sent it (JSON), to send back verbatim."""
+    type: ClassVar[Literal["providerCompaction"]] = "providerCompaction"
+
+    def __post_init__(self) -> None:
+        _check(self, "provider", str)
+        _check(self, "summary", *_OPT_STR)
+        _check(self, "payload", *_MAP)
+
+    @classmethod
+    def from_provider(
+        cls, raw: Mapping[str, Any], provider: str | None = None
+    ) -> ProviderCompactionBlock | None:
+        """The core block for a provider's ``compaction`` block or item; None for others.
+
+        LangChain's standard-content wrapper (``{"type": "non_standard", "value": {...}}``)
+        is looked through. Without ``provider``, a block with Anthropic's ``content`` or
+        ``signature`` field is Anthropic's, any other OpenAI's.
+        """
+        inner = raw.get("value") if raw.get("type") == "non_standard" else raw
+        if not isinstance(inner, Mapping) or inner.get("type") != "compaction":
+            return None
+        if provider is None:
+            provider = "anthropic" if "content" in inner or "signature" in inner else "openai"
+        summary = inner.get("content")
+        return cls(provider, summary if isinstance(summary, str) else None, dict(inner))
+
+    @property
+    def text(self) -> str:
+        """What it is billed for: the summary, else the opaque payload's characters.
+
+        The provider expands an opaque ``encrypted_content`` into tokens of its own that
+        no client can see; its length is the only size a client has, so it is counted.
+        """
+        if self.summary is not None:
+            return self.summary
+        opaque = self.payload.get("encrypted_content")
+        if isinstance(opaque, str):
+            return opaque
+        return json.dumps(dict(self.payload), ensure_ascii=False, default=repr, sort_keys=True)
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock | ImageBlock | ProviderCompactionBlock
 """Any block a message's content may hold."""
 
 Content: TypeAlias = str | tuple[Block, ...]
 """Message content: text, or a tuple of blocks."""
 
-_BLOCK_TYPES = (TextBlock, ThinkingBlock, ToolCallBlock, ImageBlock)
+_BLOCK_TYPES = (TextBlock, ThinkingBlock, ToolCallBlock, ImageBlock, ProviderCompactionBlock)
 
 
 def _normalize_content(owner: str, content: object) -> Content:
@@ -198,7 +261,7 @@ def _normalize_content(owner: str, content: object) -> Content:
             if type(block) not in _BLOCK_TYPES and not isinstance(block, _BLOCK_TYPES):
                 raise MessageError(
                     f"{owner} content block {i} is a {type(block).__name__}; expected "
-                    "TextBlock, ThinkingBlock, ToolCallBlock or ImageBlock"
+                    "TextBlock, ThinkingBlock, ToolCallBlock, ImageBlock or ProviderCompactionBlock"
                 )
         return blocks
     raise MessageError(
@@ -659,6 +722,13 @@ def _block_to_dict(block: Block) -> dict[str, Any]:
             "name": block.name,
             "arguments": dict(block.arguments),
         }
+    if isinstance(block, ProviderCompactionBlock):
+        return {
+            "type": "providerCompaction",
+            "provider": block.provider,
+            "summary": block.summary,
+            "payload": dict(block.payload),
+        }
     return {"type": "image", "data": block.data, "mimeType": block.mime_type}
 
 
@@ -676,6 +746,13 @@ def _block_from_dict(raw: Mapping[str, Any], where: str) -> Block:
             return ToolCallBlock(str(raw["id"]), str(raw["name"]), dict(args))
         if kind == "image":
             return ImageBlock(str(raw["data"]), str(raw.get("mimeType", "image/png")))
+        if kind == "providerCompaction":
+            payload = raw.get("payload")
+            return ProviderCompactionBlock(
+                str(raw["provider"]),
+                raw.get("summary") if isinstance(raw.get("summary"), str) else None,
+                dict(payload) if isinstance(payload, Mapping) else {},
+            )
     except KeyError as exc:
         raise MessageError(f"{where}: {kind} block is missing {exc.args[0]!r}") from None
     raise MessageError(f"{where}: unknown block type {kind!r}")

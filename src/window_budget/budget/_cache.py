@@ -38,6 +38,7 @@ from window_budget.messages import (
     CustomMessage,
     DigestMessage,
     ImageBlock,
+    ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -214,6 +215,8 @@ def _content_key(content: Content) -> Hashable | None:
             out.append(("c", call.id, call.name, repr(call.arguments)))
         elif kind is ImageBlock:
             out.append(("i",))  # billed at a flat rate whatever its data
+        elif kind is ProviderCompactionBlock:
+            out.append(("p", block.text))  # type: ignore[union-attr]
         else:
             return None  # a subclass or an unknown block: not worth guessing
     # A str content and one text block are billed differently (block framing): a tuple

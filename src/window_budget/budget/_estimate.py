@@ -21,6 +21,7 @@ from window_budget.messages import (
     Content,
     DigestMessage,
     ImageBlock,
+    ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -100,6 +101,8 @@ def _content_parts(content: Content, parts: list[str]) -> tuple[int, int]:
             _argument_parts(block.arguments, parts)
         elif isinstance(block, ImageBlock):
             images += 1
+        elif isinstance(block, ProviderCompactionBlock):
+            parts.append(block.text)  # its summary, else its opaque payload's characters
     return len(content), images
 
 

@@ -52,6 +52,18 @@ def _render_digest(digest: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _render_provider(found: dict[str, Any] | None) -> list[str]:
+    """The provider's own compaction block, when the transcript carries one."""
+    if found is None:
+        return []
+    what = "summary" if found["readable"] else "opaque payload"
+    return [
+        f"  provider compaction  message #{found['index'] + 1} ({found['provider']}, "
+        f"{found['tokens']:,} tokens, {found['chars']:,}-character {what}): the provider "
+        f"folded the {plural(found['before'], 'message')} before it; counted from there",
+    ]
+
+
 def _render_cost(cost: dict[str, Any], shows: str) -> list[str]:
     """What the session cost and what the last compaction saves, for ``inspect``."""
     session = cost["session"]
@@ -200,6 +212,7 @@ def render_inspect(info: dict[str, Any]) -> str:
             f"                    first fires at message #{gate['fires_at'] + 1} "
             "as the transcript grows"
         )
+    lines.extend(_render_provider(info["provider_compaction"]))
     lines.extend(_render_digest(info["digest"]))
     lines.extend(_render_cost(info["cost"], info["shows"]))
     cut = info["cut"]

@@ -33,7 +33,8 @@ from window_budget.cli._options import (
 )
 from window_budget.contract import Model, TokenCounter
 from window_budget.errors import WindowBudgetError
-from window_budget.messages import AgentMessage
+from window_budget.messages import AgentMessage, ProviderCompactionBlock, message_blocks
+from window_budget.pipeline._boundary import provider_boundary
 from window_budget.pipeline._condenser import create_condenser
 from window_budget.pipeline._gate import budget_limit, estimate_context
 from window_budget.readers import Transcript
@@ -91,14 +92,19 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
     model = model_for_transcript(transcript, settings.window)
     limit = budget_limit(model, settings.policy)
     estimate = sum(sizes) + pinned
-    context = estimate_context(msgs, model, counter=counter, pinned_tokens=pinned)
-    fires_at = _first_firing(msgs, model, pinned, limit, counter)
+    # A provider's own compaction: the window (and any cut of ours) starts after it.
+    provider = _provider_compaction(msgs, sizes)
+    at = provider["end"] if provider else 0
+    live, live_pinned = msgs[at:], pinned + (provider["tokens"] if provider else 0)
+    context = estimate_context(live, model, counter=counter, pinned_tokens=live_pinned)
+    fires_at = _first_firing(live, model, live_pinned, limit, counter)
+    fires_at = None if fires_at is None else fires_at + at
     reported = transcript.reported_usage
     cal = calibrate(msgs, model=transcript.model, counter=counter, pinned_tokens=pinned)
     cut: dict[str, Any] = {"index": None, "reason": "under-budget"}
     try:
         decision = create_condenser(model=model, policy=settings.policy, counter=counter).decide(
-            msgs, pinned_tokens=pinned
+            live, pinned_tokens=live_pinned
         )
     except WindowBudgetError as exc:
         cut = {"index": None, "reason": "cannot-fit", "error": str(exc)}
@@ -117,12 +123,12 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
         else:
             plan = decision.plan
             cut = {
-                "index": plan.cut,
+                "index": plan.cut + at,
                 "reason": "over-budget",
                 "dropped_messages": len(plan.dropped),
-                "dropped_tokens": sum(sizes[: plan.cut]),
+                "dropped_tokens": sum(sizes[at : plan.cut + at]),
                 "kept_messages": len(plan.kept),
-                "kept_tokens": sum(sizes[plan.cut :]),
+                "kept_tokens": sum(sizes[plan.cut + at :]),
             }
     return {
         "file": transcript.path,
@@ -178,6 +184,7 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
             "fires_at": fires_at,
         },
         "cut": cut,
+        "provider_compaction": provider,
         "digest": carried_digest(msgs, transcript.archive),
         "cost": _cost(transcript, counter),
     }
@@ -232,6 +239,26 @@ def _cost(transcript: Transcript, counter: TokenCounter | None) -> dict[str, Any
 
 def _usd(dollars: float | None) -> float | None:
     return None if dollars is None else round(dollars, 6)
+
+
+def _provider_compaction(
+    msgs: Sequence[AgentMessage], sizes: Sequence[int]
+) -> dict[str, Any] | None:
+    """The newest provider compaction block (Anthropic's or OpenAI's), if the file has one."""
+    bound = provider_boundary(msgs)
+    if bound is None:
+        return None
+    start, end = bound
+    block = next(b for b in message_blocks(msgs[start]) if isinstance(b, ProviderCompactionBlock))
+    return {
+        "index": start,
+        "end": end,
+        "provider": block.provider,
+        "readable": block.summary is not None,
+        "chars": len(block.text),
+        "tokens": sum(sizes[start:end]),
+        "before": start,
+    }
 
 
 def _compactions(transcript: Transcript) -> int:

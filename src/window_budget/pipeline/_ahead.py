@@ -39,6 +39,7 @@ from window_budget.contract import (
 )
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage, message_to_dict
+from window_budget.pipeline._boundary import past_boundary
 from window_budget.pipeline._condenser import CondenseDecision, WindowCondenser
 from window_budget.pipeline._gate import MIN_DIGEST_TOKENS, budget_limit, digest_budget
 from window_budget.pipeline._slice import blocked_cuts, plan_at
@@ -260,6 +261,11 @@ class AheadCompactor:
 
         """
         condenser, name = self.condenser, self._name(conversation)
+        if past := past_boundary(messages, pinned_tokens, condenser.deps.counter):
+            # A provider's compaction pins everything up to it (``pipeline._boundary``).
+            options = past.options(force, conversation)
+            del options["cut"]
+            return past.rebase(await self.run(past.tail, system_prompt=system_prompt, **options))
         decision = condenser.decide(messages, force=force, pinned_tokens=pinned_tokens)
         if decision.result is not None:
             condenser.archive_masked(decision.result, name)

@@ -29,6 +29,7 @@ from window_budget.contract import (
 from window_budget.errors import BudgetError
 from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
+from window_budget.pipeline._boundary import past_boundary
 from window_budget.pipeline._decision import CondenseDecision, decide_at
 from window_budget.pipeline._fit import fit_messages, shorten_message
 from window_budget.pipeline._gate import (
@@ -420,12 +421,15 @@ class WindowCondenser:
         """Condense when over budget (or always, with ``force``); the full account.
 
         ``cut``: fold exactly the head before it (a caller's keep rule chose it; ``decide``).
+        A provider's compaction block pins everything up to it (``pipeline._boundary``).
 
         Raises:
             BudgetError: the result cannot be made to fit; the message says what does not.
             CancelledByToken: the deps' signal fired; the input is untouched.
 
         """
+        if past := past_boundary(messages, pinned_tokens, self.deps.counter, cut):
+            return past.rebase(await self.run(past.tail, **past.options(force, conversation)))
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens, cut=cut)
         if decision.result is not None:
             self.archive_masked(decision.result, conversation)
@@ -446,6 +450,8 @@ class WindowCondenser:
         cut: int | None = None,
     ) -> CondenseResult:
         """The sync twin of :meth:`run`."""
+        if past := past_boundary(messages, pinned_tokens, self.deps.counter, cut):
+            return past.rebase(self.run_sync(past.tail, **past.options(force, conversation)))
         decision = self.decide(messages, force=force, pinned_tokens=pinned_tokens, cut=cut)
         if decision.result is not None:
             self.archive_masked(decision.result, conversation)

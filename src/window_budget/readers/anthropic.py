@@ -1,7 +1,8 @@
 """Anthropic Messages API logs: ``{system?, messages: [{role, content}]}``.
 
 Content is a string or blocks: ``text``, ``image`` {source}, ``tool_use``, ``tool_result``,
-``thinking`` {thinking, signature} and ``redacted_thinking``. A user message carrying
+``thinking`` {thinking, signature}, ``redacted_thinking`` and ``compaction`` (the server's
+own compaction, kept verbatim as a ``ProviderCompactionBlock``). A user message carrying
 tool results becomes one core ``ToolResultMessage`` per result, then a user message for
 any text beside them. The same block mapping serves the Claude Code reader.
 """
@@ -18,6 +19,7 @@ from window_budget.messages import (
     AssistantMessage,
     Block,
     ImageBlock,
+    ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -107,6 +109,10 @@ def blocks_from_anthropic(
             )
         elif kind == "image":
             blocks.append(_image(block))
+        elif kind == "compaction":
+            compaction = ProviderCompactionBlock.from_provider(block, "anthropic")
+            assert compaction is not None
+            blocks.append(compaction)
         elif kind == "tool_result":
             call_id = str(block["tool_use_id"])
             inner = block.get("content")
@@ -234,6 +240,8 @@ def block_to_anthropic(block: Block) -> dict[str, Any]:
         if block.signature is not None:
             out["signature"] = block.signature
         return out
+    if isinstance(block, ProviderCompactionBlock):
+        return dict(block.payload)  # sent back verbatim, as the provider asks
     if isinstance(block, ToolCallBlock):
         return {
             "type": "tool_use",

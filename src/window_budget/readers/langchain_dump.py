@@ -18,6 +18,7 @@ from window_budget.messages import (
     AssistantMessage,
     Block,
     ImageBlock,
+    ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -81,6 +82,8 @@ def _content(content: Any, names: dict[str, str]) -> list[Block]:
         elif kind == "tool_use":
             # Anthropic-style calls also appear in ``tool_calls``; that list is the one kept.
             names[str(part.get("id"))] = str(part.get("name"))
+        elif (compaction := ProviderCompactionBlock.from_provider(part)) is not None:
+            blocks.append(compaction)  # a provider's own compaction, kept verbatim
         else:
             blocks.append(TextBlock(json.dumps(part, ensure_ascii=False)))
     return blocks
@@ -181,6 +184,8 @@ def _parts(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
             parts.append(part)
         elif isinstance(b, ImageBlock):
             parts.append({"type": "image_url", "image_url": {"url": image_to_url(b)}})
+        elif isinstance(b, ProviderCompactionBlock):
+            parts.append(dict(b.payload))  # as langchain-anthropic / -openai keep it
     if all(p["type"] == "text" for p in parts):
         return "\n".join(p["text"] for p in parts)
     return parts

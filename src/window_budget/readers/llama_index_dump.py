@@ -16,6 +16,7 @@ from window_budget.messages import (
     AssistantMessage,
     Block,
     ImageBlock,
+    ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -57,7 +58,11 @@ def _blocks(raw: Mapping[str, Any]) -> list[Block]:
             data = block.get("image") or block.get("url") or block.get("path") or ""
             out.append(ImageBlock(str(data), str(block.get("image_mimetype") or "image/png")))
         elif kind == "thinking":
-            out.append(ThinkingBlock(str(block.get("content") or "")))
+            info = block.get("additional_information")
+            compaction = (
+                ProviderCompactionBlock.from_provider(info) if isinstance(info, Mapping) else None
+            )
+            out.append(compaction or ThinkingBlock(str(block.get("content") or "")))
         elif kind == "tool_call":
             kwargs = block.get("tool_kwargs")
             out.append(
@@ -149,6 +154,15 @@ def _blocks_out(content: str | tuple[Block, ...]) -> list[dict[str, Any]]:
                     "tool_call_id": b.id,
                     "tool_name": b.name,
                     "tool_kwargs": dict(b.arguments),
+                }
+            )
+        elif isinstance(b, ProviderCompactionBlock):
+            # The provider's block rides where LlamaIndex keeps provider reasoning items.
+            out.append(
+                {
+                    "block_type": "thinking",
+                    "content": b.summary,
+                    "additional_information": dict(b.payload),
                 }
             )
         else:

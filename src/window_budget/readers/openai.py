@@ -18,6 +18,7 @@ from window_budget.messages import (
     Block,
     DigestMessage,
     ImageBlock,
+    ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -77,6 +78,8 @@ def content_from_openai(content: Any) -> str | tuple[Block, ...]:
         elif kind in ("image_url", "input_image"):
             url = part["image_url"]
             blocks.append(image_from_url(url["url"] if isinstance(url, Mapping) else str(url)))
+        elif kind == "compaction":
+            blocks.append(ProviderCompactionBlock("openai", None, dict(part)))
         else:
             # Audio, files, ...: counted from their JSON rather than dropped.
             blocks.append(TextBlock(json.dumps(part, ensure_ascii=False)))
@@ -106,8 +109,11 @@ def message_from_openai(
 ) -> AgentMessage | None:
     """One Chat Completions message as a core message (None for a system prompt, kept apart).
 
-    ``names`` maps tool-call ids to tool names, so a result without ``name`` gets one.
+    ``names`` maps tool-call ids to tool names, so a result without ``name`` gets one. A
+    Responses API ``compaction`` item (no role) is the provider's compaction, kept verbatim.
     """
+    if "role" not in raw and raw.get("type") == "compaction":
+        return AssistantMessage((ProviderCompactionBlock("openai", None, dict(raw)),))
     role = raw["role"]
     if role in ("system", "developer"):
         system.append(content_text(content_from_openai(raw.get("content"))))
@@ -232,6 +238,11 @@ def to_openai(
             )
             continue
         if isinstance(msg, AssistantMessage):
+            compactions = [b for b in msg.content if isinstance(b, ProviderCompactionBlock)]
+            # Each is an item of its own, as the Responses API returns and takes it back.
+            out.extend(dict(b.payload) for b in compactions)
+            if compactions and len(compactions) == len(msg.content):
+                continue
             rec: dict[str, Any] = {"role": "assistant"}
             if isinstance(msg.content, str):
                 rec["content"] = msg.content
