@@ -1,7 +1,9 @@
 """LangChain content (a string or a list of blocks) as the core's blocks.
 
-Text, thinking and reasoning, images and tool-use blocks have core counterparts; anything
-else (files, citations, provider blocks) is billed as its JSON. Each core block remembers
+Text, thinking and reasoning, images and tool-use blocks have core counterparts, and so has
+a provider's ``compaction`` block (langchain-anthropic) or item (langchain-openai's Responses
+API), kept verbatim as a ``ProviderCompactionBlock``; anything else (files, citations, other
+provider blocks) is billed as its JSON. Each core block remembers
 the index of the raw block it came from, so a shortened copy can be rebuilt in the
 original's shape (see ``_shorten``).
 """
@@ -12,7 +14,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from window_budget.messages import Block, ImageBlock, TextBlock, ThinkingBlock
+from window_budget.messages import (
+    Block,
+    ImageBlock,
+    ProviderCompactionBlock,
+    TextBlock,
+    ThinkingBlock,
+)
 
 __all__ = ["MEDIA_KINDS", "block_sources", "blocks", "core_content", "dump"]
 
@@ -97,6 +105,8 @@ def block_sources(
         elif kind in ("tool_use", "tool_call", "server_tool_call") and skip_tool_use:
             # The same call is listed in ``AIMessage.tool_calls``; count it once.
             continue
+        elif (compaction := ProviderCompactionBlock.from_provider(raw)) is not None:
+            out.append((i, compaction))
         else:
             # Anything else (files, citations, provider blocks) is billed as its JSON.
             out.append((i, TextBlock(dump(dict(raw)))))

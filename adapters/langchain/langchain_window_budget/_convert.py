@@ -55,6 +55,7 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from window_budget.pipeline import provider_boundary
 
 __all__ = [
     "Converted",
@@ -327,9 +328,36 @@ class Converter:
         self._last: Converted | None = None
         self._ids: set[int] = set()  # ids of ``_last.core``: a repeated object is re-made
         self._stale_until = -1  # index (in the LangChain list) up to which usage is stale
+        self._view: tuple[Converted, Converted] | None = None
 
     def convert(self, messages: Sequence[object]) -> Converted:
-        """Convert ``messages``; leading system messages are pinned, never converted."""
+        """Convert ``messages``; leading system messages are pinned, never converted.
+
+        A provider's compaction block pins more: see :meth:`_past_provider_compaction`.
+        """
+        return self._past_provider_compaction(self._convert(messages))
+
+    def _past_provider_compaction(self, raw: Converted) -> Converted:
+        """``raw`` with everything up to the newest provider compaction pinned too.
+
+        The provider folded what came before its compaction block and drops it from the
+        window: those messages are kept verbatim, in place, and not counted; the reply
+        carrying the block (with the results of its calls) is kept and counted as pinned.
+        The core sees only what followed, so a digest of ours goes after the block.
+        """
+        if self._view is not None and self._view[0] is raw:
+            return self._view[1]  # the same conversion: the same view (the ledger's list)
+        bound = provider_boundary(raw.core)
+        view = raw
+        if bound is not None:
+            start, end = bound
+            tokens = sum(cached_estimates(raw.core[start:end], self._counter))
+            pinned, core, origin = raw.origin[end - 1] + 1, raw.core[end:], raw.origin[end:]
+            view = Converted(pinned, raw.pinned_tokens + tokens, core, origin)
+        self._view = (raw, view)
+        return view
+
+    def _convert(self, messages: Sequence[object]) -> Converted:
         last, known = self._last, self._last_input
         k = len(known)
         if (

@@ -15,6 +15,7 @@ from window_budget._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from window_budget.pipeline._ahead import AheadCompactor as AheadCompactor
+    from window_budget.pipeline._boundary import provider_boundary as provider_boundary
     from window_budget.pipeline._condenser import DEFAULT_POLICY as DEFAULT_POLICY
     from window_budget.pipeline._condenser import MIN_DIGEST_TOKENS as MIN_DIGEST_TOKENS
     from window_budget.pipeline._condenser import WindowCondenser as WindowCondenser
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "AheadCompactor": "window_budget.pipeline._ahead",
+    "provider_boundary": "window_budget.pipeline._boundary",
     "CondenseDecision": "window_budget.pipeline._decision",
     "DEFAULT_POLICY": "window_budget.pipeline._condenser",
     "MASK_MARKER": "window_budget.pipeline._mask",
@@ -97,6 +99,7 @@ __all__ = [
     "plan_at",
     "plan_force_slice",
     "plan_slice",
+    "provider_boundary",
     "shorten_message",
     "turn_start",
     "water_level",
