@@ -164,7 +164,8 @@ def test_a_digest_goes_after_the_compaction_and_the_head_is_the_callers_own(make
         policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0),
     )
     assert out is not msgs
-    assert all(a is b for a, b in zip(out, head, strict=False)) and len(out) > len(head)
+    assert all(a is b for a, b in zip(out, head, strict=False))
+    assert len(out) > len(head)
     assert digest_record(out[len(head)]) is not None  # our digest, right after the block
     assert sum(1 for m in out if m is reply) == 1
     assert reply.content == make().content  # untouched, compaction block and all
@@ -220,12 +221,8 @@ class CompactingChatModel(BaseChatModel):
             self.compacted_at = self.calls
             msg = anthropic_reply(None if last_is_tool else f"cmp-call-{self.calls}")
         elif not last_is_tool:
-            msg = AIMessage(
-                "calling " + "p" * 40,
-                tool_calls=[
-                    {"name": "lookup", "args": {"q": "x"}, "id": f"c{self.calls}", "type": "tool_call"}
-                ],
-            )
+            call = {"name": "lookup", "args": {"q": "x"}, "id": f"c{self.calls}"}
+            msg = AIMessage("calling " + "p" * 40, tool_calls=[{**call, "type": "tool_call"}])
         else:
             msg = AIMessage("final answer " + "a" * 300)
         return ChatResult(generations=[ChatGeneration(message=msg)])

@@ -12,6 +12,7 @@ from tests.strategies import transcripts
 from window_budget import (
     AgentMessage,
     AssistantMessage,
+    BudgetError,
     BudgetPolicy,
     Model,
     TextBlock,
@@ -54,17 +55,23 @@ def test_from_provider_reads_both_shapes_and_langchain_v1_wrapper() -> None:
     a = ProviderCompactionBlock.from_provider(ANTHROPIC_BLOCK)
     o = ProviderCompactionBlock.from_provider(OPENAI_ITEM)
     wrapped = ProviderCompactionBlock.from_provider({"type": "non_standard", "value": OPENAI_ITEM})
-    assert a is not None and a.provider == "anthropic" and a.summary == ANTHROPIC_BLOCK["content"]
-    assert o is not None and o.provider == "openai" and o.summary is None
+    assert a is not None
+    assert a.provider == "anthropic"
+    assert a.summary == ANTHROPIC_BLOCK["content"]
+    assert o is not None
+    assert o.provider == "openai"
+    assert o.summary is None
     assert wrapped == o
-    assert a.payload == ANTHROPIC_BLOCK and o.payload == OPENAI_ITEM
+    assert a.payload == ANTHROPIC_BLOCK
+    assert o.payload == OPENAI_ITEM
     assert ProviderCompactionBlock.from_provider({"type": "text", "text": "x"}) is None
 
 
 def test_it_is_counted_from_its_summary_or_its_opaque_payload() -> None:
     a = ProviderCompactionBlock.from_provider(ANTHROPIC_BLOCK)
     o = ProviderCompactionBlock.from_provider(OPENAI_ITEM)
-    assert a is not None and o is not None
+    assert a is not None
+    assert o is not None
     assert a.text == ANTHROPIC_BLOCK["content"]
     assert o.text == OPENAI_ITEM["encrypted_content"]
     empty = estimate_tokens([AssistantMessage([TextBlock("")])])
@@ -80,7 +87,8 @@ def test_it_round_trips_through_the_dict_form_verbatim() -> None:
         msg = AssistantMessage([block, TextBlock("next")])
         back = message_from_dict(json.loads(json.dumps(message_to_dict(msg))))
         assert back == msg
-        assert isinstance(back, AssistantMessage) and not isinstance(back.content, str)
+        assert isinstance(back, AssistantMessage)
+        assert not isinstance(back.content, str)
         assert back.content[0].payload == raw  # type: ignore[union-attr]
 
 
@@ -115,7 +123,8 @@ def test_a_later_digest_goes_after_the_compaction_and_folds_only_what_followed()
     assert result.summary is not None
     head = len(before) + 2
     out = list(result.messages)
-    assert out[:head] == msgs[:head] and all(a is b for a, b in zip(out, msgs[:head]))
+    assert out[:head] == msgs[:head]
+    assert all(a is b for a, b in zip(out, msgs[:head], strict=False))
     assert out[head] is result.summary.message
     assert all(m in after for m in result.plan.dropped)
     assert result.plan.dropped == tuple(msgs[head : result.plan.cut])
@@ -135,9 +144,8 @@ def test_the_ahead_compactor_keeps_the_boundary_too() -> None:
 def with_compaction(draw: st.DrawFn) -> tuple[list[AgentMessage], int]:
     msgs = draw(transcripts(max_groups=12))
     # Only between groups: never between a call and its result.
-    starts = [
-        i for i in range(len(msgs) + 1) if i == len(msgs) or not isinstance(msgs[i], ToolResultMessage)
-    ]
+    n = len(msgs)
+    starts = [i for i in range(n + 1) if i == n or not isinstance(msgs[i], ToolResultMessage)]
     at = draw(st.sampled_from(starts))
     raw = draw(st.sampled_from([ANTHROPIC_BLOCK, OPENAI_ITEM]))
     block = ProviderCompactionBlock.from_provider(raw)
@@ -155,12 +163,12 @@ def test_condensing_never_touches_the_compaction_or_what_came_before(
     condenser = create_condenser(model=model, policy=BudgetPolicy(keep_recent=800))
     try:
         result = condenser.run_sync(msgs, force=force)
-    except Exception as exc:  # a budget error is the documented outcome when nothing fits
-        assert type(exc).__name__ == "BudgetError"
+    except BudgetError:  # the documented outcome when nothing fits
         return
     out = list(result.messages)
     # The compaction message and everything before it: the same objects, in place.
-    assert len(out) > at and all(a is b for a, b in zip(out[: at + 1], msgs[: at + 1]))
+    assert len(out) > at
+    assert all(a is b for a, b in zip(out[: at + 1], msgs[: at + 1], strict=False))
     # Nothing at or before it was folded into a digest or counted as dropped.
     assert not any(m is x for m in result.plan.dropped for x in msgs[: at + 1])
     # It appears once, unchanged.

@@ -55,10 +55,12 @@ def _anthropic_log() -> dict:
 def test_anthropic_reader_keeps_the_block_and_writes_it_back_verbatim() -> None:
     transcript = read_transcript(io.StringIO(json.dumps(_anthropic_log())), format="anthropic")
     reply = transcript.messages[-2]
-    assert isinstance(reply, AssistantMessage) and not isinstance(reply.content, str)
+    assert isinstance(reply, AssistantMessage)
+    assert not isinstance(reply.content, str)
     block = reply.content[0]
     assert isinstance(block, ProviderCompactionBlock)
-    assert block.provider == "anthropic" and block.summary == SUMMARY
+    assert block.provider == "anthropic"
+    assert block.summary == SUMMARY
     assert block.payload == ANTHROPIC_BLOCK
     out = io.StringIO()
     write_transcript(transcript.messages, out, format="anthropic")
@@ -95,7 +97,8 @@ def test_framework_dumps_round_trip_the_block(fmt: str, raw: dict) -> None:
     write_transcript(msgs, out, format=fmt)
     back = read_transcript(io.StringIO(out.getvalue()), format=fmt)
     reply = back.messages[1]
-    assert isinstance(reply, AssistantMessage) and not isinstance(reply.content, str)
+    assert isinstance(reply, AssistantMessage)
+    assert not isinstance(reply.content, str)
     found = [b for b in reply.content if isinstance(b, ProviderCompactionBlock)]
     assert found == [block]
 
@@ -108,8 +111,11 @@ def test_inspect_shows_the_provider_compaction_and_gates_from_it(tmp_path: Path)
     assert as_json.exit_code == 0, as_json.output
     info = json.loads(as_json.stdout)[0]
     found = info["provider_compaction"]
-    assert found["provider"] == "anthropic" and found["index"] == 61 and found["before"] == 61
-    assert found["chars"] == len(SUMMARY) and found["tokens"] > 0
+    assert found["provider"] == "anthropic"
+    assert found["index"] == 61
+    assert found["before"] == 61
+    assert found["chars"] == len(SUMMARY)
+    assert found["tokens"] > 0
     # The whole file is far over a 12k window; from the compaction on it is not.
     assert info["estimated_tokens"] > 12_000
     assert not info["gate"]["over_budget"]
