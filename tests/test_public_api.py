@@ -107,6 +107,7 @@ PINNED: dict[str, list[str]] = {
         "check_window",
         "condense",
         "condense_sync",
+        "counted_head",
         "create_condenser",
         "cut_text",
         "digest_budget",

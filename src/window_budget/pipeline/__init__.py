@@ -15,6 +15,7 @@ from window_budget._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from window_budget.pipeline._ahead import AheadCompactor as AheadCompactor
+    from window_budget.pipeline._boundary import counted_head as counted_head
     from window_budget.pipeline._boundary import provider_boundary as provider_boundary
     from window_budget.pipeline._condenser import DEFAULT_POLICY as DEFAULT_POLICY
     from window_budget.pipeline._condenser import MIN_DIGEST_TOKENS as MIN_DIGEST_TOKENS
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "AheadCompactor": "window_budget.pipeline._ahead",
+    "counted_head": "window_budget.pipeline._boundary",
     "provider_boundary": "window_budget.pipeline._boundary",
     "CondenseDecision": "window_budget.pipeline._decision",
     "DEFAULT_POLICY": "window_budget.pipeline._condenser",
@@ -87,6 +89,7 @@ __all__ = [
     "check_window",
     "condense",
     "condense_sync",
+    "counted_head",
     "create_condenser",
     "cut_text",
     "digest_budget",

@@ -31,11 +31,18 @@ from window_budget.contract import CondensePlan, CondenseResult, TokenCounter
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
+    CustomMessage,
     ProviderCompactionBlock,
     ToolResultMessage,
 )
 
-__all__ = ["PastBoundary", "carries_provider_compaction", "past_boundary", "provider_boundary"]
+__all__ = [
+    "PastBoundary",
+    "carries_provider_compaction",
+    "counted_head",
+    "past_boundary",
+    "provider_boundary",
+]
 
 
 def carries_provider_compaction(message: object) -> bool:
@@ -132,3 +139,25 @@ def past_boundary(
     pinned = pinned_tokens + estimate_tokens(messages[start:end], counter)
     tail_cut = None if cut is None else max(cut - end, 0)
     return PastBoundary(messages, end, list(messages[end:]), pinned, tail_cut)
+
+
+_INSTRUCTIONS = frozenset({"system", "developer"})
+
+
+def counted_head(head: Sequence[AgentMessage]) -> Sequence[AgentMessage]:
+    """What the provider sees of a pinned ``head``: all of it without a provider compaction.
+
+    With one, the leading instructions (system or developer notes) and the compaction's
+    group on; the messages in between the provider has already dropped.
+    """
+    bound = provider_boundary(head)
+    if bound is None:
+        return head
+    start, lead = bound[0], 0
+    while (
+        lead < start
+        and isinstance(head[lead], CustomMessage)
+        and head[lead].custom_type in _INSTRUCTIONS  # type: ignore[union-attr]
+    ):
+        lead += 1
+    return [*head[:lead], *head[start:]]

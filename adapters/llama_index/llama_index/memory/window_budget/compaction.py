@@ -38,7 +38,7 @@ from window_budget.budget import estimate_message_tokens
 from window_budget.contract import CondenseResult, TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage
-from window_budget.pipeline import AheadCompactor, WindowCondenser
+from window_budget.pipeline import AheadCompactor, WindowCondenser, provider_boundary
 from window_budget.pipeline.summarize import ledger_of
 from window_budget.stores import Fold
 
@@ -87,7 +87,10 @@ class Compactor:
         the cache purge only what left the store, so the body's cores stay the same objects
         from call to call and the condenser's ledger estimates only what was appended.
         """
-        return split_pinned(snapshot), self.core(snapshot)
+        n, cores = split_pinned(snapshot), self.core(snapshot)
+        # A provider's compaction pins everything up to it (``window_budget.pipeline``).
+        bound = provider_boundary(cores[n:])
+        return (n if bound is None else n + bound[1]), cores
 
     def run_sync(self, snapshot: list[ChatMessage], extra: int, force: bool) -> Pass:
         """Run the core on ``snapshot`` beside a prefix of ``extra`` tokens, else without it."""

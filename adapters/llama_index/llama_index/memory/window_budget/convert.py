@@ -43,6 +43,7 @@ from window_budget.messages import (
     Block,
     CustomMessage,
     ImageBlock,
+    ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -184,7 +185,13 @@ def _block(block: Any) -> list[Block]:
     if isinstance(block, LITextBlock):
         return [TextBlock(block.text)]
     if isinstance(block, LIThinkingBlock):
-        signature = (block.additional_information or {}).get("signature")
+        info = block.additional_information or {}
+        # Where LlamaIndex's integrations keep a provider item to send back (OpenAI's
+        # reasoning items): a compaction item there is the provider's own compaction.
+        compaction = ProviderCompactionBlock.from_provider(info)
+        if compaction is not None:
+            return [compaction]
+        signature = info.get("signature")
         # A signed block is never shortened by the core: a provider rejects a changed one.
         return [ThinkingBlock(block.content or "", str(signature) if signature else None)]
     if isinstance(block, LIToolCallBlock):

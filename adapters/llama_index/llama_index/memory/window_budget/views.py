@@ -35,7 +35,7 @@ from window_budget.budget import estimate_message_tokens, estimate_tokens
 from window_budget.contract import CondenseResult, TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage
-from window_budget.pipeline import MASK_MARKER, fit_messages
+from window_budget.pipeline import MASK_MARKER, counted_head, fit_messages
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class ViewPlanner:
                 lead = self.resumed_tokens
             if self.digest_role == "pair":
                 lead = max(lead, self.ack_tokens)
-        return estimate_tokens(cores[:n], self.counter) + lead + extra
+        return estimate_tokens(counted_head(cores[:n]), self.counter) + lead + extra
 
     def view(self, p: Pass, digest: ChatMessage | None) -> list[ChatMessage]:
         """Copies of what the LLM should see: pinned, digest, tail (shortened where needed).
@@ -286,7 +286,7 @@ class ViewPlanner:
         # shortened entries from their own copies: the view's count, without converting it.
         counter = self.counter
         kept_cores = [cores[s.source] for s in slots]
-        tokens = estimate_tokens(p.cores[: p.pinned], counter) + sum(
+        tokens = estimate_tokens(counted_head(p.cores[: p.pinned]), counter) + sum(
             estimate_message_tokens(to_core(tail[i]) if i in short else core, counter)
             for i, core in enumerate(kept_cores)
         )
@@ -342,7 +342,8 @@ class ViewPlanner:
         the ``[conversation resumed …]`` marker that goes first.
         """
         body, cores = p.body, p.cores[p.pinned :]
-        room = self.token_limit - p.extra - estimate_tokens(p.cores[: p.pinned], self.counter)
+        head = estimate_tokens(counted_head(p.cores[: p.pinned]), self.counter)
+        room = self.token_limit - p.extra - head
         best: int | None = None
         total = 0
         for i in range(len(body) - 1, -1, -1):
@@ -410,7 +411,7 @@ class ViewPlanner:
         """
         pinned = [copy_message(m) for m in p.snapshot[: p.pinned]]
         body = p.body
-        pinned_tokens = estimate_tokens(p.cores[: p.pinned], self.counter)
+        pinned_tokens = estimate_tokens(counted_head(p.cores[: p.pinned]), self.counter)
         view = pinned
         if body:
             start = len(body) - 1
