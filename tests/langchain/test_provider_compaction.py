@@ -267,3 +267,40 @@ def test_an_agent_keeps_the_compaction_block_and_never_summarizes_before_it() ->
     saved = agent.get_state(config).values["messages"]
     assert any(isinstance(m.content, list) and block in m.content for m in saved)
     assert any(OLD in m.text for m in saved)  # nothing of the caller's history was dropped
+
+
+@pytest.mark.parametrize("make", [anthropic_reply, openai_reply], ids=["anthropic", "openai"])
+def test_the_transformer_pins_the_compaction_too(make: Any) -> None:
+    reply = make()
+    head = [*history(4, OLD), HumanMessage("keep going"), reply]
+    chain = condense_messages(
+        model=digest_model(),
+        context_window=8_000,
+        policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0),
+    )
+    out = chain.invoke([*head, *history(14, "new")])
+    assert all(a is b for a, b in zip(out, head, strict=False))
+    assert digest_record(out[len(head)]) is not None
+    assert not any(OLD in m.text for m in out[len(head) :])
+
+
+def test_the_history_wrapper_keeps_the_block_and_folds_only_what_followed() -> None:
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+
+    from langchain_window_budget import CondensingChatMessageHistory
+
+    store = CondensingChatMessageHistory(
+        InMemoryChatMessageHistory(),
+        model=digest_model(),
+        context_window=8_000,
+        policy=BudgetPolicy(keep_recent=1_000, reserve_tokens=0),
+    )
+    reply = anthropic_reply()
+    store.add_messages([*history(4, OLD), HumanMessage("keep going"), reply])
+    for i in range(14):
+        store.add_messages(history(1, f"new{i}"))
+    kept = store.messages
+    at = next(i for i, m in enumerate(kept) if m.content == reply.content)
+    assert sum(1 for m in kept if m.content == reply.content) == 1
+    assert sum(1 for m in kept[:at] if OLD in m.text) == 8  # the head, whole and in place
+    assert digest_record(kept[at + 1]) is not None
