@@ -201,8 +201,12 @@ class ProviderCompactionBlock:
     payload: Mapping[str, Any] = field(default_factory=dict)
     """The block or item exactly as the provider sent it (JSON), to send back verbatim."""
     type: ClassVar[Literal["providerCompaction"]] = "providerCompaction"
+    made: ClassVar[bool] = False
+    """True once one was made in this process: until then no transcript holds one, and the
+    boundary search (a scan of the whole transcript) is skipped."""
 
     def __post_init__(self) -> None:
+        ProviderCompactionBlock.made = True
         _check(self, "provider", str)
         _check(self, "summary", *_OPT_STR)
         _check(self, "payload", *_MAP)

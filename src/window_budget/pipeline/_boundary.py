@@ -59,6 +59,8 @@ def provider_boundary(messages: Sequence[AgentMessage]) -> tuple[int, int] | Non
     results right after it that answer its calls (a provider rejects a call whose result
     was folded away). ``messages[:end]`` is pinned; only ``messages[start:]`` is counted.
     """
+    if not ProviderCompactionBlock.made:
+        return None  # the common case: no provider compaction anywhere, no scan
     for start in range(len(messages) - 1, -1, -1):
         message = messages[start]
         if carries_provider_compaction(message):
