@@ -343,7 +343,9 @@ class CondenseResult(Shown):
     """Everything one condense run decided, for callers that need more than the list."""
 
     messages: Sequence[AgentMessage]
-    """The output: the input object itself on a no-op, else ``[digest, *kept]``."""
+    """The output: the input object itself on a no-op, else ``[digest, *kept]`` — or
+    ``[*head, digest, *kept]`` after a provider's compaction block, the head ending with it
+    (``window_budget.pipeline.provider_boundary``)."""
     plan: CondensePlan
     """The cut; ``plan.dropped`` holds every message that left the transcript."""
     summary: Summary | None
