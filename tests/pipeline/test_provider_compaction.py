@@ -21,9 +21,10 @@ from window_budget import (
     UserMessage,
     create_condenser,
     estimate_tokens,
+    is_over_budget,
 )
 from window_budget.messages import ProviderCompactionBlock, message_from_dict, message_to_dict
-from window_budget.pipeline import AheadCompactor
+from window_budget.pipeline import AheadCompactor, estimate_context
 from window_budget.pipeline._boundary import provider_boundary
 
 ANTHROPIC_BLOCK = {
@@ -112,6 +113,11 @@ def test_over_budget_history_before_the_compaction_is_not_counted() -> None:
     assert estimate_tokens(msgs) > WINDOW.context_window
     condenser = create_condenser(model=WINDOW, policy=POLICY)
     assert condenser.sync(msgs) is msgs  # the window starts at the compaction: under budget
+    # The gate's own functions measure the same window when called directly.
+    assert not is_over_budget(msgs, WINDOW, POLICY)
+    assert is_over_budget(before, WINDOW, POLICY)
+    seen = estimate_context(msgs, WINDOW)
+    assert seen.context_tokens == estimate_tokens(msgs[-2:]) < WINDOW.context_window
 
 
 def test_a_later_digest_goes_after_the_compaction_and_folds_only_what_followed() -> None:

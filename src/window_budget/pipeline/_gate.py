@@ -15,6 +15,7 @@ from window_budget.budget._estimate import estimate_message_tokens
 from window_budget.contract import BudgetPolicy, Model, TokenCounter, TokenEstimate
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage
+from window_budget.pipeline._boundary import provider_boundary
 
 if TYPE_CHECKING:
     from window_budget.budget._calibrate import Calibration
@@ -70,7 +71,11 @@ def estimate_context(
     A ``calibration`` (see :mod:`window_budget.budget._calibrate`) turns the estimated part
     into the provider's count: the messages after the anchor are scaled by its ratio, an
     un-anchored estimate is scaled and gets the overhead the provider counts on top.
+
+    After a provider's own compaction only what it still reads counts: from the message
+    carrying the compaction on (:mod:`window_budget.pipeline._boundary`).
     """
+    messages = _from_provider_boundary(messages)
     idx = (
         anchor_index(messages, model, pinned_tokens=pinned_tokens, counter=counter)
         if use_usage
@@ -99,11 +104,18 @@ def is_over_budget(
 ) -> bool:
     """True when the transcript's estimate is strictly above :func:`budget_limit`.
 
-    The estimate is the heuristic (or ``counter``) over every message plus ``pinned_tokens``;
-    see :func:`estimate_context` for the usage-anchored figure.
+    The estimate is the heuristic (or ``counter``) over every message plus ``pinned_tokens``
+    — from a provider's own compaction on, when the transcript holds one; see
+    :func:`estimate_context` for the usage-anchored figure.
     """
     limit = budget_limit(model, policy, pinned_tokens)
-    return estimate_tokens(messages, counter) + pinned_tokens > limit
+    return estimate_tokens(_from_provider_boundary(messages), counter) + pinned_tokens > limit
+
+
+def _from_provider_boundary(messages: Sequence[AgentMessage]) -> Sequence[AgentMessage]:
+    """What the provider still reads: from its newest compaction on (all when there is none)."""
+    bound = provider_boundary(messages)
+    return messages if bound is None else messages[bound[0] :]
 
 
 MIN_DIGEST_TOKENS = 64
