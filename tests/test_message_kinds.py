@@ -27,6 +27,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    _kinds,
     message_blocks,
     message_from_dict,
     message_kind,
@@ -64,7 +65,7 @@ def _message_classes() -> list[type]:
         if (
             not name.startswith("_")
             and isinstance(obj, type)
-            and obj.__module__ == messages.__name__
+            and obj.__module__.startswith(f"{messages.__name__}.")
             and dataclasses.is_dataclass(obj)
             and any(f.name == "role" and not f.init for f in dataclasses.fields(obj))
         ):
@@ -153,5 +154,5 @@ def test_classes_made_on_the_fly_do_not_pile_up_in_the_lookup() -> None:
     for i in range(1_000):
         made = type(f"Made{i}", (), {"role": "systemNote"})
         assert message_kind(made()) is None
-    assert len(messages._KIND_OF_TYPE) <= messages._MAX_CACHED_TYPES
+    assert len(_kinds._KIND_OF_TYPE) <= _kinds._MAX_CACHED_TYPES
     assert message_kind(SAMPLES[DigestMessage]) is MESSAGE_KINDS[UserMessage]
