@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from window_budget.pipeline._slice import plan_force_slice as plan_force_slice
     from window_budget.pipeline._slice import plan_slice as plan_slice
     from window_budget.pipeline._slice import turn_start as turn_start
+    from window_budget.pipeline._view import ViewPlan as ViewPlan
+    from window_budget.pipeline._view import plan_view as plan_view
 
 _EXPORTS: dict[str, str] = {
     "AheadCompactor": "window_budget.pipeline._ahead",
@@ -69,6 +71,8 @@ _EXPORTS: dict[str, str] = {
     "plan_slice": "window_budget.pipeline._slice",
     "shorten_message": "window_budget.pipeline._fit",
     "turn_start": "window_budget.pipeline._slice",
+    "ViewPlan": "window_budget.pipeline._view",
+    "plan_view": "window_budget.pipeline._view",
     "water_level": "window_budget.pipeline._fit",
 }
 
@@ -79,6 +83,7 @@ __all__ = [
     "SHORTENED_MARKER",
     "AheadCompactor",
     "CondenseDecision",
+    "ViewPlan",
     "WindowCondenser",
     "blocked_cuts",
     "budget_limit",
@@ -97,6 +102,7 @@ __all__ = [
     "plan_at",
     "plan_force_slice",
     "plan_slice",
+    "plan_view",
     "shorten_message",
     "turn_start",
     "water_level",

@@ -13,7 +13,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from window_budget.budget import prefix_tokens
-from window_budget.budget._groups import ToolGroups
+from window_budget.budget._groups import ToolGroups, ToolShape
 from window_budget.contract import BudgetPolicy, CondensePlan, TokenCounter
 from window_budget.digest import is_digest
 from window_budget.messages import AgentMessage, UserMessage
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def blocked_cuts(messages: Sequence[AgentMessage]) -> list[bool]:
+def blocked_cuts(messages: Sequence[AgentMessage | ToolShape]) -> list[bool]:
     """``result[i]`` is True when cutting before ``messages[i]`` would split a tool group.
 
     Also True at every tool result, so a tail never begins with one. Calls that never
@@ -36,6 +36,13 @@ def blocked_cuts(messages: Sequence[AgentMessage]) -> list[bool]:
     group at the assistant message, the second is just a position the cut skips. The
     groups are the shared ``ToolGroups``; the list has ``n + 1`` entries (cutting after
     the last message is always legal).
+
+    The one answer to "where may this list be cut" for the core and both adapters: an
+    adapter that has not converted its messages passes one :class:`ToolShape` per message.
+
+    >>> from window_budget.budget import ToolShape
+    >>> blocked_cuts([ToolShape(("c1",)), ToolShape(), ToolShape(result=True, answers="c1")])
+    [False, True, True, False]
     """
     return [*ToolGroups(messages).blocked, False]
 

@@ -159,8 +159,8 @@ class Compactor:
         last_user = max((i for i, m in enumerate(body) if m.role == MessageRole.USER), default=None)
         if last_user is None or decision.plan.cut <= last_user:
             return False
-        start = self.planner.suffix_start(Pass(snapshot, cores, n, None, extra))
-        return start is not None and len(body) - start > len(body) - decision.plan.cut
+        plan = self.planner.plan(Pass(snapshot, cores, n, None, extra))
+        return plan.crowds_out(len(body) - decision.plan.cut)
 
     def digest_for(self, p: Pass) -> ChatMessage | None:
         """The digest message ``p`` wrote, carrying the counts of the digests it folds."""
