@@ -216,15 +216,15 @@ class Compactor:
         """
         result, snapshot, body = p.result, p.snapshot, p.body
         assert result is not None
-        slots, dropped = bridge.result_slots(p.cores[p.pinned :], result)
+        mapped = bridge.map_result(body, p.cores[p.pinned :], result, copy=from_core_shortened)
         new_body = list(body)
-        for s in slots:
-            if s.kind == "masked":  # shortened entries are the view's; the store keeps all
-                new_body[s.source] = from_core_shortened(body[s.source], s.core)
+        for slot, copy in zip(mapped.slots, mapped.tail, strict=True):
+            if slot.kind == "masked":  # shortened entries are the view's; the store keeps all
+                new_body[slot.source] = copy
         fold = Fold(
             expected=tuple(snapshot),
             replacement=(*snapshot[: p.pinned], *new_body),
-            archived=tuple(body[i] for i in dropped),
+            archived=tuple(mapped.dropped),
         )
         return self.conversation.commit(fold)
 

@@ -272,16 +272,14 @@ class ViewPlanner:
         if result is None or not p.prefix_fits:
             return None
         pinned = [copy_message(m) for m in p.snapshot[: p.pinned]]
-        # The bridge's walk over the result: which stored message each tail entry stands
-        # for, and which are shortened or masked (copies carrying the core's text).
-        slots, _ = bridge.result_slots(p.cores[p.pinned :], result)
+        # The bridge maps the result back (as for LangChain): each tail entry is the stored
+        # message it stands for, or a copy carrying the core's shortened or masked text.
         body, cores = p.body, p.cores[p.pinned :]
+        mapped = bridge.map_result(body, cores, result, copy=from_core_shortened)
+        slots = mapped.slots
         kept = [body[s.source] for s in slots]
-        short = {i: s.core for i, s in enumerate(slots) if s.kind != "kept"}
-        tail = [
-            from_core_shortened(m, short[i]) if i in short else copy_message(m)
-            for i, m in enumerate(kept)
-        ]
+        short = {i for i, s in enumerate(slots) if s.kind != "kept"}
+        tail = [m if i in short else copy_message(m) for i, m in enumerate(mapped.tail)]
         # Counted from the originals' cached cores (a copy converts to an equal core), the
         # shortened entries from their own copies: the view's count, without converting it.
         counter = self.counter
@@ -294,7 +292,7 @@ class ViewPlanner:
             # The stored digest (no new one this time) is handed over in the same form.
             digest = tail.pop(0)
             tokens -= estimate_message_tokens(kept_cores[0], counter)
-            kept, short = kept[1:], {i - 1: m for i, m in short.items()}
+            kept, short = kept[1:], {i - 1 for i in short}
         head = self.show_digest(digest, bool(tail) and tail[0].role == MessageRole.USER)
         tokens += sum(estimate_message_tokens(to_core(m), counter) for m in head)
         if digest is None and tail and tail[0].role != MessageRole.USER:
