@@ -330,7 +330,7 @@ class ViewPlanner:
         return view is None or self.squeezed(p, view)
 
     def plan(self, p: Pass) -> ViewPlan:
-        """The core's plan of the digest-free view (see :func:`~window_budget.pipeline.plan_view`)."""
+        """The view without a digest, as the core plans it (see ``plan_view``)."""
         room = self.token_limit - p.extra - estimate_tokens(p.cores[: p.pinned], self.counter)
         return plan_view(
             p.cores[p.pinned :], room, counter=self.counter, resumed_tokens=self.resumed_tokens
