@@ -123,6 +123,7 @@ PINNED: dict[str, list[str]] = {
         "plan_slice",
         "plan_view",
         "shorten_message",
+        "snap_back",
         "turn_start",
         "water_level",
     ],

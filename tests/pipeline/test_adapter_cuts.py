@@ -20,7 +20,7 @@ from window_budget import AssistantMessage, ToolCallBlock, ToolResultMessage, Us
 from window_budget.budget import ToolShape, estimate_message_tokens, estimate_tokens
 from window_budget.digest import is_digest
 from window_budget.messages import AgentMessage
-from window_budget.pipeline import blocked_cuts, plan_view
+from window_budget.pipeline import blocked_cuts, plan_view, snap_back
 
 # ------------------------------------------------------------------ the old walks (oracles)
 
@@ -68,6 +68,26 @@ def old_llama_turn_start(body: Sequence[AgentMessage]) -> int:
     while start > 0 and isinstance(body[start], ToolResultMessage):
         start -= 1
     return start
+
+
+def old_langchain_safe_cut(messages: Sequence[AgentMessage], cut: int) -> int:
+    """``langchain_window_budget._keep.safe_cut`` as it was (back to the call)."""
+    n = len(messages)
+    if cut >= n or not isinstance(messages[cut], ToolResultMessage):
+        return cut
+    ids: set[str] = set()
+    end = cut
+    while end < n and isinstance(messages[end], ToolResultMessage):
+        result = messages[end]
+        assert isinstance(result, ToolResultMessage)
+        if result.tool_call_id:
+            ids.add(result.tool_call_id)
+        end += 1
+    for i in range(cut - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, AssistantMessage) and ids & {c.id for c in m.tool_calls if c.id}:
+            return i
+    return end
 
 
 def shape(message: AgentMessage) -> ToolShape:
@@ -122,6 +142,35 @@ def test_a_result_without_an_id_is_never_the_first_kept() -> None:
         False,
         False,
     ]
+
+
+@given(transcripts(), st.data())
+def test_snapping_back_answers_as_the_old_keep_walk(
+    msgs: list[AgentMessage], data: st.DataObject
+) -> None:
+    cut = data.draw(st.integers(0, len(msgs)))
+    assert snap_back(msgs, cut) == old_langchain_safe_cut(msgs, cut)
+    assert snap_back([shape(m) for m in msgs], cut) == snap_back(msgs, cut)
+
+
+@given(any_transcript, st.data())
+def test_snapping_back_never_splits_a_tool_group(
+    msgs: list[AgentMessage], data: st.DataObject
+) -> None:
+    cut = data.draw(st.integers(0, len(msgs)))
+    snapped = snap_back(msgs, cut)
+    assert snapped == 0 or not reference_blocked(msgs)[snapped]
+    if not reference_blocked(msgs)[cut]:
+        assert snapped == cut
+
+
+def test_a_cut_inside_a_group_keeps_the_call_where_the_old_walk_split_it() -> None:
+    """Parallel results around a user turn: the old walk moved only a cut *at* a result."""
+    call = AssistantMessage([ToolCallBlock("a", "x", {}), ToolCallBlock("b", "x", {})])
+    msgs = [UserMessage("go"), call, ToolResultMessage("a", "x", "1"), UserMessage("hm")]
+    msgs.append(ToolResultMessage("b", "x", "2"))
+    assert old_langchain_safe_cut(msgs, 3) == 3
+    assert snap_back(msgs, 3) == 1
 
 
 # ------------------------------------------------------------------ the view plan

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from window_budget.pipeline._slice import plan_at as plan_at
     from window_budget.pipeline._slice import plan_force_slice as plan_force_slice
     from window_budget.pipeline._slice import plan_slice as plan_slice
+    from window_budget.pipeline._slice import snap_back as snap_back
     from window_budget.pipeline._slice import turn_start as turn_start
     from window_budget.pipeline._view import ViewPlan as ViewPlan
     from window_budget.pipeline._view import plan_view as plan_view
@@ -69,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "plan_at": "window_budget.pipeline._slice",
     "plan_force_slice": "window_budget.pipeline._slice",
     "plan_slice": "window_budget.pipeline._slice",
+    "snap_back": "window_budget.pipeline._slice",
     "shorten_message": "window_budget.pipeline._fit",
     "turn_start": "window_budget.pipeline._slice",
     "ViewPlan": "window_budget.pipeline._view",
@@ -104,6 +106,7 @@ __all__ = [
     "plan_slice",
     "plan_view",
     "shorten_message",
+    "snap_back",
     "turn_start",
     "water_level",
 ]
