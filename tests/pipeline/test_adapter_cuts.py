@@ -212,6 +212,18 @@ def test_a_view_plan_fits_and_never_splits_a_tool_group(
         assert all(plan.messages[i] is msgs[plan.start + i] for i in kept)
 
 
+@given(transcripts(), rooms, st.data())
+def test_a_squeezed_plan_answers_as_the_old_llama_index_check(
+    msgs: list[AgentMessage], room: int, data: st.DataObject
+) -> None:
+    """``plan_squeezed`` in the LlamaIndex compaction, as it was (before any summary call)."""
+    cut = data.draw(st.integers(0, len(msgs)))
+    users = [i for i, m in enumerate(msgs) if isinstance(m, UserMessage)]
+    start = old_llama_suffix_start(msgs, room, 0)
+    old = bool(users) and cut > users[-1] and start is not None and start < cut
+    assert plan_view(msgs, room).squeezed_by(cut) == old
+
+
 def test_a_squeezed_digest_view_is_one_that_shows_fewer_verbatim_messages() -> None:
     body = [UserMessage("hi"), AssistantMessage("hello"), UserMessage("more")]
     plan = plan_view(body, 10_000)

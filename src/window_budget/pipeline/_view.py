@@ -43,6 +43,10 @@ class ViewPlan:
     :attr:`shortened`."""
     shortened: tuple[int, ...] = ()
     """Indexes in :attr:`messages` of the cut-down copies."""
+    length: int = 0
+    """How many messages the body has."""
+    newest_user: int | None = None
+    """Index in the body of its newest user message (None: it has none)."""
 
     def crowds_out(self, verbatim: int) -> bool:
         """True when this verbatim suffix shows more than ``verbatim`` messages.
@@ -51,6 +55,15 @@ class ViewPlan:
         the newest user turn whole) is *squeezed*: the suffix is the better view.
         """
         return self.suffix and len(self.messages) > verbatim
+
+    def squeezed_by(self, cut: int) -> bool:
+        """True when a digest view cutting the body at ``cut`` is squeezed (see :meth:`crowds_out`).
+
+        Decided from the plan alone, before any summary call: the cut folds the newest user
+        message, and the tail it keeps is shorter than this verbatim suffix.
+        """
+        newest = self.newest_user
+        return newest is not None and cut > newest and self.crowds_out(self.length - cut)
 
 
 def plan_view(
@@ -83,9 +96,11 @@ def plan_view(
 
     """
     blocked = blocked_cuts(body)
+    n = len(body)
+    newest_user = next((i for i in range(n - 1, -1, -1) if isinstance(body[i], UserMessage)), None)
     best: int | None = None
     total = 0
-    for i in range(len(body) - 1, -1, -1):
+    for i in range(n - 1, -1, -1):
         if is_digest(body[i]):
             break
         total += estimate_message_tokens(body[i], counter)
@@ -102,10 +117,12 @@ def plan_view(
             suffix=True,
             resumed=not isinstance(body[best], UserMessage),
             messages=tuple(body[best:]),
+            length=n,
+            newest_user=newest_user,
         )
     if not body:
         return ViewPlan(start=0, suffix=False, resumed=False)
-    start = len(body) - 1
+    start = n - 1
     while start > 0 and blocked[start]:
         start -= 1  # a tool result needs the call that asked for it
     turn = list(body[start:])
@@ -124,4 +141,6 @@ def plan_view(
         resumed=resumed,
         messages=tuple(fitted),
         shortened=tuple(shortened),
+        length=n,
+        newest_user=newest_user,
     )

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage
 
 from llama_index.memory.window_budget.conversation import StoredConversation
 from llama_index.memory.window_budget.convert import (
@@ -155,12 +155,8 @@ class Compactor:
             return False  # the run raises the same and the caller moves on
         if decision.result is not None or decision.plan.cut == 0:
             return False
-        body = snapshot[n:]
-        last_user = max((i for i, m in enumerate(body) if m.role == MessageRole.USER), default=None)
-        if last_user is None or decision.plan.cut <= last_user:
-            return False
         plan = self.planner.plan(Pass(snapshot, cores, n, None, extra))
-        return plan.crowds_out(len(body) - decision.plan.cut)
+        return plan.squeezed_by(decision.plan.cut)
 
     def digest_for(self, p: Pass) -> ChatMessage | None:
         """The digest message ``p`` wrote, carrying the counts of the digests it folds."""
