@@ -5,7 +5,7 @@ implementations/test_summarization.py`` (the stored version at commit 031f92cd; 
 LangChain 1.5.2 ships adds tests for ``summarizer=``, retries and overflow, which
 ``test_conventions_round2.py`` covers). Each test keeps its peer's name and intent; what the
 peer reads from private helpers is read from ours (``engine.sizes``, ``keep_cut``,
-``safe_cut``). Where our documented design differs (docs/langchain-guide.md, "Where
+``snap_back``). Where our documented design differs (docs/langchain-guide.md, "Where
 window-budget differs from SummarizationMiddleware"), the test asserts our behaviour and
 says so (``DIFFERS``); a test of something we do not have is skipped with its reason.
 """
@@ -31,8 +31,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from langchain_window_budget import WindowBudgetMiddleware, digest_record
-from langchain_window_budget._keep import keep_cut, safe_cut
+from langchain_window_budget._keep import keep_cut
 from langchain_window_budget.sizes import KeepRule
+from window_budget.pipeline import snap_back
 
 from .ported_summarization_support import (
     SKIP_PRIVATE,
@@ -311,13 +312,13 @@ def _tool_transcript() -> list[AnyMessage]:
 
 def test_summarization_middleware_find_safe_cutoff_point() -> None:
     core = _core(_tool_transcript())
-    assert safe_cut(core, 0) == 0
-    assert safe_cut(core, 1) == 1
-    assert safe_cut(core, 2) == 1
-    assert safe_cut(core, 3) == 4
-    assert safe_cut(core, 4) == 4
-    assert safe_cut(core, 5) == 5
-    assert safe_cut(core, len(core) + 5) == len(core) + 5
+    assert snap_back(core, 0) == 0
+    assert snap_back(core, 1) == 1
+    assert snap_back(core, 2) == 1
+    assert snap_back(core, 3) == 4
+    assert snap_back(core, 4) == 4
+    assert snap_back(core, 5) == 5
+    assert snap_back(core, len(core) + 5) == len(core) + 5
 
 
 def test_summarization_middleware_find_safe_cutoff_point_orphan_tool() -> None:
@@ -327,7 +328,7 @@ def test_summarization_middleware_find_safe_cutoff_point_orphan_tool() -> None:
         ToolMessage("orphan_result", tool_call_id="orphan_call"),
         HumanMessage("msg2"),
     ]
-    assert safe_cut(_core(messages), 2) == 3
+    assert snap_back(_core(messages), 2) == 3
 
 
 def test_summarization_cutoff_moves_backward_to_include_ai_message() -> None:
@@ -340,7 +341,7 @@ def test_summarization_cutoff_moves_backward_to_include_ai_message() -> None:
         ToolMessage("search result", tool_call_id="call_abc"),
         HumanMessage("followup"),
     ]
-    assert safe_cut(_core(messages), 2) == 1
+    assert snap_back(_core(messages), 2) == 1
 
 
 def test_summarization_middleware_zero_and_negative_target_tokens() -> None:
@@ -410,11 +411,11 @@ def test_summarization_middleware_many_parallel_tool_calls_safety() -> None:
         *[ToolMessage(f"result_{i}", tool_call_id=f"call_{i}") for i in range(10)],
     ]
     core = _core(messages)
-    assert safe_cut(core, 7) == 1
+    assert snap_back(core, 7) == 1
     for i in range(2, 12):
-        assert safe_cut(core, i) == 1
-    assert safe_cut(core, 0) == 0
-    assert safe_cut(core, 1) == 1
+        assert snap_back(core, i) == 1
+    assert snap_back(core, 0) == 0
+    assert snap_back(core, 1) == 1
 
 
 @pytest.mark.skip(reason="the peer's usage-metadata scaling switch of count_tokens_approximately")

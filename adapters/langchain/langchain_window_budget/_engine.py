@@ -25,7 +25,7 @@ from langchain_window_budget._convert import (
 )
 from langchain_window_budget._keep import UserSizes
 from langchain_window_budget._mapping import ArchiveFn, map_back
-from langchain_window_budget._result import LangChainResult, Prepared
+from langchain_window_budget._result import HeadView, LangChainResult, Prepared
 from langchain_window_budget._retry import provider_error
 from langchain_window_budget._sessions import (
     Session,
@@ -439,7 +439,7 @@ class LangChainCondenser:
         force: bool,
         session: Session,
         canon: Sequence[BaseMessage],
-    ) -> _remembered.HeadView | None:
+    ) -> HeadView | None:
         """The remembered digest's view of ``messages``, when digests are remembered."""
         if not self.remember_digests:
             return None

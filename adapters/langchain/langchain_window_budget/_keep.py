@@ -3,8 +3,9 @@
 ``keep=("messages", N)`` keeps the last N messages; ``("tokens", N)`` the longest tail of at
 most N tokens (one message at least, unless there is only one). When the cut lands on a tool
 result, it moves *back* to the assistant message that made the call, so the pair stays in
-the kept tail; a result whose call is nowhere before it is skipped forward instead. Works on
-the core's messages (leading system messages already set aside).
+the kept tail; a result whose call is nowhere before it is skipped forward instead (the
+core's :func:`~window_budget.pipeline.snap_back`). Works on the core's messages (leading
+system messages already set aside).
 """
 
 from __future__ import annotations
@@ -17,35 +18,10 @@ from langchain_window_budget.counting import counter_kind
 from langchain_window_budget.sizes import KeepRule, SizeTrigger
 from window_budget.budget import prefix_tokens
 from window_budget.contract import TokenCounter
-from window_budget.messages import AgentMessage, AssistantMessage, ToolCallBlock, ToolResultMessage
-from window_budget.pipeline import WindowCondenser
+from window_budget.messages import AgentMessage
+from window_budget.pipeline import WindowCondenser, snap_back
 
-__all__ = ["Measure", "UserSizes", "honoured_cut", "keep_cut", "safe_cut"]
-
-
-def _call_ids(message: AgentMessage) -> set[str]:
-    if not isinstance(message, AssistantMessage) or isinstance(message.content, str):
-        return set()
-    return {b.id for b in message.content if isinstance(b, ToolCallBlock) and b.id}
-
-
-def safe_cut(messages: Sequence[AgentMessage], cut: int) -> int:
-    """``cut`` moved so no tool call is parted from its results (back to the call)."""
-    n = len(messages)
-    if cut >= n or not isinstance(messages[cut], ToolResultMessage):
-        return cut
-    ids: set[str] = set()
-    end = cut
-    while end < n and isinstance(messages[end], ToolResultMessage):
-        result = messages[end]
-        assert isinstance(result, ToolResultMessage)
-        if result.tool_call_id:
-            ids.add(result.tool_call_id)
-        end += 1
-    for i in range(cut - 1, -1, -1):
-        if ids & _call_ids(messages[i]):
-            return i
-    return end  # orphaned results: skip them forward rather than keep them without a call
+__all__ = ["Measure", "UserSizes", "honoured_cut", "keep_cut"]
 
 
 Measure = Callable[[int], int]
@@ -65,7 +41,7 @@ def keep_cut(
     """
     n = len(messages)
     if rule.kind == "messages":
-        return 0 if n <= rule.size else safe_cut(messages, n - rule.size)
+        return 0 if n <= rule.size else snap_back(messages, n - rule.size)
     if n == 0:
         return 0
     if measure is None:
@@ -83,7 +59,7 @@ def keep_cut(
         if n == 1:
             return 0
         cut = n - 1
-    return safe_cut(messages, cut)
+    return snap_back(messages, cut)
 
 
 def honoured_cut(

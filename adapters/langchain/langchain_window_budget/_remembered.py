@@ -10,59 +10,29 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    FunctionMessage,
-    HumanMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, FunctionMessage, ToolMessage
 
-from langchain_window_budget._result import LangChainResult
+from langchain_window_budget._result import HeadView, LangChainResult
 from langchain_window_budget._sessions import Session, holds_objects
 from window_budget import bridge
+from window_budget.budget import ToolShape
+from window_budget.pipeline import blocked_cuts
 
-__all__ = ["HeadView", "head_view", "legal_cut", "remember"]
-
-
-@dataclass(frozen=True, slots=True)
-class HeadView:
-    """A transcript as the engine runs it when digests are remembered."""
-
-    view: Sequence[BaseMessage]
-    """The transcript, or it with a remembered digest in place of its head."""
-    pinned: int
-    """Leading system messages."""
-    chain: list[int]
-    """Fingerprints of the original body's prefixes."""
-    length: int
-    """How many body messages the remembered digest stands for (0: none used)."""
-    digest: HumanMessage | None
-    """The remembered digest put in, if any."""
-    head: list[BaseMessage] = field(default_factory=list)
-    """The originals it stands for."""
-    canon: Sequence[BaseMessage] = ()
-    """``view`` with the engine's stand-ins for unchanged messages (what is converted)."""
+__all__ = ["head_view", "remember", "tool_shape"]
 
 
-def legal_cut(body: Sequence[BaseMessage], cut: int) -> bool:
-    """True when cutting ``body`` before ``cut`` splits no tool call from its result."""
-    if cut < len(body) and isinstance(body[cut], ToolMessage | FunctionMessage):
-        return False
-    open_calls: set[str] = set()
-    for m in body[:cut]:
-        if isinstance(m, AIMessage):
-            open_calls.update(str(c.get("id")) for c in m.tool_calls)
-        elif isinstance(m, ToolMessage):
-            open_calls.discard(str(m.tool_call_id))
-    if not open_calls:
-        return True
-    return not any(
-        isinstance(m, ToolMessage) and str(m.tool_call_id) in open_calls for m in body[cut:]
-    )
+def tool_shape(message: BaseMessage) -> ToolShape:
+    """What the core's tool pairing reads of ``message`` (see ``blocked_cuts``)."""
+    if isinstance(message, AIMessage):
+        return ToolShape(tuple(str(c.get("id")) for c in message.tool_calls))
+    if isinstance(message, ToolMessage):
+        return ToolShape(result=True, answers=str(message.tool_call_id))
+    if isinstance(message, FunctionMessage):
+        return ToolShape(result=True)
+    return ToolShape()
 
 
 def head_view(
@@ -89,7 +59,7 @@ def head_view(
         return HeadView(messages, pinned, chain, 0, None, canon=canon)
     length, digest = hit
     body = canon[pinned:]
-    if not legal_cut(body, length):
+    if blocked_cuts([tool_shape(m) for m in body])[length]:
         # The same head, but what follows answers a call in it: cutting there would
         # orphan a tool result. Summarize afresh.
         return HeadView(messages, pinned, chain, 0, None, canon=canon)

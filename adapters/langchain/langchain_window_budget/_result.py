@@ -1,4 +1,4 @@
-"""One run's account in LangChain terms: :class:`LangChainResult`."""
+"""One run's account in LangChain terms: :class:`LangChainResult`, and what a run prepares."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_window_budget import _remembered
 from langchain_window_budget._convert import Converted
 from window_budget.contract import CondenseResult
 from window_budget.pipeline.summarize import DigestAudit
 
-__all__ = ["LangChainResult", "Prepared"]
+__all__ = ["HeadView", "LangChainResult", "Prepared"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +61,26 @@ class LangChainResult:
 
 
 @dataclass(frozen=True, slots=True)
+class HeadView:
+    """A transcript as the engine runs it when digests are remembered."""
+
+    view: Sequence[BaseMessage]
+    """The transcript, or it with a remembered digest in place of its head."""
+    pinned: int
+    """Leading system messages."""
+    chain: list[int]
+    """Fingerprints of the original body's prefixes."""
+    length: int
+    """How many body messages the remembered digest stands for (0: none used)."""
+    digest: HumanMessage | None
+    """The remembered digest put in, if any."""
+    head: list[BaseMessage] = field(default_factory=list)
+    """The originals it stands for."""
+    canon: Sequence[BaseMessage] = ()
+    """``view`` with the engine's stand-ins for unchanged messages (what is converted)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Prepared:
     """A run's input made ready for the core (shared by the sync and async drivers)."""
 
@@ -71,7 +90,7 @@ class Prepared:
     """The equal stand-ins the engine converted."""
     conv: Converted
     """Their core messages and pinned tokens."""
-    recall: _remembered.HeadView | None
+    recall: HeadView | None
     """The remembered digest used, if any."""
     force: bool
     """Whether the run compacts whatever the gate says."""

@@ -15,15 +15,9 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from window_budget.bridge.stores import recall_reply
 from window_budget.contract import TokenCounter
-from window_budget.errors import ConfigError
-from window_budget.memory import (
-    RECALL_DESCRIPTION,
-    RECALL_KINDS,
-    MemoryStore,
-    check_conversation,
-    recall,
-)
+from window_budget.memory import RECALL_DESCRIPTION, RECALL_KINDS, MemoryStore, check_conversation
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -61,37 +55,8 @@ def as_memory_store(store: MemoryStore | BaseStore) -> MemoryStore:
     return LangGraphMemoryStore(store)  # it says what it takes, when it is neither
 
 
-def answer(
-    memory: MemoryStore | None,
-    conversation: str | None,
-    args: dict[str, Any],
-    *,
-    max_tokens: int = 1500,
-    counter: TokenCounter | None = None,
-) -> str:
-    """The recall tool's reply for ``args`` (a :class:`RecallArgs` as a dict).
-
-    A malformed call gets a sentence saying what to fix, not an exception, so the model
-    can call again.
-    """
-    if memory is None or conversation is None:
-        return (
-            "recall: nothing is archived for this conversation (no memory store is "
-            "configured, or the run has no thread_id)."
-        )
-    try:
-        return recall(
-            memory,
-            conversation,
-            args.get("query"),
-            kind=args.get("kind"),
-            page=args.get("page") or 1,
-            pointer=args.get("pointer"),
-            max_tokens=max_tokens,
-            counter=counter,
-        )
-    except ConfigError as exc:
-        return f"recall could not run: {exc}"
+answer = recall_reply
+"""The recall tool's reply for ``args`` (see :func:`window_budget.bridge.stores.recall_reply`)."""
 
 
 def recall_tool(

@@ -38,8 +38,6 @@ sync ``invoke``) and the recall tool's lookups there too.
 
 from __future__ import annotations
 
-import json
-import secrets
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -47,9 +45,9 @@ from typing import Any, Final
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
+from window_budget.bridge.stores import LazyKey, key_from_hex, new_key_hex, original_text
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory import LedgerVersion, check_conversation
-from window_budget.messages import message_from_dict, message_text
 
 __all__ = ["LangGraphMemoryStore"]
 
@@ -76,13 +74,6 @@ def _check_namespace(namespace: object) -> tuple[str, ...]:
     if namespace[0] == "langgraph":
         raise ConfigError("namespace may not start with 'langgraph' (LangGraph reserves it)")
     return namespace
-
-
-def _text(original: Mapping[str, Any]) -> str:
-    try:
-        return message_text(message_from_dict(original))
-    except (ValueError, TypeError, KeyError):
-        return json.dumps(original, ensure_ascii=False, default=str)
 
 
 class LangGraphMemoryStore:
@@ -118,13 +109,11 @@ class LangGraphMemoryStore:
                 f"LangGraphMemoryStore wraps a LangGraph BaseStore (InMemoryStore, "
                 f"PostgresStore, ...), not {type(store).__name__}"
             )
-        if key is not None and (not isinstance(key, bytes) or len(key) < 16):
-            raise ConfigError("key must be bytes, at least 16 of them (secrets.token_bytes(32))")
+        self._key = LazyKey(key, self._load_key)
         self.store = store
         """The LangGraph store."""
         self.namespace = _check_namespace(namespace)
         """The namespace prefix of every item written."""
-        self._key = key
         self._lock = threading.Lock()
         index = getattr(store, "index_config", None)
         self._indexed = bool(index)
@@ -137,24 +126,17 @@ class LangGraphMemoryStore:
     @property
     def key(self) -> bytes:
         """The store's secret, read (or created) on first use; see the module docstring."""
-        if self._key is None:
-            with self._lock:
-                if self._key is None:
-                    self._key = self._load_key()
-        return self._key
+        return self._key.get()
 
     def _load_key(self) -> bytes:
         where = (*self.namespace, _KEY_LABEL)
         item = self.store.get(where, "key")
         if item is None:
-            fresh = {"key": secrets.token_bytes(32).hex()}
+            fresh = {"key": new_key_hex()}
             self.store.batch([PutOp(where, "key", fresh, index=False, ttl=None)])
             item = self.store.get(where, "key")  # what is stored, if another process won
-        try:
-            key = bytes.fromhex(str(item.value["key"])) if item is not None else b""
-        except (KeyError, TypeError, ValueError):
-            key = b""
-        if len(key) < 16:
+        key = key_from_hex(item.value.get("key")) if item is not None else None
+        if key is None:
             raise StoreError(
                 f"the window-budget key in {where!r} is missing or damaged; delete the item "
                 "to make a new one (digests sealed with the old key will read as ordinary "
@@ -212,7 +194,7 @@ class LangGraphMemoryStore:
     def _value(self, original: Mapping[str, Any]) -> dict[str, Any]:
         value: dict[str, Any] = {"message": dict(original)}
         if self._indexed:
-            value["text"] = _text(original)
+            value["text"] = original_text(original)
         return value
 
     def archived(self, conversation: str) -> int:

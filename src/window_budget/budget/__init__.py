@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from window_budget.budget._estimate import estimate_message_tokens as estimate_message_tokens
     from window_budget.budget._estimate import message_parts as message_parts
     from window_budget.budget._estimate import text_tokens as text_tokens
+    from window_budget.budget._groups import ToolShape as ToolShape
     from window_budget.budget._ledger import TokenLedger as TokenLedger
     from window_budget.budget._models import ModelLimits as ModelLimits
     from window_budget.budget._models import context_window_for as context_window_for
@@ -96,6 +97,7 @@ _EXPORTS: dict[str, str] = {
     "TOOL_FRAMING_TOKENS": "window_budget.budget._estimate",
     "TiktokenCounter": "window_budget.budget._counters",
     "TokenLedger": "window_budget.budget._ledger",
+    "ToolShape": "window_budget.budget._groups",
     "TokenizerFallbackWarning": "window_budget.budget._counters",
     "cached_estimates": "window_budget.budget._cache",
     "calibrate": "window_budget.budget._calibrate",
@@ -147,6 +149,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenLedger",
     "TokenizerFallbackWarning",
+    "ToolShape",
     "cached_estimates",
     "calibrate",
     "calibrate_many",

@@ -17,15 +17,35 @@ The pairing rules, the same for every reader:
   nothing and forms no group, though a cut still never starts at it;
 - a call whose result never came ends its group at the assistant message;
 - several results for one call (a retried tool) all join its group.
+
+An adapter that has not converted its messages yet indexes :class:`ToolShape` values instead
+(the calls a message makes, the call it answers): the same rules, the same answers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from window_budget.messages import AgentMessage, AssistantMessage, ToolCallBlock, ToolResultMessage
 
-__all__ = ["ToolGroups"]
+__all__ = ["ToolGroups", "ToolShape"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolShape:
+    """What the tool pairing reads of one message, in no framework's terms.
+
+    An adapter builds one per native message when it needs the groups before (or without)
+    converting; :class:`ToolGroups` pairs shapes exactly as it pairs core messages.
+    """
+
+    calls: tuple[str, ...] = ()
+    """Ids of the tool calls the message makes (an assistant message)."""
+    result: bool = False
+    """True for a tool result, matched or not (a cut never starts at one)."""
+    answers: str | None = None
+    """Id of the call a result answers (None: it names none and answers nothing)."""
 
 
 class ToolGroups:
@@ -47,10 +67,11 @@ class ToolGroups:
 
     __slots__ = ("_answers", "_calls", "_left", "_results", "blocked", "steps")
 
-    def __init__(self, messages: Iterable[AgentMessage] = ()) -> None:
-        self._calls: dict[str, tuple[int, ToolCallBlock]] = {}
-        # Per matched result: the index of the assistant message and the call it answers.
-        self._answers: dict[int, tuple[int, ToolCallBlock]] = {}
+    def __init__(self, messages: Iterable[AgentMessage | ToolShape] = ()) -> None:
+        self._calls: dict[str, tuple[int, ToolCallBlock | None]] = {}
+        # Per matched result: the index of the assistant message and the call it answers
+        # (None for a call indexed from a shape, which carries only its id).
+        self._answers: dict[int, tuple[int, ToolCallBlock | None]] = {}
         self._results: dict[int, list[int]] = {}
         # ``_left[k] == k`` while position k is not yet inside a group; once it is, a link
         # to the left over positions already inside one, so blocking a group's span skips
@@ -67,20 +88,28 @@ class ToolGroups:
         """How many messages are indexed."""
         return len(self.blocked)
 
-    def extend(self, messages: Iterable[AgentMessage]) -> None:
-        """Index messages appended to the transcript (each is looked at once)."""
+    def extend(self, messages: Iterable[AgentMessage | ToolShape]) -> None:
+        """Index messages (or their shapes) appended to the transcript (each is looked at once)."""
         calls, answers, results = self._calls, self._answers, self._results
         blocked, left = self.blocked, self._left
         j = len(blocked)
         for msg in messages:
             blocked.append(False)
             left.append(j)
+            answered: str | None = None
             if isinstance(msg, AssistantMessage):
                 for call in msg.tool_calls:
                     calls[call.id] = (j, call)
             elif isinstance(msg, ToolResultMessage):
                 blocked[j] = True
-                hit = calls.get(msg.tool_call_id)
+                answered = msg.tool_call_id
+            elif isinstance(msg, ToolShape):
+                for call_id in msg.calls:
+                    calls[call_id] = (j, None)
+                blocked[j] = msg.result
+                answered = msg.answers if msg.result else None
+            if answered is not None:
+                hit = calls.get(answered)
                 if hit is not None:
                     owner = hit[0]
                     answers[j] = hit
@@ -123,7 +152,10 @@ class ToolGroups:
         return None if hit is None else hit[0]
 
     def call(self, index: int) -> ToolCallBlock | None:
-        """The call block the result at ``index`` answers (None when it answers none)."""
+        """The call block the result at ``index`` answers.
+
+        None when it answers none, and when the call was indexed from a :class:`ToolShape`.
+        """
         hit = self._answers.get(index)
         return None if hit is None else hit[1]
 

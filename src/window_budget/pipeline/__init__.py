@@ -42,7 +42,10 @@ if TYPE_CHECKING:
     from window_budget.pipeline._slice import plan_at as plan_at
     from window_budget.pipeline._slice import plan_force_slice as plan_force_slice
     from window_budget.pipeline._slice import plan_slice as plan_slice
+    from window_budget.pipeline._slice import snap_back as snap_back
     from window_budget.pipeline._slice import turn_start as turn_start
+    from window_budget.pipeline._view import ViewPlan as ViewPlan
+    from window_budget.pipeline._view import plan_view as plan_view
 
 _EXPORTS: dict[str, str] = {
     "AheadCompactor": "window_budget.pipeline._ahead",
@@ -71,8 +74,11 @@ _EXPORTS: dict[str, str] = {
     "plan_at": "window_budget.pipeline._slice",
     "plan_force_slice": "window_budget.pipeline._slice",
     "plan_slice": "window_budget.pipeline._slice",
+    "snap_back": "window_budget.pipeline._slice",
     "shorten_message": "window_budget.pipeline._fit",
     "turn_start": "window_budget.pipeline._slice",
+    "ViewPlan": "window_budget.pipeline._view",
+    "plan_view": "window_budget.pipeline._view",
     "water_level": "window_budget.pipeline._fit",
 }
 
@@ -83,6 +89,7 @@ __all__ = [
     "SHORTENED_MARKER",
     "AheadCompactor",
     "CondenseDecision",
+    "ViewPlan",
     "WindowCondenser",
     "blocked_cuts",
     "budget_limit",
@@ -102,8 +109,10 @@ __all__ = [
     "plan_at",
     "plan_force_slice",
     "plan_slice",
+    "plan_view",
     "provider_boundary",
     "shorten_message",
+    "snap_back",
     "turn_start",
     "water_level",
 ]

@@ -13,10 +13,10 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from window_budget.budget import prefix_tokens
-from window_budget.budget._groups import ToolGroups
+from window_budget.budget._groups import ToolGroups, ToolShape
 from window_budget.contract import BudgetPolicy, CondensePlan, TokenCounter
 from window_budget.digest import is_digest
-from window_budget.messages import AgentMessage, UserMessage
+from window_budget.messages import AgentMessage, ToolResultMessage, UserMessage
 
 __all__ = [
     "blocked_cuts",
@@ -24,11 +24,12 @@ __all__ = [
     "plan_at",
     "plan_force_slice",
     "plan_slice",
+    "snap_back",
     "turn_start",
 ]
 
 
-def blocked_cuts(messages: Sequence[AgentMessage]) -> list[bool]:
+def blocked_cuts(messages: Sequence[AgentMessage | ToolShape]) -> list[bool]:
     """``result[i]`` is True when cutting before ``messages[i]`` would split a tool group.
 
     Also True at every tool result, so a tail never begins with one. Calls that never
@@ -36,8 +37,56 @@ def blocked_cuts(messages: Sequence[AgentMessage]) -> list[bool]:
     group at the assistant message, the second is just a position the cut skips. The
     groups are the shared ``ToolGroups``; the list has ``n + 1`` entries (cutting after
     the last message is always legal).
+
+    The one answer to "where may this list be cut" for the core and both adapters: an
+    adapter that has not converted its messages passes one :class:`ToolShape` per message.
+
+    >>> from window_budget.budget import ToolShape
+    >>> blocked_cuts([ToolShape(("c1",)), ToolShape(), ToolShape(result=True, answers="c1")])
+    [False, True, True, False]
     """
     return [*ToolGroups(messages).blocked, False]
+
+
+def snap_back(messages: Sequence[AgentMessage | ToolShape], cut: int) -> int:
+    """``cut`` moved back so the tool group it falls in stays whole in the kept tail.
+
+    For a caller that keeps "the last N": a cut at a tool result (or inside a group) moves
+    back to the assistant message whose call the result answers — the nearest, when a run
+    of results answers several — and on, past any group that one sits inside. A run of
+    results that answers no call is skipped forward instead (no call to keep them with).
+    The pairing is :class:`~window_budget.budget._groups.ToolGroups`'s, as in
+    :func:`blocked_cuts`; the answer is a legal cut, or 0.
+
+    >>> from window_budget.budget import ToolShape
+    >>> call, result = ToolShape(("c1",)), ToolShape(result=True, answers="c1")
+    >>> snap_back([ToolShape(), call, result, ToolShape()], 2)
+    1
+    >>> snap_back([ToolShape(), ToolShape(result=True, answers="gone"), ToolShape()], 1)
+    2
+    """
+    groups = ToolGroups(messages)
+    blocked, n = groups.blocked, len(groups)
+    if cut >= n or not blocked[cut]:
+        return cut
+    end = cut
+    while end < n and _is_result(messages[end]):
+        end += 1
+    owners = [o for o in map(groups.owner, range(cut, end)) if o is not None]
+    if end > cut and not owners:  # results that answer no call: past them
+        while end < n and blocked[end]:
+            end += 1
+        return end
+    back = max(owners, default=cut)
+    while back > 0 and blocked[back]:
+        back -= 1
+    return back
+
+
+def _is_result(message: AgentMessage | ToolShape) -> bool:
+    if isinstance(message, ToolShape):
+        return message.result
+    return isinstance(message, ToolResultMessage)
 
 
 def plan_at(messages: Sequence[AgentMessage], cut: int) -> CondensePlan:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage
 
 from llama_index.memory.window_budget.conversation import StoredConversation
 from llama_index.memory.window_budget.convert import (
@@ -158,12 +158,8 @@ class Compactor:
             return False  # the run raises the same and the caller moves on
         if decision.result is not None or decision.plan.cut == 0:
             return False
-        body = snapshot[n:]
-        last_user = max((i for i, m in enumerate(body) if m.role == MessageRole.USER), default=None)
-        if last_user is None or decision.plan.cut <= last_user:
-            return False
-        start = self.planner.suffix_start(Pass(snapshot, cores, n, None, extra))
-        return start is not None and len(body) - start > len(body) - decision.plan.cut
+        plan = self.planner.plan(Pass(snapshot, cores, n, None, extra))
+        return plan.squeezed_by(decision.plan.cut)
 
     def digest_for(self, p: Pass) -> ChatMessage | None:
         """The digest message ``p`` wrote, carrying the counts of the digests it folds."""
@@ -219,15 +215,15 @@ class Compactor:
         """
         result, snapshot, body = p.result, p.snapshot, p.body
         assert result is not None
-        slots, dropped = bridge.result_slots(p.cores[p.pinned :], result)
+        mapped = bridge.map_result(body, p.cores[p.pinned :], result, copy=from_core_shortened)
         new_body = list(body)
-        for s in slots:
-            if s.kind == "masked":  # shortened entries are the view's; the store keeps all
-                new_body[s.source] = from_core_shortened(body[s.source], s.core)
+        for slot, copy in zip(mapped.slots, mapped.tail, strict=True):
+            if slot.kind == "masked":  # shortened entries are the view's; the store keeps all
+                new_body[slot.source] = copy
         fold = Fold(
             expected=tuple(snapshot),
             replacement=(*snapshot[: p.pinned], *new_body),
-            archived=tuple(body[i] for i in dropped),
+            archived=tuple(mapped.dropped),
         )
         return self.conversation.commit(fold)
 

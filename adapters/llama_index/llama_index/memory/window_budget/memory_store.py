@@ -27,9 +27,7 @@ stands in for it.
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -37,10 +35,10 @@ from typing import Any, Final
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.storage.chat_store import BaseChatStore
 
+from window_budget.bridge.stores import LazyKey, key_from_hex, new_key_hex, original_text
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory import LedgerVersion, MemoryStore, check_conversation
 from window_budget.memory.records import RECORD_KEY, SECRET_ENV, resealed
-from window_budget.messages import message_from_dict, message_text
 
 __all__ = ["ChatStoreMemoryStore", "reseal", "resolve_memory_store", "saved_seal", "seal_key_of"]
 
@@ -56,13 +54,6 @@ VERSION_FIELD: Final = "window_budget_version"
 """``additional_kwargs`` key of a ledger version's number."""
 KEY_FIELD: Final = "window_budget_key"
 """``additional_kwargs`` key of the store's secret (hex)."""
-
-
-def _text(original: Mapping[str, Any]) -> str:
-    try:
-        return message_text(message_from_dict(original))
-    except (ValueError, TypeError, KeyError):
-        return json.dumps(original, ensure_ascii=False, default=str)
 
 
 def _role(original: Mapping[str, Any]) -> MessageRole:
@@ -110,31 +101,22 @@ class ChatStoreMemoryStore:
             raise ConfigError(
                 f"key_prefix must be a non-empty string without ':', not {key_prefix!r}"
             )
-        if key is not None and (not isinstance(key, bytes) or len(key) < 16):
-            raise ConfigError("key must be bytes, at least 16 of them (secrets.token_bytes(32))")
+        self._key = LazyKey(key, self._load_key)
         self.chat_store = chat_store
         """The LlamaIndex chat store."""
         self.key_prefix = key_prefix
         """The prefix of every key written."""
-        self._key = key
         self._lock = threading.RLock()
 
     @property
     def key(self) -> bytes:
         """The store's secret, read (or created) on first use; see the module docstring."""
-        if self._key is None:
-            with self._lock:
-                if self._key is None:
-                    self._key = self._load_key()
-        return self._key
+        return self._key.get()
 
     def _stored_key(self, where: str) -> bytes | None:
         for message in self.chat_store.get_messages(where):
-            try:
-                key = bytes.fromhex(str(message.additional_kwargs.get(KEY_FIELD)))
-            except ValueError:
-                continue
-            if len(key) >= 16:
+            key = key_from_hex(message.additional_kwargs.get(KEY_FIELD))
+            if key is not None:
                 return key
         return None
 
@@ -142,7 +124,7 @@ class ChatStoreMemoryStore:
         where = f"{self.key_prefix}:_key"
         key = self._stored_key(where)
         if key is None:
-            fresh = secrets.token_bytes(32).hex()
+            fresh = new_key_hex()
             self.chat_store.add_message(
                 where,
                 ChatMessage(
@@ -184,7 +166,7 @@ class ChatStoreMemoryStore:
                     where,
                     ChatMessage(
                         role=_role(kept),
-                        content=_text(kept),
+                        content=original_text(kept),
                         additional_kwargs={ORIGINAL_FIELD: kept, POSITION_FIELD: start + i},
                     ),
                 )
@@ -242,12 +224,16 @@ class ChatStoreMemoryStore:
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable state (the lock is left out)."""
-        return {"chat_store": self.chat_store, "key_prefix": self.key_prefix, "key": self._key}
+        return {
+            "chat_store": self.chat_store,
+            "key_prefix": self.key_prefix,
+            "key": self._key.given,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Rebuild from :meth:`__getstate__`."""
         self.chat_store, self.key_prefix = state["chat_store"], state["key_prefix"]
-        self._key, self._lock = state["key"], threading.RLock()
+        self._key, self._lock = LazyKey(state["key"], self._load_key), threading.RLock()
 
     def __repr__(self) -> str:
         name = type(self.chat_store).__name__

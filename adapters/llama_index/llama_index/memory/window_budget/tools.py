@@ -17,9 +17,9 @@ from llama_index.core.bridge.pydantic import BaseModel, Field
 from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, BaseTool, ToolMetadata, adapt_to_async_tool
 
+from window_budget.bridge.stores import recall_reply
 from window_budget.contract import MemoryStore, TokenCounter
-from window_budget.errors import ConfigError
-from window_budget.memory import RECALL_DESCRIPTION, RECALL_KINDS, check_conversation, recall
+from window_budget.memory import RECALL_DESCRIPTION, RECALL_KINDS, check_conversation
 from window_budget.pipeline.summarize import cut_to_tokens
 
 __all__ = [
@@ -80,19 +80,8 @@ def recall_tool(
         page: int = 1,
         pointer: str | None = None,
     ) -> str:
-        try:
-            return recall(
-                store,
-                conversation() if callable(conversation) else conversation,
-                query,
-                kind=kind,
-                page=page or 1,
-                pointer=pointer,
-                max_tokens=max_tokens,
-                counter=counter,
-            )
-        except ConfigError as exc:
-            return f"recall could not run: {exc}"
+        args = {"query": query, "kind": kind, "page": page, "pointer": pointer}
+        return recall_reply(store, conversation, args, max_tokens=max_tokens, counter=counter)
 
     async def alookup(
         query: str | None = None,

@@ -35,7 +35,7 @@ from window_budget.budget import estimate_message_tokens, estimate_tokens
 from window_budget.contract import CondenseResult, TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage
-from window_budget.pipeline import MASK_MARKER, counted_head, fit_messages
+from window_budget.pipeline import MASK_MARKER, ViewPlan, counted_head, plan_view
 
 logger = logging.getLogger(__name__)
 
@@ -272,16 +272,14 @@ class ViewPlanner:
         if result is None or not p.prefix_fits:
             return None
         pinned = [copy_message(m) for m in p.snapshot[: p.pinned]]
-        # The bridge's walk over the result: which stored message each tail entry stands
-        # for, and which are shortened or masked (copies carrying the core's text).
-        slots, _ = bridge.result_slots(p.cores[p.pinned :], result)
+        # The bridge maps the result back (as for LangChain): each tail entry is the stored
+        # message it stands for, or a copy carrying the core's shortened or masked text.
         body, cores = p.body, p.cores[p.pinned :]
+        mapped = bridge.map_result(body, cores, result, copy=from_core_shortened)
+        slots = mapped.slots
         kept = [body[s.source] for s in slots]
-        short = {i: s.core for i, s in enumerate(slots) if s.kind != "kept"}
-        tail = [
-            from_core_shortened(m, short[i]) if i in short else copy_message(m)
-            for i, m in enumerate(kept)
-        ]
+        short = {i for i, s in enumerate(slots) if s.kind != "kept"}
+        tail = [m if i in short else copy_message(m) for i, m in enumerate(mapped.tail)]
         # Counted from the originals' cached cores (a copy converts to an equal core), the
         # shortened entries from their own copies: the view's count, without converting it.
         counter = self.counter
@@ -294,7 +292,7 @@ class ViewPlanner:
             # The stored digest (no new one this time) is handed over in the same form.
             digest = tail.pop(0)
             tokens -= estimate_message_tokens(kept_cores[0], counter)
-            kept, short = kept[1:], {i - 1: m for i, m in short.items()}
+            kept, short = kept[1:], {i - 1 for i in short}
         head = self.show_digest(digest, bool(tail) and tail[0].role == MessageRole.USER)
         tokens += sum(estimate_message_tokens(to_core(m), counter) for m in head)
         if digest is None and tail and tail[0].role != MessageRole.USER:
@@ -317,10 +315,7 @@ class ViewPlanner:
         ``ChatMemoryBuffer`` would show.
         """
         _, verbatim, whole = view
-        if whole:
-            return False
-        start = self.suffix_start(p)
-        return start is not None and len(p.body) - start > verbatim
+        return not whole and self.plan(p).crowds_out(verbatim)
 
     def squeezed_by_prefix(self, p: Pass, digest: ChatMessage | None) -> bool:
         """True when a compaction planned beside the caller's prefix must not be stored.
@@ -334,38 +329,25 @@ class ViewPlanner:
         view = self.digest_view(p, digest)
         return view is None or self.squeezed(p, view)
 
-    def suffix_start(self, p: Pass) -> int | None:
-        """Index in the body of the largest verbatim suffix that fits, or None.
-
-        The suffix never opens on a tool result (its call comes with it) nor reaches
-        back past a digest; one that does not open with a user message is counted with
-        the ``[conversation resumed …]`` marker that goes first.
-        """
-        body, cores = p.body, p.cores[p.pinned :]
-        head = estimate_tokens(counted_head(p.cores[: p.pinned]), self.counter)
-        room = self.token_limit - p.extra - head
-        best: int | None = None
-        total = 0
-        for i in range(len(body) - 1, -1, -1):
-            if is_digest_message(body[i]):
-                break
-            total += estimate_message_tokens(cores[i], self.counter)
-            if total > room:
-                break
-            if body[i].role in _TOOL_ROLES:
-                continue
-            lead = 0 if body[i].role == MessageRole.USER else self.resumed_tokens
-            if total + lead <= room:
-                best = i
-        return best
+    def plan(self, p: Pass) -> ViewPlan:
+        """The view without a digest, as the core plans it (see ``plan_view``)."""
+        room = (
+            self.token_limit
+            - p.extra
+            - estimate_tokens(counted_head(p.cores[: p.pinned]), self.counter)
+        )
+        return plan_view(
+            p.cores[p.pinned :], room, counter=self.counter, resumed_tokens=self.resumed_tokens
+        )
 
     def suffix_view(self, p: Pass) -> list[ChatMessage]:
         """Pinned messages and the largest verbatim suffix that fits (tool groups whole).
 
         What ``ChatMemoryBuffer`` shows, without ever opening on an assistant message or
         a tool result. When not even the newest message fits verbatim, the newest turn
-        is shortened to fit (the core's :func:`~window_budget.pipeline._fit.fit_messages`).
-        Only the view is cut: the store keeps every message.
+        (its tool group whole) is shortened to fit, and the ``[conversation resumed …]``
+        marker goes first when it does not open with a user message. Only the view is
+        cut: the store keeps every message.
 
         Raises:
             BudgetError: not even the newest turn, cut down, fits beside the system
@@ -373,13 +355,31 @@ class ViewPlanner:
 
         """
         pinned = [copy_message(m) for m in p.snapshot[: p.pinned]]
-        body = p.body
-        start = self.suffix_start(p)
-        if start is not None:
-            tail = [copy_message(m) for m in body[start:]]
-            lead = [resumed()] if tail and tail[0].role != MessageRole.USER else []
-            return [*pinned, *lead, *tail]
-        return self.smallest_view(p)
+        plan = self.plan(p)
+        short = set(plan.shortened)
+        shown = [
+            from_core_shortened(m, plan.messages[i]) if i in short else copy_message(m)
+            for i, m in enumerate(p.body[plan.start :])
+        ]
+        view = [*pinned, *([resumed()] if plan.resumed else []), *shown]
+        if plan.suffix:
+            return view
+        total = self.count(view) + p.extra
+        if total > self.token_limit and p.extra:
+            return self.no_room(p, pinned, total)
+        if total > self.token_limit:
+            # The same promise as the core and the LangChain adapter: fits or BudgetError.
+            # Nothing was lost: the store still holds every message.
+            pinned_tokens = estimate_tokens(counted_head(p.cores[: p.pinned]), self.counter)
+            raise BudgetError(
+                f"the smallest view (the system messages, {pinned_tokens:,} tokens, and the "
+                f"newest turn cut down) needs {total:,} tokens with a prefix of {p.extra:,}, "
+                f"over the limit of {self.token_limit:,} — shorten the system prompt or "
+                "prefix messages, or raise the window",
+                needed=total,
+                available=self.token_limit,
+            )
+        return view
 
     def show_digest(
         self,
@@ -401,57 +401,6 @@ class ViewPlanner:
         if self.digest_role == "pair" and tail_opens_with_user:
             return [shown, ack()]
         return [shown]
-
-    def smallest_view(self, p: Pass) -> list[ChatMessage]:
-        """Pinned messages and the newest turn (its tool group whole), shortened to fit.
-
-        When the turn does not open with a user message, the counted ``[conversation
-        resumed …]`` marker goes first. Raises ``BudgetError`` when even this view exceeds
-        the limit: a view is never handed over larger than the limit.
-        """
-        pinned = [copy_message(m) for m in p.snapshot[: p.pinned]]
-        body = p.body
-        pinned_tokens = estimate_tokens(counted_head(p.cores[: p.pinned]), self.counter)
-        view = pinned
-        if body:
-            start = len(body) - 1
-            while start > 0 and body[start].role in _TOOL_ROLES:
-                start -= 1  # a tool result needs the call that asked for it
-            turn = body[start:]
-            lead = [resumed()] if turn[0].role != MessageRole.USER else []
-            room = self.token_limit - p.extra - pinned_tokens - (self.resumed_tokens if lead else 0)
-            cores = p.cores[p.pinned + start :]
-            try:
-                fitted, shortened = fit_messages(list(cores), max(room, 0), self.counter)
-            except BudgetError:
-                fitted, shortened = [], ()
-            if fitted:
-                cut = set(shortened)
-                view = [
-                    *pinned,
-                    *lead,
-                    *(
-                        from_core_shortened(m, fitted[i]) if i in cut else copy_message(m)
-                        for i, m in enumerate(turn)
-                    ),
-                ]
-            else:
-                view = [*pinned, *lead, *turn]
-        total = self.count(view) + p.extra
-        if total > self.token_limit and p.extra:
-            return self.no_room(p, pinned, total)
-        if total > self.token_limit:
-            # The same promise as the core and the LangChain adapter: fits or BudgetError.
-            # Nothing was lost: the store still holds every message.
-            raise BudgetError(
-                f"the smallest view (the system messages, {pinned_tokens:,} tokens, and the "
-                f"newest turn cut down) needs {total:,} tokens with a prefix of {p.extra:,}, "
-                f"over the limit of {self.token_limit:,} — shorten the system prompt or "
-                "prefix messages, or raise the window",
-                needed=total,
-                available=self.token_limit,
-            )
-        return view
 
     def no_room(self, p: Pass, pinned: list[ChatMessage], total: int) -> list[ChatMessage]:
         """The view when the caller's prefix leaves no room for the newest turn: none of it.
