@@ -21,7 +21,7 @@ def test_the_adapters_digest_is_read_back_as_a_digest() -> None:
     model = GenericFakeChatModel(messages=iter([lc_messages.AIMessage("# Objective\nnotes")] * 8))
     thread = [lc_messages.HumanMessage(f"note {i}: " + "x" * 400) for i in range(40)]
     result = adapter.condense_messages(thread, model=model, context_window=6_000)
-    assert adapter.is_window_budget_digest(result[0])
+    assert adapter.is_digest(result[0])
     dump = io.StringIO(json.dumps(lc_messages.messages_to_dict(result)))
     read = read_transcript(dump, format="langchain").messages
     assert isinstance(read[0], DigestMessage)

@@ -24,7 +24,6 @@ from llama_index.memory.window_budget.convert import (
     DIGEST_KEY,
     RECORD_KEY,
     is_digest,
-    is_digest_message,
     to_core,
 )
 from llama_index.memory.window_budget.instrumentation import (
@@ -56,7 +55,6 @@ __all__ = [
     "completers_from_llm",
     "default_policy",
     "is_digest",
-    "is_digest_message",
     "recall_tool",
     "to_core",
 ]

@@ -60,7 +60,6 @@ __all__ = [
     "digest_covered",
     "from_core_shortened",
     "is_digest",
-    "is_digest_message",
     "make_digest_chat_message",
     "message_key",
     "seal_key",
@@ -307,13 +306,9 @@ def is_digest(message: ChatMessage) -> bool:
     """True for a digest message this memory wrote (or an older version of it).
 
     The same question as the core's :func:`window_budget.is_digest`, asked of a
-    ``ChatMessage``; ``is_digest_message`` is its former name, kept as an alias.
+    ``ChatMessage``.
     """
     return _record(message) is not None
-
-
-is_digest_message = is_digest
-"""Former name of :func:`is_digest`, kept so existing imports keep working."""
 
 
 def digest_covered(message: ChatMessage) -> int:
