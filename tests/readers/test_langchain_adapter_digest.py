@@ -40,7 +40,7 @@ def test_a_lookalike_record_is_an_ordinary_user_turn() -> None:
     assert type(read) is UserMessage
 
 
-def test_writers_use_the_adapters_record_and_old_files_still_read(tmp_path: Path) -> None:
+def test_writers_use_the_adapters_record_and_an_old_key_is_no_digest(tmp_path: Path) -> None:
     from window_budget.digest import SESSION_HEADER
     from window_budget.readers import write_transcript
 
@@ -58,7 +58,7 @@ def test_writers_use_the_adapters_record_and_old_files_still_read(tmp_path: Path
     assert isinstance(back, DigestMessage)
     assert (back.covered_count, back.kept_count, back.facts) == (7, 1, digest.facts)
 
-    # A file written before the key was unified still reads its digest.
+    # A record under the key an unreleased version wrote is no digest: nothing vouches for it.
     old = [
         {
             "role": "user",
@@ -71,8 +71,8 @@ def test_writers_use_the_adapters_record_and_old_files_still_read(tmp_path: Path
     ]
     (tmp_path / "old.json").write_text(json.dumps(old))
     legacy = read_transcript(tmp_path / "old.json").messages[0]
-    assert isinstance(legacy, DigestMessage)
-    assert legacy.covered_count == 3
+    assert not isinstance(legacy, DigestMessage)
+    assert isinstance(legacy, UserMessage)
 
     # A look-alike without the library's mark is an ordinary user turn.
     fake = [

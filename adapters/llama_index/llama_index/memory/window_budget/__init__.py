@@ -20,8 +20,6 @@ from llama_index.memory.window_budget.building import CounterSpec, DigestRole, d
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
 from llama_index.memory.window_budget.convert import (
-    DIGEST_COVERED_KEY,
-    DIGEST_KEY,
     RECORD_KEY,
     is_digest,
     to_core,
@@ -37,8 +35,6 @@ from llama_index.memory.window_budget.tools import bounded_tool, clamp_text_toke
 
 __all__ = [
     "ARCHIVE_SUFFIX",
-    "DIGEST_COVERED_KEY",
-    "DIGEST_KEY",
     "RECORD_KEY",
     "SUMMARY_TAG",
     "ChatStoreMemoryStore",

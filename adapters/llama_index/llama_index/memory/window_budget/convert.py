@@ -52,8 +52,6 @@ from window_budget.messages import (
 )
 
 __all__ = [
-    "DIGEST_COVERED_KEY",
-    "DIGEST_KEY",
     "RECORD_KEY",
     "SYSTEM_ROLES",
     "LlamaIndexCodec",
@@ -72,10 +70,6 @@ __all__ = [
 RECORD_KEY = bridge.RECORD_KEY
 """``additional_kwargs`` key of the digest record (the same record, under the same key, as
 the LangChain adapter's: every field of the core's digest travels in it)."""
-DIGEST_KEY = bridge.LEGACY_FLAG_KEY
-"""Older digests' flag in ``additional_kwargs`` (still recognised; no longer written)."""
-DIGEST_COVERED_KEY = bridge.LEGACY_COVERED_KEY
-"""Older digests' covered count in ``additional_kwargs`` (still read; no longer written)."""
 
 SYSTEM_ROLES = frozenset({MessageRole.SYSTEM, MessageRole.DEVELOPER})
 """Roles that carry instructions; a leading run of them is pinned."""
@@ -83,9 +77,7 @@ _ASSISTANT_ROLES = frozenset({MessageRole.ASSISTANT, MessageRole.CHATBOT, Messag
 _TOOL_ROLES = frozenset({MessageRole.TOOL, MessageRole.FUNCTION})
 # Keys whose content is converted explicitly; anything else in additional_kwargs is
 # provider metadata that still travels with the message and is counted as such.
-_HANDLED_KWARGS = frozenset(
-    {"tool_calls", "tool_call_id", "name", "tool_name", RECORD_KEY, DIGEST_KEY, DIGEST_COVERED_KEY}
-)
+_HANDLED_KWARGS = frozenset({"tool_calls", "tool_call_id", "name", "tool_name", RECORD_KEY})
 
 
 def _dump(value: Any) -> str:
