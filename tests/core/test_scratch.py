@@ -26,9 +26,9 @@ from window_budget.tools.scratch import (
     STATE_CHANGES_FILE,
     ScratchModel,
     ScratchWriter,
-    extract_text,
 )
 from window_budget.tools.scratch import _disk as scratch_disk
+from window_budget.tools.scratch._events import extract_text
 
 # ----------------------------------------------------------------- extraction
 

@@ -7,7 +7,6 @@ a markdown index of at most 200 lines. :class:`ScratchWriter` writes that index 
 detail files to ``<worktree>/.context/``, atomically and never through a symbolic link.
 """
 
-from window_budget.tools.scratch._events import extract_text
 from window_budget.tools.scratch._layout import (
     ARTIFACTS_FILE,
     DEAD_ENDS_FILE,
@@ -29,5 +28,4 @@ __all__ = [
     "ScratchModel",
     "ScratchWriter",
     "StateChange",
-    "extract_text",
 ]
