@@ -10,6 +10,7 @@ from window_budget import (
     TextBlock,
     ToolCallBlock,
     ToolResultMessage,
+    Usage,
     UserMessage,
     create_condenser,
 )
@@ -19,7 +20,7 @@ from window_budget.digest import SESSION_HEADER, digest_body
 from window_budget.pipeline import CondenseDecision, WindowCondenser, condense_sync, shorten_message
 from window_budget.testing import ScriptedCompleter
 from window_budget.tools.categories import TrimResult, trim_by_category
-from window_budget.tools.meter import UsageReading, parse_usage
+from window_budget.tools.meter import parse_usage
 from window_budget.tools.scratch import ScratchModel, StateChange
 
 
@@ -65,12 +66,12 @@ def test_decide_and_run_return_their_records() -> None:
     assert "WindowCondenser(m@4000" in repr(condenser)
 
 
-def test_trim_result_usage_reading_and_state_change_shapes() -> None:
+def test_trim_result_usage_and_state_change_shapes() -> None:
     trimmed = trim_by_category([UserMessage("a" * 4000), UserMessage("b")], 200)
     assert isinstance(trimmed, TrimResult)
     assert trimmed.kept[-1].content == "b"
     reading = parse_usage({"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 5})
-    assert isinstance(reading, UsageReading)
+    assert isinstance(reading, Usage)
     scratch = ScratchModel()
     scratch.record_state_change("plan", "build")
     assert scratch.state_changes == [StateChange("plan", "build")]

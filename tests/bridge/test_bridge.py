@@ -12,8 +12,6 @@ import pytest
 
 from window_budget import ConfigError, DigestMessage, UserMessage
 from window_budget.bridge import (
-    LEGACY_COVERED_KEY,
-    LEGACY_FLAG_KEY,
     RECORD_KEY,
     convert,
     digest_from_record,
@@ -75,7 +73,8 @@ def test_only_a_record_the_library_sealed_is_read(monkeypatch: pytest.MonkeyPatc
     # Unsealed (older versions, or written by hand), edited, or moved onto other text: none.
     unsealed = {"digest": True, "covered": 10, "kept": 3, "compactions": 2, "fallback": False}
     assert read_digest_record({RECORD_KEY: unsealed}) is None
-    assert read_digest_record({LEGACY_FLAG_KEY: True, LEGACY_COVERED_KEY: 7}) is None
+    # The flag an unreleased version wrote is no record either.
+    assert read_digest_record({"window_budget_digest": True, "window_budget_covered": 7}) is None
     assert read_digest_record({RECORD_KEY: {**sealed, "covered": 2**53 - 1}}) is None
     assert read_digest_record({RECORD_KEY: {**sealed, "facts": {"format": "x"}}}) is None
     assert read_digest_record({RECORD_KEY: sealed}, "other text") is None
@@ -99,7 +98,7 @@ def test_a_store_key_seals_records_and_verifies_them_strictly(
     assert read_digest_record({RECORD_KEY: forged}, "t", key=key) is None
     assert read_digest_record({RECORD_KEY: {**sealed, "covered": 2**53 - 1}}, "t", key=key) is None
     assert read_digest_record({RECORD_KEY: sealed}, "other text", key=key) is None
-    assert read_digest_record({LEGACY_FLAG_KEY: True, LEGACY_COVERED_KEY: 7}, key=key) is None
+    assert read_digest_record({"window_budget_digest": True}, key=key) is None
     assert read_digest_record({RECORD_KEY: sealed}, "t", key=b"x" * 32) is None
     process_sealed = digest_record(DigestMessage("t", covered_count=10))
     assert read_digest_record({RECORD_KEY: process_sealed}, "t", key=key) is None

@@ -20,7 +20,7 @@ from window_budget.budget import (
 )
 from window_budget.errors import UsageError
 from window_budget.readers import read_transcript
-from window_budget.tools.meter import UsageReading, parse_usage
+from window_budget.tools.meter import parse_usage
 
 ANTHROPIC = {
     "input_tokens": 12,
@@ -107,12 +107,9 @@ def test_the_readers_read_usage_through_the_same_parser(
 
 
 def test_the_meter_reading_is_the_core_usage_type() -> None:
-    assert UsageReading is Usage
     reading = parse_usage(ANTHROPIC)
     assert isinstance(reading, Usage)
     assert reading.used_tokens == reading.prompt_tokens == 952
-    # The former keyword construction still works, output defaulting to 0.
-    assert UsageReading(input_tokens=5, cache_read_tokens=3) == Usage(5, 0, 3)
 
 
 @pytest.mark.parametrize("value", ["12", True, [3], -4, 2.5])

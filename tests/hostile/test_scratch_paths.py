@@ -27,7 +27,7 @@ from window_budget.tools.scratch import (
     ScratchModel,
     ScratchWriter,
 )
-from window_budget.tools.scratch import os as scratch_os
+from window_budget.tools.scratch._disk import os as scratch_os
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="symbolic links and signals: POSIX")
 
@@ -193,7 +193,9 @@ def test_a_planted_temp_name_is_not_written_through(
     repo: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     names = iter(["aaaaaaaaaaaa", "bbbbbbbbbbbb"])
-    monkeypatch.setattr("window_budget.tools.scratch.secrets.token_hex", lambda n: next(names))
+    monkeypatch.setattr(
+        "window_budget.tools.scratch._disk.secrets.token_hex", lambda n: next(names)
+    )
     context = repo / ".context"
     context.mkdir()
     planted = context / f".{HUMAN_INPUT_FILE}.aaaaaaaaaaaa.tmp"

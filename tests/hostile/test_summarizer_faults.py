@@ -3,7 +3,9 @@
 Junk and timeouts fall back to the network-free digest (``Summary.fallback_reason`` says
 why) or raise ``SummarizerError`` under ``on_summarizer_error="raise"``; a cancelled token
 raises ``CancelledByToken`` promptly, from the sync path too. The caller's list is never
-touched. Stuck completers block on an event the test releases: no real waiting.
+touched. Stuck completers block on an event the test releases: no real waiting. "Promptly"
+is checked by order, not by the clock: the condense has returned while the stuck call has
+not (a wall-clock bound fails whenever the machine is busy).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,7 @@ from window_budget.errors import SummarizerError
 
 MODEL = Model("m", 8_000)
 FAST = 0.05  # seconds: the timeout the tests use
-PROMPT = 2.0  # seconds: "promptly", with room for a loaded CI machine
+GUARD = 30.0  # seconds: how long a stuck call blocks at most, so a broken fix fails, not hangs
 
 
 def _transcript() -> list[Any]:
@@ -147,7 +148,11 @@ def test_a_coroutine_from_the_sync_completer_is_closed_and_reported() -> None:
 
 
 class Stuck:
-    """A completer that blocks until released (or 10 s, so a broken fix fails, not hangs)."""
+    """A completer that blocks until released (or ``GUARD``, so a broken fix fails, not hangs).
+
+    ``finished`` is set when the call returns: a condense that returned while it is still
+    unset did not wait for the call.
+    """
 
     def __init__(self) -> None:
         self.started = threading.Event()
@@ -161,7 +166,7 @@ class Stuck:
         options: CompleteOptions | None = None,
     ) -> AssistantMessage:
         self.started.set()
-        self.release.wait(10)
+        self.release.wait(GUARD)
         self.finished.set()
         return AssistantMessage("late digest")
 
@@ -169,8 +174,11 @@ class Stuck:
         self, model: Model, context: Context, options: CompleteOptions | None = None
     ) -> AssistantMessage:
         self.started.set()
-        while not self.release.is_set():
+        for _ in range(int(GUARD / 0.005)):
+            if self.release.is_set():
+                break
             await asyncio.sleep(0.005)
+        self.finished.set()  # not reached when the call is cancelled
         return AssistantMessage("late digest")
 
     async def blocking_async(
@@ -193,9 +201,8 @@ def test_a_stuck_summarizer_times_out_into_the_fallback(stuck: Stuck, mode: str,
     msgs = _transcript()
     before = list(msgs)
     fn = stuck.sync if kind == "complete_sync" else stuck.async_
-    start = time.monotonic()
     result = _run(mode, msgs, policy=BudgetPolicy(summary_timeout=FAST), **{kind: fn})
-    assert time.monotonic() - start < PROMPT
+    assert not stuck.finished.is_set()  # it returned without waiting for the stuck call
     assert result.summary is not None
     assert result.summary.fallback
     assert "no reply within 0.05 s" in (result.summary.fallback_reason or "")
@@ -203,14 +210,13 @@ def test_a_stuck_summarizer_times_out_into_the_fallback(stuck: Stuck, mode: str,
 
 
 def test_an_async_completer_blocking_its_loop_still_times_out(stuck: Stuck) -> None:
-    start = time.monotonic()
     result = _run(
         "sync",
         _transcript(),
         complete=stuck.blocking_async,
         policy=BudgetPolicy(summary_timeout=FAST),
     )
-    assert time.monotonic() - start < PROMPT
+    assert not stuck.finished.is_set()
     assert result.summary is not None
     assert "no reply within" in (result.summary.fallback_reason or "")
 
@@ -219,9 +225,8 @@ async def test_run_sync_inside_a_running_loop_honours_the_timeout(stuck: Stuck) 
     condenser = create_condenser(
         model=MODEL, complete=stuck.blocking_async, policy=BudgetPolicy(summary_timeout=FAST)
     )
-    start = time.monotonic()
     result = condenser.run_sync(_transcript())  # a notebook cell calling the sync API
-    assert time.monotonic() - start < PROMPT
+    assert not stuck.finished.is_set()
     assert result.summary is not None
     assert result.summary.fallback
 
@@ -242,7 +247,7 @@ def test_the_late_reply_is_discarded_and_the_worker_ends(stuck: Stuck) -> None:
         "sync", _transcript(), complete_sync=stuck.sync, policy=BudgetPolicy(summary_timeout=FAST)
     )
     stuck.release.set()
-    assert stuck.finished.wait(PROMPT)
+    assert stuck.finished.wait(GUARD)
     assert result.summary is not None
     assert "late digest" not in result.summary.text
 
@@ -257,16 +262,14 @@ def test_cancel_returns_promptly_while_the_call_is_stuck(
     token = CancelToken()
 
     def cancel_when_started() -> None:
-        if stuck.started.wait(PROMPT):
+        if stuck.started.wait(GUARD):
             token.cancel("user pressed esc")
 
     canceller = threading.Thread(target=cancel_when_started)
     canceller.start()
     fn = stuck.sync if kind == "complete_sync" else stuck.async_
-    start = time.monotonic()
     with pytest.raises(CancelledByToken, match="user pressed esc"):
         _run(mode, msgs, signal=token, **{kind: fn})  # no timeout: only the token stops it
-    assert time.monotonic() - start < PROMPT
     assert not stuck.finished.is_set()  # it returned before the provider call did
     canceller.join()
     _check_untouched(msgs, before)

@@ -12,7 +12,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_window_budget import LangChainCondenser, digest_record, is_window_budget_digest
+import langchain_window_budget as lwb
+from langchain_window_budget import LangChainCondenser, digest_record
 from langchain_window_budget._convert import Converter, OpaqueMessage, chat_model_id, to_core
 from langchain_window_budget._digest import build_digest
 from langchain_window_budget._shorten import shortened_copy
@@ -143,7 +144,7 @@ def test_digest_round_trip_is_recognised() -> None:
     digest = build_digest(
         f"{SESSION_HEADER}\n\nbody", covered=10, kept=3, compactions=2, fallback=False
     )
-    assert is_window_budget_digest(digest)
+    assert lwb.is_digest(digest)
     record = digest_record(digest)
     assert record is not None
     assert record.pop("seal")  # sealed by the library
@@ -156,7 +157,7 @@ def test_digest_round_trip_is_recognised() -> None:
         "fallback": False,
     }
     assert is_digest(to_core(digest))
-    assert not is_window_budget_digest(HumanMessage("hi"))
+    assert not lwb.is_digest(HumanMessage("hi"))
     # LangChain's own SummarizationMiddleware summary is carried in like a digest.
     theirs = HumanMessage("Here is a summary", additional_kwargs={"lc_source": "summarization"})
     assert isinstance(to_core(theirs), CompactionSummaryMessage)
@@ -284,10 +285,7 @@ def test_signed_thinking_and_unchanged_blocks_are_left_intact() -> None:
     assert len(short.content) < 8000
 
 
-def test_is_digest_is_the_one_predicate_and_the_old_name_an_alias() -> None:
-    import langchain_window_budget as lwb
-
-    assert lwb.is_window_budget_digest is lwb.is_digest
+def test_is_digest_recognises_the_digest_and_the_summary_stream() -> None:
     digest = build_digest(
         f"{SESSION_HEADER}\n\nbody", covered=4, kept=1, compactions=1, fallback=False
     )

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_window_budget import WindowBudgetMiddleware, is_window_budget_digest
+from langchain_window_budget import WindowBudgetMiddleware, is_digest
 from window_budget import BudgetPolicy
 from window_budget.pipeline import AheadCompactor
 
@@ -176,16 +176,11 @@ def assert_written_on_the_turn(
 
 def digest_of(messages: Sequence[BaseMessage]) -> tuple[str, set[int], set[int]]:
     """The digest's text, the turns it names, the turns the kept messages name."""
-    digests = [m for m in messages if is_window_budget_digest(m)]
+    digests = [m for m in messages if is_digest(m)]
     assert len(digests) == 1
     text = str(digests[0].content)
     named = {int(k) for k in MARK.findall(text)}
-    kept = {
-        int(k)
-        for m in messages
-        if not is_window_budget_digest(m)
-        for k in MARK.findall(str(m.content))
-    }
+    kept = {int(k) for m in messages if not is_digest(m) for k in MARK.findall(str(m.content))}
     return text, named, kept
 
 

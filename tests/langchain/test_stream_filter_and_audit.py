@@ -10,7 +10,7 @@ from langchain_window_budget import (
     WindowBudgetMiddleware,
     condense_messages,
     digest_record,
-    is_window_budget_digest,
+    is_digest,
 )
 from langchain_window_budget.condense import LangChainCondenser
 from window_budget import BudgetPolicy
@@ -37,7 +37,7 @@ def test_a_ui_filters_the_digest_out_of_the_message_stream() -> None:
             config,
             stream_mode="messages",
         ):
-            (hidden if is_window_budget_digest(chunk, metadata) else shown).append(chunk)
+            (hidden if is_digest(chunk, metadata) else shown).append(chunk)
     assert middleware.compactions >= 2
     assert any(digest_record(m) is not None for m in hidden)
     assert any(isinstance(m, RemoveMessage) for m in hidden)  # the rewrite's marker too
@@ -45,7 +45,7 @@ def test_a_ui_filters_the_digest_out_of_the_message_stream() -> None:
     assert any(isinstance(m, AIMessage) for m in shown)
     assert any(isinstance(m, ToolMessage) for m in shown)
     # Without metadata the helper still knows the digest by its record, and nothing else.
-    assert all(is_window_budget_digest(m) == (digest_record(m) is not None) for m in hidden + shown)
+    assert all(is_digest(m) == (digest_record(m) is not None) for m in hidden + shown)
 
 
 FACTY = [

@@ -28,7 +28,7 @@ from llama_index.memory.window_budget import (
     ChatStoreMemoryStore,
     JsonlChatStore,
     WindowBudgetMemory,
-    is_digest_message,
+    is_digest,
 )
 
 from .conftest import ScriptedLLM, bot, user
@@ -156,7 +156,7 @@ def test_a_jsonl_archive_keeps_the_file_a_request_loads_small(tmp_path: Path) ->
     live = load(path)
     assert memory.archive_key not in live.store
     stored = live.get_messages(KEY)
-    assert is_digest_message(stored[0])
+    assert is_digest(stored[0])
     assert len(archived) + len(stored) - 1 == 160
     assert path.stat().st_size * 5 < archive.path_of(memory.archive_key).stat().st_size
     whole = memory_over(load(path), archive).get_all(include_archived=True)

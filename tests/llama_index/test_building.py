@@ -14,7 +14,7 @@ from llama_index.core.memory import ChatMemoryBuffer, ChatSummaryMemoryBuffer
 from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.utils import get_tokenizer
 
-from llama_index.memory.window_budget import WindowBudgetMemory, is_digest_message
+from llama_index.memory.window_budget import WindowBudgetMemory, is_digest
 from window_budget.budget import CallableCounter, estimate_tokens, model_for
 from window_budget.errors import ConfigError
 
@@ -56,7 +56,7 @@ def test_token_limit_is_the_view_limit_exactly() -> None:
         memory.put(m)
     view = memory.get()
     assert memory.count_tokens(view) <= 1200
-    assert is_digest_message(memory.get_all()[0])
+    assert is_digest(memory.get_all()[0])
     # Sized as the default for a 1,200-token window: the tail keeps a share of it.
     assert memory.count_tokens(view) > 300
 

@@ -11,7 +11,7 @@ from llama_index.core.chat_engine import CondensePlusContextChatEngine, SimpleCh
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.tools import FunctionTool
 
-from llama_index.memory.window_budget import WindowBudgetMemory, bounded_tool, is_digest_message
+from llama_index.memory.window_budget import WindowBudgetMemory, bounded_tool, is_digest
 
 from .conftest import ScriptedLLM
 
@@ -32,7 +32,7 @@ def check(llm: ScriptedLLM, memory: WindowBudgetMemory, turns: int) -> None:
     assert max(llm.sizes) <= llm.window
     assert llm.summary_prompts, "the history never reached the gate"
     assert len(llm.summary_prompts) < turns // 3
-    assert is_digest_message(memory.get_all()[0])
+    assert is_digest(memory.get_all()[0])
     everything = memory.get_all(include_archived=True)
     assert sum(m.role == MessageRole.USER for m in everything) == turns
 

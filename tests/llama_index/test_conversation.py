@@ -9,7 +9,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 
 from llama_index.memory.window_budget import (
-    is_digest_message,
+    is_digest,
 )
 
 from .conftest import ScriptedLLM, bot, fill, small_memory, user
@@ -27,7 +27,7 @@ async def test_concurrent_agets_compact_once() -> None:
     views = await asyncio.gather(*[memory.aget() for _ in range(6)])
     assert len(llm.summary_prompts) == len(single.summary_prompts) >= 1
     assert all(v[0].content == views[0][0].content for v in views)
-    assert sum(is_digest_message(m) for m in memory.get_all()) == 1
+    assert sum(is_digest(m) for m in memory.get_all()) == 1
 
 
 def test_put_from_threads_loses_nothing() -> None:
@@ -77,7 +77,7 @@ def test_set_keeps_the_archive() -> None:
     memory.set(memory.get_all(), clear_archive=True)
     kept = memory.get_all(include_archived=True)
     assert len(kept) >= len(memory.get_all())
-    assert is_digest_message(kept[0])  # its originals are gone: the digest stays visible
+    assert is_digest(kept[0])  # its originals are gone: the digest stays visible
     memory.reset()
     assert memory.get_all(include_archived=True) == []
 

@@ -181,20 +181,19 @@ def test_signed_thinking_is_never_shortened() -> None:
     assert "removed by window-budget" in view.blocks[1].text
 
 
-def test_is_digest_is_the_one_predicate_and_the_old_name_an_alias() -> None:
+def test_is_digest_recognises_only_a_sealed_record() -> None:
     from llama_index.core.base.llms.types import ChatMessage as Chat
 
     import llama_index.memory.window_budget as lwb
-    from window_budget.bridge import LEGACY_FLAG_KEY, RECORD_KEY, digest_record
+    from window_budget.bridge import RECORD_KEY, digest_record
     from window_budget.messages import DigestMessage
 
-    assert lwb.is_digest_message is lwb.is_digest
     record = digest_record(DigestMessage("[session digest]\n\nbody", covered_count=3))
     text = "[session digest]\n\nbody"
     assert lwb.is_digest(Chat(role="user", content=text, additional_kwargs={RECORD_KEY: record}))
     # A record sealed for another text, or an unsealed flag anyone can write, is no digest.
     assert not lwb.is_digest(Chat(role="user", content="x", additional_kwargs={RECORD_KEY: record}))
     assert not lwb.is_digest(
-        Chat(role="user", content=text, additional_kwargs={LEGACY_FLAG_KEY: True})
+        Chat(role="user", content=text, additional_kwargs={"window_budget_digest": True})
     )
     assert not lwb.is_digest(Chat(role="user", content="[session digest]\n\ntyped by a user"))

@@ -12,7 +12,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.storage.chat_store import SimpleChatStore
 
-from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest_message
+from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest
 from llama_index.memory.window_budget import convert as convert_module
 from llama_index.memory.window_budget.convert import make_digest_chat_message, to_core
 from window_budget import DigestMessage, bridge
@@ -83,7 +83,7 @@ def test_archive_store_keeps_the_live_store_small(tmp_path: Path) -> None:
         memory.put(user(i))
         memory.put(bot(i))
     stored = live.get_messages(memory.chat_store_key)
-    assert is_digest_message(stored[0])
+    assert is_digest(stored[0])
     # No archive in the live store: the conversation, and the key its digests are sealed with.
     assert sorted(live.get_keys()) == sorted([memory.chat_store_key, "window_budget:_key"])
     archived = archive.get_messages(memory.archive_key)

@@ -8,7 +8,7 @@ import asyncio
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 
-from llama_index.memory.window_budget import WindowBudgetMemory, is_digest_message
+from llama_index.memory.window_budget import WindowBudgetMemory, is_digest
 from window_budget import BudgetPolicy
 from window_budget.pipeline import MASK_MARKER
 
@@ -80,7 +80,7 @@ def _check(memory: WindowBudgetMemory, given: list[ChatMessage], before: list[di
     assert memory.get_all(include_archived=True) == given
     assert [m.model_dump() for m in given] == before  # the caller's objects, untouched
     view = memory.get()
-    assert not any(is_digest_message(m) for m in view)
+    assert not any(is_digest(m) for m in view)
     assert sum(_is_placeholder(m) for m in view) == len(masked)
     assert memory.count_tokens(view) <= memory.token_limit
     compaction = memory.last_compaction
@@ -124,7 +124,7 @@ def test_when_masking_is_not_enough_the_head_is_folded_and_the_archive_still_rea
                 b.tool_call_id = f"id-{i + 1}"
     memory.put_messages(given)  # at once: masking the large outputs is not enough
     live = memory.get_all()
-    assert is_digest_message(live[0])
+    assert is_digest(live[0])
     assert memory.last_compaction is not None
     assert memory.last_compaction.masked == 0
     assert _paired(live[1:])

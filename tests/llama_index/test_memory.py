@@ -16,7 +16,7 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.memory.window_budget import (
     RECORD_KEY,
     WindowBudgetMemory,
-    is_digest_message,
+    is_digest,
 )
 from window_budget.digest import SESSION_HEADER
 from window_budget.errors import BudgetError
@@ -116,7 +116,7 @@ def test_stays_within_limit_and_keeps_everything() -> None:
         m.content for i in range(150) for m in (user(i), bot(i))
     ]
     head = memory.get_all()[0]
-    assert is_digest_message(head)
+    assert is_digest(head)
     assert head.role == MessageRole.USER
     assert head.content.startswith(SESSION_HEADER)
     # One record key, shared with the LangChain adapter (it replaced the two older keys).
@@ -175,7 +175,7 @@ def test_set_history_is_condensed_on_get() -> None:
     memory = small_memory()
     memory.set([m for i in range(200) for m in (user(i), bot(i))])
     view = memory.get()
-    assert is_digest_message(view[0])
+    assert is_digest(view[0])
     assert memory.count_tokens(view) <= memory.token_limit
     assert len(memory.get_all(include_archived=True)) == 400
 
@@ -204,7 +204,7 @@ def test_no_llm_uses_network_free_digest() -> None:
     memory = WindowBudgetMemory.from_defaults(context_window=2000)
     fill(memory, 60)
     view = memory.get()
-    assert is_digest_message(view[0])
+    assert is_digest(view[0])
     assert memory.count_tokens(view) <= memory.token_limit
 
 
@@ -213,7 +213,7 @@ def test_manual_compact_folds_all_but_last_turn() -> None:
     fill(memory, 3)
     memory.put(user(99))
     view = memory.compact()
-    assert is_digest_message(view[0])
+    assert is_digest(view[0])
     assert view[-1].content.startswith("question 99")
     assert len(memory.get_all(include_archived=True)) == 7
 
@@ -264,7 +264,7 @@ async def test_async_path_uses_achat_not_chat() -> None:
     for i in range(60):
         await memory.aput(user(i))
         await memory.aput(bot(i))
-    assert is_digest_message((await memory.aget())[0])
+    assert is_digest((await memory.aget())[0])
     assert llm.summary_prompts
     assert set(llm.calls) == {"achat"}
 

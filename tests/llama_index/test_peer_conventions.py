@@ -28,7 +28,7 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.tools import FunctionTool
 from llama_index.core.utils import get_tokenizer
 
-from llama_index.memory.window_budget import WindowBudgetMemory, bounded_tool, is_digest_message
+from llama_index.memory.window_budget import WindowBudgetMemory, bounded_tool, is_digest
 
 from .conftest import ScriptedLLM, fill
 
@@ -67,7 +67,7 @@ def test_no_argument_gives_chat_memory_buffers_limit(settings: Any) -> None:
     assert memory.token_limit == ChatMemoryBuffer.from_defaults().token_limit == 3000
     fill(memory, 60)
     assert memory.count_tokens(memory.get()) <= 3000
-    assert is_digest_message(memory.get_all()[0])
+    assert is_digest(memory.get_all()[0])
 
 
 def test_settings_context_window_is_respected(settings: Any) -> None:
@@ -86,7 +86,7 @@ def test_settings_llm_gives_the_window_and_writes_no_digest(settings: Any) -> No
     assert memory.llm is None
     for m in history(80):
         memory.put(m)
-    assert is_digest_message(memory.get_all()[0])
+    assert is_digest(memory.get_all()[0])
     assert llm.summary_prompts == []  # a digest call is spend the caller asks for
 
 
@@ -131,7 +131,7 @@ def test_one_word_swap_in_simple_chat_engine(peer: Any) -> None:
     assert max(llm.sizes) <= llm.window
     if peer is WindowBudgetMemory:
         memory = engine._memory
-        assert is_digest_message(memory.get_all()[0])
+        assert is_digest(memory.get_all()[0])
         assert len(memory.get_all(include_archived=True)) == 120
 
 
@@ -157,7 +157,7 @@ async def test_one_word_swap_in_condense_plus_context_engine(peer: Any) -> None:
     assert max(llm.sizes) <= llm.window
     assert memory.count_tokens(memory.get()) <= 1500 if peer is WindowBudgetMemory else True
     if peer is WindowBudgetMemory:
-        assert is_digest_message(memory.get_all()[0])
+        assert is_digest(memory.get_all()[0])
 
 
 def search_logs(query: str) -> str:
@@ -196,7 +196,7 @@ async def test_one_word_swap_in_a_function_agent(peer: Any) -> None:
     assert all("removed by window-budget" in (m.content or "") for m in results)
     if peer is WindowBudgetMemory:
         assert memory.count_tokens(memory.get()) <= memory.token_limit
-        assert is_digest_message(memory.get_all()[0])
+        assert is_digest(memory.get_all()[0])
 
 
 # --------------------------------------------------- item 9: get at the limit
@@ -300,14 +300,14 @@ def test_saved_digests_verify_where_restored_and_edited_ones_do_not() -> None:
     fill(memory, 30)
     data = saved_elsewhere(memory)
     digest = next(m for m in data["messages"] if "window_budget" in m["additional_kwargs"])
-    assert is_digest_message(WindowBudgetMemory.from_dict(data).get_all()[0])
+    assert is_digest(WindowBudgetMemory.from_dict(data).get_all()[0])
     record = digest["additional_kwargs"]["window_budget"]
     covered, record["covered"] = record["covered"], 2**53 - 1  # edited in the data
     edited = WindowBudgetMemory.from_dict(data)
-    assert not any(is_digest_message(m) for m in edited.get_all())
+    assert not any(is_digest(m) for m in edited.get_all())
     record["covered"] = covered
     again = WindowBudgetMemory.from_dict(json.loads(json.dumps(data)))
-    assert is_digest_message(again.get_all()[0])
+    assert is_digest(again.get_all()[0])
 
 
 def test_from_dict_refuses_unknown_keywords() -> None:

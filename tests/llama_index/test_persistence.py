@@ -25,7 +25,6 @@ from llama_index.memory.window_budget import (
     ARCHIVE_SUFFIX,
     WindowBudgetMemory,
     is_digest,
-    is_digest_message,
 )
 from window_budget.errors import BudgetError
 
@@ -46,7 +45,7 @@ def test_to_string_from_string_round_trip() -> None:
         m.model_dump() for m in memory.get_all(include_archived=True)
     ]
     assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
-    assert is_digest_message(again.get_all()[0])
+    assert is_digest(again.get_all()[0])
 
 
 @pytest.mark.parametrize(
@@ -277,7 +276,7 @@ def test_serialization_round_trip() -> None:
     assert [m.model_dump() for m in again.get_all()] == [m.model_dump() for m in memory.get_all()]
     assert len(again.get_all(include_archived=True)) == len(memory.get_all(include_archived=True))
     assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
-    assert is_digest_message(again.get_all()[1])
+    assert is_digest(again.get_all()[1])
     # The LLM is not serialized: the same object while the memory that saved it lives in
     # this process, or what is passed (None: network-free digests).
     assert WindowBudgetMemory.from_dict(memory.to_dict()).llm is llm

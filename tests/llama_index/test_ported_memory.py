@@ -36,7 +36,7 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import ChatMessage, MessageRole, MockLLM
 
-from llama_index.memory.window_budget import WindowBudgetMemory, is_digest_message
+from llama_index.memory.window_budget import WindowBudgetMemory, is_digest
 
 
 def design(reason: str) -> pytest.MarkDecorator:
@@ -244,16 +244,16 @@ def test_csmb_put_get_summarize_part_of_conversation(summarizer_llm: MockSummari
     chat = [said(i, 20) for i in range(6)]
     memory = memory_of(chat, llm=summarizer_llm, digest_role="system", token_limit=300)
     history = memory.get()
-    assert is_digest_message(history[0])
+    assert is_digest(history[0])
     assert history[0].role == MessageRole.SYSTEM
     assert history[-1].content == said(5, 20).content
     memory.put(said(6, 20))
     memory.put(said(7, 20))
     history = memory.get()
-    assert is_digest_message(history[0])  # re-summarized: one digest, carried forward
+    assert is_digest(history[0])  # re-summarized: one digest, carried forward
     assert history[0].role == MessageRole.SYSTEM
     assert history[-1].content == said(7, 20).content
-    assert sum(is_digest_message(m) for m in history) == 1
+    assert sum(is_digest(m) for m in history) == 1
 
 
 @design("the tail is the policy's keep_recent share (a resumed marker opens it), not all that fits")
@@ -315,7 +315,7 @@ def test_csmb_max_tokens_with_summarizer(summarizer_llm: MockSummarizerLLM) -> N
 def test_csmb_assistant_never_first_message(summarizer_llm: MockSummarizerLLM) -> None:
     memory = memory_of([said(i) for i in range(8)], llm=summarizer_llm, digest_role="system")
     history = memory.get()
-    body = [m for m in history if not is_digest_message(m)]
+    body = [m for m in history if not is_digest(m)]
     assert body[0].role == MessageRole.USER
     assert body[-1].role == MessageRole.ASSISTANT
 
@@ -327,7 +327,7 @@ def test_csmb_assistant_tool_pairs(summarizer_llm: MockSummarizerLLM) -> None:
     for k, m in enumerate(history):
         if m.role == MessageRole.TOOL:
             assert history[k - 1].role == MessageRole.ASSISTANT
-    body = [m for m in history if not is_digest_message(m)]
+    body = [m for m in history if not is_digest(m)]
     assert body[0].role == MessageRole.USER
 
 

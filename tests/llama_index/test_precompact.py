@@ -20,7 +20,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.storage.chat_store import SimpleChatStore
 
 from llama_index.memory.window_budget import WindowBudgetMemory
-from llama_index.memory.window_budget.convert import is_digest_message
+from llama_index.memory.window_budget.convert import is_digest
 
 WINDOW = 6_000
 MARK = re.compile(r"turn-(\d+)\b")
@@ -129,7 +129,7 @@ def assert_written_on_the_turn(writer: GatedLLM, first: int, memory: WindowBudge
 def digest_of(memory: WindowBudgetMemory) -> tuple[str, set[int], set[int]]:
     """The stored digest's text, the turns it names, the turns the kept messages name."""
     stored = memory.get_all()
-    digests = [m for m in stored if is_digest_message(m)]
+    digests = [m for m in stored if is_digest(m)]
     assert len(digests) == 1
     text = digests[0].content or ""
     kept = {int(k) for m in stored if m not in digests for k in MARK.findall(m.content or "")}
@@ -215,7 +215,7 @@ async def test_a_summarizer_that_always_fails_leaves_the_store_as_it_was() -> No
     assert compaction is not None
     assert compaction.fallback
     assert not compaction.committed
-    assert not any(is_digest_message(m) for m in memory.get_all())
+    assert not any(is_digest(m) for m in memory.get_all())
     view = await memory.aget()
     assert any("digest" in (m.content or "").lower() for m in view)
 

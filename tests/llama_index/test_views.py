@@ -19,7 +19,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.tools import FunctionTool
 
-from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest_message
+from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest
 from window_budget.pipeline.summarize import CONDENSER_BRIEF
 
 from .conftest import ScriptedLLM
@@ -54,7 +54,7 @@ def doubled_users(request: Sequence[ChatMessage]) -> int:
 
 
 def digests_seen(llm: ViewLLM) -> list[ChatMessage]:
-    return [m for r in llm.requests for m in r if is_digest_message(m)]
+    return [m for r in llm.requests for m in r if is_digest(m)]
 
 
 def lookup(q: str) -> str:
@@ -86,10 +86,10 @@ async def run_condense_plus_context(role: str) -> ViewLLM:
 
 def digest_roles_ok(llm: ViewLLM, role: str) -> None:
     """The digest reached the LLM in ``role``'s form, its record with it, roles alternating."""
-    with_digest = [r for r in llm.requests if any(is_digest_message(m) for m in r)]
+    with_digest = [r for r in llm.requests if any(is_digest(m) for m in r)]
     assert with_digest, "no digest reached the LLM"
     for request in with_digest:
-        i = next(k for k, m in enumerate(request) if is_digest_message(m))
+        i = next(k for k, m in enumerate(request) if is_digest(m))
         assert RECORD_KEY in request[i].additional_kwargs  # metadata survives
         if role == "system":
             assert request[i].role == MessageRole.SYSTEM
@@ -122,7 +122,7 @@ def test_user_role_hands_the_digest_over_as_a_plain_user_message() -> None:
     assert all(m.role == MessageRole.USER for m in digests)
     for request in llm.requests:
         for k, m in enumerate(request[:-1]):
-            if is_digest_message(m):
+            if is_digest(m):
                 assert (request[k + 1].content or "") != "Understood."
 
 
@@ -227,7 +227,7 @@ def test_a_smaller_prefix_still_gets_the_digest() -> None:
     for m in dialogue(6):
         memory.put(m)
     view = memory.get(initial_token_count=300)
-    assert is_digest_message(view[0])
+    assert is_digest(view[0])
     assert memory.count_tokens(view) + 300 <= memory.token_limit
 
 
@@ -289,11 +289,11 @@ def test_get_all_is_the_short_form_and_chat_history_shows_it() -> None:
         engine.chat(f"turn {i}: " + "tell me more " * 25)
     short = memory.get_all()
     full = memory.get_all(include_archived=True)
-    assert is_digest_message(short[0])
+    assert is_digest(short[0])
     assert [m.content for m in engine.chat_history] == [m.content for m in short]
     assert len(full) > len(short)
     assert sum(m.role == MessageRole.USER for m in full) == 30
-    assert not any(is_digest_message(m) for m in full)
+    assert not any(is_digest(m) for m in full)
 
 
 # ------------------------------------------------ the pair: alternation and round trips
@@ -349,7 +349,7 @@ def test_set_of_a_view_stores_exactly_the_messages_put(role: str) -> None:
     # of the conversation: 31 messages back for 30 put.
     memory, history = put_thirty(role)
     stored = memory.get_all()
-    assert is_digest_message(stored[0])
+    assert is_digest(stored[0])
     for _ in range(3):  # what a chat engine does every turn
         memory.set(memory.get())
     assert [m.model_dump() for m in memory.get_all()] == [m.model_dump() for m in stored]
@@ -368,11 +368,11 @@ def test_the_acknowledgement_is_marked_as_the_digests() -> None:
         assert extra < 12, "no view needed an acknowledgement"
         memory.put(ChatMessage(role=MessageRole.USER, content=f"more {extra} " + "w " * 30))
         view = memory.get()
-    assert is_digest_message(view[0])
+    assert is_digest(view[0])
     ack = view[1]
     assert ack.role == MessageRole.ASSISTANT
     assert ack.additional_kwargs[RECORD_KEY] == {"part": "acknowledgement"}
-    assert not is_digest_message(ack)
+    assert not is_digest(ack)
     # Only where the library puts it: the same message elsewhere is the user's to keep.
     memory.put(ack)
     assert memory.get_all()[-1].content == ack.content

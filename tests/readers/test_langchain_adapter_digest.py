@@ -21,7 +21,7 @@ def test_the_adapters_digest_is_read_back_as_a_digest() -> None:
     model = GenericFakeChatModel(messages=iter([lc_messages.AIMessage("# Objective\nnotes")] * 8))
     thread = [lc_messages.HumanMessage(f"note {i}: " + "x" * 400) for i in range(40)]
     result = adapter.condense_messages(thread, model=model, context_window=6_000)
-    assert adapter.is_window_budget_digest(result[0])
+    assert adapter.is_digest(result[0])
     dump = io.StringIO(json.dumps(lc_messages.messages_to_dict(result)))
     read = read_transcript(dump, format="langchain").messages
     assert isinstance(read[0], DigestMessage)
@@ -40,7 +40,7 @@ def test_a_lookalike_record_is_an_ordinary_user_turn() -> None:
     assert type(read) is UserMessage
 
 
-def test_writers_use_the_adapters_record_and_old_files_still_read(tmp_path: Path) -> None:
+def test_writers_use_the_adapters_record_and_an_old_key_is_no_digest(tmp_path: Path) -> None:
     from window_budget.digest import SESSION_HEADER
     from window_budget.readers import write_transcript
 
@@ -58,7 +58,7 @@ def test_writers_use_the_adapters_record_and_old_files_still_read(tmp_path: Path
     assert isinstance(back, DigestMessage)
     assert (back.covered_count, back.kept_count, back.facts) == (7, 1, digest.facts)
 
-    # A file written before the key was unified still reads its digest.
+    # A record under the key an unreleased version wrote is no digest: nothing vouches for it.
     old = [
         {
             "role": "user",
@@ -71,8 +71,8 @@ def test_writers_use_the_adapters_record_and_old_files_still_read(tmp_path: Path
     ]
     (tmp_path / "old.json").write_text(json.dumps(old))
     legacy = read_transcript(tmp_path / "old.json").messages[0]
-    assert isinstance(legacy, DigestMessage)
-    assert legacy.covered_count == 3
+    assert not isinstance(legacy, DigestMessage)
+    assert isinstance(legacy, UserMessage)
 
     # A look-alike without the library's mark is an ordinary user turn.
     fake = [

@@ -19,7 +19,7 @@ from llama_index.memory.window_budget import WindowBudgetMemory
 from llama_index.memory.window_budget.convert import (
     RECORD_KEY,
     digest_covered,
-    is_digest_message,
+    is_digest,
     to_core,
 )
 from window_budget.errors import StoreError
@@ -127,7 +127,7 @@ def test_compaction_archive_digest_record_and_ledger_survive_the_store(
     memory = _memory(live, archive, key)
     stored = memory.get_all()
     archived = (archive or live).get_messages(memory.archive_key)
-    digests = [m for m in stored if is_digest_message(m)]
+    digests = [m for m in stored if is_digest(m)]
     assert len(digests) == 1
     assert stored.index(digests[0]) == 0
     record = digests[0].additional_kwargs[RECORD_KEY]
@@ -172,7 +172,7 @@ async def test_the_async_path_over_each_store(
     stored = await memory.aget_all()
     await aclose_store(live)
     assert [str(m.content) for m in everything] == sent
-    assert sum(is_digest_message(m) for m in stored) == 1
+    assert sum(is_digest(m) for m in stored) == 1
 
 
 def test_sqlite_set_messages_appends_and_the_memory_does_not_multiply(sqlite_path: Path) -> None:
@@ -309,7 +309,7 @@ def test_a_callers_rewrite_is_used_for_every_compaction(refuse: bool) -> None:
     for i, text in enumerate(sent):
         memory.put(ChatMessage(role="user" if i % 2 == 0 else "assistant", content=text))
     assert rewrite.folds, "no compaction went through the caller's rewrite"
-    digests = sum(is_digest_message(m) for m in store.get_messages("k"))
+    digests = sum(is_digest(m) for m in store.get_messages("k"))
     assert digests == (0 if refuse else 1)
     assert [str(m.content) for m in memory.get_all(include_archived=True)] == sent
 

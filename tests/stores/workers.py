@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget import WindowBudgetMemory
-from llama_index.memory.window_budget.convert import digest_covered, is_digest_message
+from llama_index.memory.window_budget.convert import digest_covered, is_digest
 
 KINDS = ("redis", "postgres", "sqlite", "simple")
 FILLER = "the build log says the cache key changed after the lockfile update; " * 3
@@ -180,10 +180,10 @@ def audit(store: BaseChatStore, key: str, *, workers: int, turns: int) -> dict[s
     live = memory.get_all()
     archived = store.get_messages(memory.archive_key)
     everything = memory.get_all(include_archived=True)
-    digests = [m for m in live if is_digest_message(m)]
+    digests = [m for m in live if is_digest(m)]
     assert len(digests) <= 1, f"{len(digests)} digests in the live store"
-    assert not any(is_digest_message(m) for m in archived), "a digest was archived"
-    seen = [str(m.content) for m in everything if not is_digest_message(m)]
+    assert not any(is_digest(m) for m in archived), "a digest was archived"
+    seen = [str(m.content) for m in everything if not is_digest(m)]
     expected = [
         text(w, t, r) for w in range(workers) for t in range(turns) for r in ("user", "agent")
     ]

@@ -18,7 +18,6 @@ from window_budget import (
     UserMessage,
 )
 from window_budget.errors import ConfigError
-from window_budget.tools import scratch as scratch_mod
 from window_budget.tools.scratch import (
     ARTIFACTS_FILE,
     DEAD_ENDS_FILE,
@@ -27,8 +26,9 @@ from window_budget.tools.scratch import (
     STATE_CHANGES_FILE,
     ScratchModel,
     ScratchWriter,
-    extract_text,
 )
+from window_budget.tools.scratch import _disk as scratch_disk
+from window_budget.tools.scratch._events import extract_text
 
 # ----------------------------------------------------------------- extraction
 
@@ -321,7 +321,7 @@ def test_crash_between_write_and_replace_keeps_the_previous_file(
     def crash(src: str, dst: str, **dir_fds: int) -> None:
         raise OSError("simulated crash before the rename")
 
-    monkeypatch.setattr(scratch_mod.os, "replace", crash)
+    monkeypatch.setattr(scratch_disk.os, "replace", crash)
     changed = _filled()
     changed.add_human_input("this must not appear")
     with pytest.raises(OSError, match="simulated crash"):
@@ -341,10 +341,10 @@ def test_killed_process_leaves_old_file_and_only_a_stray_temp(
     def die(src: str, dst: str, **dir_fds: int) -> None:
         raise SystemExit(137)  # like a kill: the temp file is written, the rename never ran
 
-    monkeypatch.setattr(scratch_mod.os, "replace", die)
+    monkeypatch.setattr(scratch_disk.os, "replace", die)
     with pytest.raises(SystemExit):
         writer.write_scratch(ScratchModel())
-    monkeypatch.setattr(scratch_mod.os, "replace", real_replace)
+    monkeypatch.setattr(scratch_disk.os, "replace", real_replace)
     assert first.read_text(encoding="utf-8") == before
     writer.write_scratch(ScratchModel())  # and the next write still works
     assert "none yet" in first.read_text(encoding="utf-8")

@@ -27,7 +27,6 @@ from langchain_window_budget._digest import (
     DIGEST_KEY,
     digest_record,
     is_digest,
-    is_window_budget_digest,
 )
 from langchain_window_budget.completer import make_completers, model_token_counter
 from langchain_window_budget.condense import (
@@ -56,7 +55,6 @@ __all__ = [
     "condense_messages",
     "digest_record",
     "is_digest",
-    "is_window_budget_digest",
     "make_completers",
     "model_token_counter",
     "recall_tool",

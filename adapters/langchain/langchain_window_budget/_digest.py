@@ -25,7 +25,6 @@ __all__ = [
     "build_digest",
     "digest_record",
     "is_digest",
-    "is_window_budget_digest",
     "register_node_name",
 ]
 
@@ -74,9 +73,8 @@ def is_digest(
     test: ``if is_digest(chunk, metadata): continue``.
 
     The same question as the core's :func:`window_budget.is_digest`, asked of LangChain
-    messages and stream items; ``is_window_budget_digest`` is its former name, kept as an
-    alias. With a memory store, pass its ``key`` (``LangGraphMemoryStore(store).key``): the
-    digests are sealed with it.
+    messages and stream items. With a memory store, pass its ``key``
+    (``LangGraphMemoryStore(store).key``): the digests are sealed with it.
     """
     if digest_record(message, key=key) is not None:
         return True
@@ -87,10 +85,6 @@ def is_digest(
         return True
     tags = metadata.get("tags")
     return isinstance(tags, list | tuple) and "window-budget" in tags
-
-
-is_window_budget_digest = is_digest
-"""Former name of :func:`is_digest`, kept so existing imports keep working."""
 
 
 def build_digest(

@@ -163,7 +163,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         precompact: float | None = None,
     ) -> None:
         super().__init__()
-        register_node_name(self.name)  # so is_window_budget_digest knows its stream output
+        register_node_name(self.name)  # so is_digest knows its stream output
         model = _chat_model(model, "model")
         if isinstance(summarizer, str):
             summarizer = _chat_model(summarizer, "summarizer")

@@ -46,12 +46,6 @@ from window_budget.contract import (
     SyncCompleteFn,
 )
 from window_budget.memory.records import (
-    LEGACY_COVERED_KEY as LEGACY_COVERED_KEY,
-)
-from window_budget.memory.records import (
-    LEGACY_FLAG_KEY as LEGACY_FLAG_KEY,
-)
-from window_budget.memory.records import (
     RECORD_KEY as RECORD_KEY,
 )
 from window_budget.memory.records import (
@@ -95,8 +89,6 @@ from window_budget.messages import (
 __all__ = [
     "CONVERSIONS",
     "DIGESTS",
-    "LEGACY_COVERED_KEY",
-    "LEGACY_FLAG_KEY",
     "RECOGNISED",
     "RECORD_KEY",
     "Codec",

@@ -24,8 +24,6 @@ from window_budget.memory._seal import PROCESS_KEY, make_seal, seal_matches
 from window_budget.messages import Content, DigestMessage, UserMessage, content_text
 
 __all__ = [
-    "LEGACY_COVERED_KEY",
-    "LEGACY_FLAG_KEY",
     "RECORD_KEY",
     "SEAL_FIELD",
     "SECRET_ENV",
@@ -42,10 +40,6 @@ __all__ = [
 
 RECORD_KEY: Final = "window_budget"
 """The one key (under a message's ``additional_kwargs``) that holds a digest's record."""
-LEGACY_FLAG_KEY: Final = "window_budget_digest"
-"""Older LlamaIndex digests: a flag under this key (read only without a secret)."""
-LEGACY_COVERED_KEY: Final = "window_budget_covered"
-"""Older LlamaIndex digests: the covered count under this key."""
 
 
 _USER_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(UserMessage))
@@ -210,7 +204,7 @@ def read_digest_record(
         return None
     raw = kwargs.get(RECORD_KEY)
     record = verified_record(raw, text, key=record_key() if key is None else key)
-    if record is None and _claims_digest(raw, kwargs):
+    if record is None and _claims_digest(raw):
         _warn_unverified()
     return record
 
@@ -219,10 +213,8 @@ logger = logging.getLogger("window_budget.memory")
 _warned: list[bool] = []
 
 
-def _claims_digest(raw: object, kwargs: Mapping[str, Any]) -> bool:
-    return (isinstance(raw, Mapping) and raw.get("digest") is True) or (
-        kwargs.get(LEGACY_FLAG_KEY) is True
-    )
+def _claims_digest(raw: object) -> bool:
+    return isinstance(raw, Mapping) and raw.get("digest") is True
 
 
 def _warn_unverified() -> None:

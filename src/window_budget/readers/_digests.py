@@ -30,7 +30,6 @@ from window_budget.messages import (
 
 __all__ = [
     "DIGEST_KEY",
-    "LEGACY_DIGEST_KEY",
     "digest_from_info",
     "digest_info",
     "find_digest_record",
@@ -45,8 +44,6 @@ SEAL_KEY: Final = "seal"
 DIGEST_KEY: Final = RECORD_KEY
 """Key under which a writer stores a digest's record in a format's free-form metadata: the
 same record, under the same key, that the LangChain and LlamaIndex adapters write."""
-LEGACY_DIGEST_KEY: Final = "window_budget_digest"
-"""Where files written by earlier versions keep it; still read."""
 
 
 def find_digest_record(metadata: object) -> Mapping[str, Any] | None:
@@ -57,9 +54,6 @@ def find_digest_record(metadata: object) -> Mapping[str, Any] | None:
     """
     if not isinstance(metadata, Mapping):
         return None
-    legacy = metadata.get(LEGACY_DIGEST_KEY)
-    if isinstance(legacy, Mapping) and not os.environ.get(SECRET_ENV):
-        return legacy
     return verified_record(metadata.get(DIGEST_KEY))
 
 

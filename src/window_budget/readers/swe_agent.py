@@ -52,7 +52,6 @@ from window_budget.readers._base import (
 )
 from window_budget.readers._digests import (
     DIGEST_KEY,
-    LEGACY_DIGEST_KEY,
 )
 from window_budget.readers._records import (
     FieldTally,
@@ -92,9 +91,8 @@ def _as_openai(item: Mapping[str, Any], call: str | None) -> dict[str, Any]:
     the result.
     """
     record: dict[str, Any] = {"role": item["role"], "content": item.get("content")}
-    for key in (DIGEST_KEY, LEGACY_DIGEST_KEY):
-        if key in item:
-            record[key] = item[key]
+    if DIGEST_KEY in item:
+        record[DIGEST_KEY] = item[DIGEST_KEY]
     if item.get("tool_calls"):
         record["tool_calls"] = item["tool_calls"]
     elif call is not None and item.get("role") == "assistant":
@@ -211,7 +209,7 @@ def _plan(history: list[Any]) -> list[Any]:
 def _is_user_turn(item: Mapping[str, Any], task_seen: bool) -> bool:
     if not task_seen or tag(item.get("message_type")) == "user":
         return True
-    return any(key in item for key in (DIGEST_KEY, LEGACY_DIGEST_KEY))
+    return DIGEST_KEY in item
 
 
 def _observes(history: list[Any], n: int) -> bool:

@@ -50,7 +50,6 @@ __all__ = [
     "ContextBudget",
     "MalformedUsageWarning",
     "UsageError",
-    "UsageReading",
     "parse_usage",
 ]
 
@@ -62,9 +61,6 @@ DEFAULT_COMPACT_RATIO: Final = 0.78
 """Utilization at which ``should_compact`` (and ``should_warn``) latch."""
 
 _ANTHROPIC_KEYS: Final = ("cache_creation_input_tokens", "cache_read_input_tokens")
-
-UsageReading = Usage
-"""The meter's former usage type, kept as an alias: readings are :class:`~window_budget.Usage`."""
 
 
 class MalformedUsageWarning(UserWarning):

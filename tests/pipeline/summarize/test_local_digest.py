@@ -336,7 +336,7 @@ def test_budget_with_tiktoken() -> None:
 
 def test_a_200k_token_head_fits_the_digest() -> None:
     # How fast this runs is measured in bench/bench_core.py, not asserted here (a busy
-    # machine fails any wall-clock bound).
+    # machine fails any wall-clock bound); test_linear_paths.py counts the work it does.
     msgs: list = []
     for i in range(400):  # ~500 tokens of tool output per turn, 400 turns: ~200k tokens
         msgs += [

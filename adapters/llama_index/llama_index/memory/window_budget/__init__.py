@@ -20,11 +20,8 @@ from llama_index.memory.window_budget.building import CounterSpec, DigestRole, d
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
 from llama_index.memory.window_budget.convert import (
-    DIGEST_COVERED_KEY,
-    DIGEST_KEY,
     RECORD_KEY,
     is_digest,
-    is_digest_message,
     to_core,
 )
 from llama_index.memory.window_budget.instrumentation import (
@@ -38,8 +35,6 @@ from llama_index.memory.window_budget.tools import bounded_tool, clamp_text_toke
 
 __all__ = [
     "ARCHIVE_SUFFIX",
-    "DIGEST_COVERED_KEY",
-    "DIGEST_KEY",
     "RECORD_KEY",
     "SUMMARY_TAG",
     "ChatStoreMemoryStore",
@@ -56,7 +51,6 @@ __all__ = [
     "completers_from_llm",
     "default_policy",
     "is_digest",
-    "is_digest_message",
     "recall_tool",
     "to_core",
 ]

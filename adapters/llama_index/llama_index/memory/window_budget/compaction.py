@@ -21,7 +21,7 @@ from llama_index.memory.window_budget.conversation import StoredConversation
 from llama_index.memory.window_budget.convert import (
     digest_covered,
     from_core_shortened,
-    is_digest_message,
+    is_digest,
     make_digest_chat_message,
     seal_key,
     split_pinned,
@@ -203,7 +203,7 @@ class Compactor:
         fold = Fold(
             expected=tuple(p.snapshot),
             replacement=(*p.snapshot[: p.pinned], digest, *body[cut:]),
-            archived=tuple(m for m in body[:cut] if not is_digest_message(m)),
+            archived=tuple(m for m in body[:cut] if not is_digest(m)),
         )
         return self.conversation.commit(fold)
 

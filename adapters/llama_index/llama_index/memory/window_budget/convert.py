@@ -53,15 +53,12 @@ from window_budget.messages import (
 )
 
 __all__ = [
-    "DIGEST_COVERED_KEY",
-    "DIGEST_KEY",
     "RECORD_KEY",
     "SYSTEM_ROLES",
     "LlamaIndexCodec",
     "digest_covered",
     "from_core_shortened",
     "is_digest",
-    "is_digest_message",
     "make_digest_chat_message",
     "message_key",
     "seal_key",
@@ -74,10 +71,6 @@ __all__ = [
 RECORD_KEY = bridge.RECORD_KEY
 """``additional_kwargs`` key of the digest record (the same record, under the same key, as
 the LangChain adapter's: every field of the core's digest travels in it)."""
-DIGEST_KEY = bridge.LEGACY_FLAG_KEY
-"""Older digests' flag in ``additional_kwargs`` (still recognised; no longer written)."""
-DIGEST_COVERED_KEY = bridge.LEGACY_COVERED_KEY
-"""Older digests' covered count in ``additional_kwargs`` (still read; no longer written)."""
 
 SYSTEM_ROLES = frozenset({MessageRole.SYSTEM, MessageRole.DEVELOPER})
 """Roles that carry instructions; a leading run of them is pinned."""
@@ -85,9 +78,7 @@ _ASSISTANT_ROLES = frozenset({MessageRole.ASSISTANT, MessageRole.CHATBOT, Messag
 _TOOL_ROLES = frozenset({MessageRole.TOOL, MessageRole.FUNCTION})
 # Keys whose content is converted explicitly; anything else in additional_kwargs is
 # provider metadata that still travels with the message and is counted as such.
-_HANDLED_KWARGS = frozenset(
-    {"tool_calls", "tool_call_id", "name", "tool_name", RECORD_KEY, DIGEST_KEY, DIGEST_COVERED_KEY}
-)
+_HANDLED_KWARGS = frozenset({"tool_calls", "tool_call_id", "name", "tool_name", RECORD_KEY})
 
 
 def _dump(value: Any) -> str:
@@ -314,13 +305,9 @@ def is_digest(message: ChatMessage) -> bool:
     """True for a digest message this memory wrote (or an older version of it).
 
     The same question as the core's :func:`window_budget.is_digest`, asked of a
-    ``ChatMessage``; ``is_digest_message`` is its former name, kept as an alias.
+    ``ChatMessage``.
     """
     return _record(message) is not None
-
-
-is_digest_message = is_digest
-"""Former name of :func:`is_digest`, kept so existing imports keep working."""
 
 
 def digest_covered(message: ChatMessage) -> int:

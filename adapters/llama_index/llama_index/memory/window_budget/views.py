@@ -26,7 +26,7 @@ from llama_index.memory.window_budget.convert import (
     SYSTEM_ROLES,
     digest_covered,
     from_core_shortened,
-    is_digest_message,
+    is_digest,
     split_pinned,
     to_core,
 )
@@ -139,7 +139,7 @@ def stored_form(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
             after_digest = opening = False
             continue
         copy = copy_message(m)
-        after_digest = is_digest_message(copy)
+        after_digest = is_digest(copy)
         if after_digest:
             copy.role = MessageRole.USER
         opening = opening and copy.role in SYSTEM_ROLES and not after_digest
@@ -288,7 +288,7 @@ class ViewPlanner:
             estimate_message_tokens(to_core(tail[i]) if i in short else core, counter)
             for i, core in enumerate(kept_cores)
         )
-        if digest is None and tail and 0 not in short and is_digest_message(tail[0]):
+        if digest is None and tail and 0 not in short and is_digest(tail[0]):
             # The stored digest (no new one this time) is handed over in the same form.
             digest = tail.pop(0)
             tokens -= estimate_message_tokens(kept_cores[0], counter)
