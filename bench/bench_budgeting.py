@@ -26,8 +26,8 @@ from window_budget import (
     estimate_tokens,
 )
 from window_budget.budget import TiktokenCounter
+from window_budget.pipeline import trim_by_category
 from window_budget.tools.assemble import assemble_prompt
-from window_budget.tools.categories import trim_by_category
 
 
 def synthetic(n: int) -> list[AgentMessage]:

@@ -17,9 +17,15 @@ from window_budget import (
 from window_budget.budget import HeuristicCounter, estimate_message_tokens
 from window_budget.contract import SyncCompleteFn, TokenCounter
 from window_budget.digest import SESSION_HEADER, digest_body
-from window_budget.pipeline import CondenseDecision, WindowCondenser, condense_sync, shorten_message
+from window_budget.pipeline import (
+    CondenseDecision,
+    TrimResult,
+    WindowCondenser,
+    condense_sync,
+    shorten_message,
+    trim_by_category,
+)
 from window_budget.testing import ScriptedCompleter
-from window_budget.tools.categories import TrimResult, trim_by_category
 from window_budget.tools.meter import parse_usage
 from window_budget.tools.scratch import ScratchModel, StateChange
 

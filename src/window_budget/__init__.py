@@ -29,9 +29,7 @@ from window_budget.messages import (
     Usage,
     UserMessage,
 )
-from window_budget.pipeline._condenser import condense, create_condenser
-from window_budget.pipeline._gate import is_over_budget
-from window_budget.pipeline._slice import plan_slice
+from window_budget.pipeline import condense, create_condenser, is_over_budget, plan_slice
 from window_budget.testing import ScriptedCompleter
 from window_budget.tools import display as _display  # noqa: F401 (registers how results show)
 

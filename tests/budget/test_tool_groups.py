@@ -27,9 +27,14 @@ from window_budget.budget import TokenLedger, estimate_tokens
 from window_budget.budget import _ledger as ledger_module
 from window_budget.budget._groups import ToolGroups
 from window_budget.errors import BudgetError
-from window_budget.pipeline import blocked_cuts, mask_tool_outputs
+from window_budget.pipeline import (
+    MessageCategory,
+    blocked_cuts,
+    classify_message,
+    mask_tool_outputs,
+    trim_by_category,
+)
 from window_budget.pipeline._trim import _units as category_units
-from window_budget.tools.categories import MessageCategory, classify_message, trim_by_category
 
 # ------------------------------------------------------------------ the reference
 

@@ -50,10 +50,11 @@ def work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(_convert, "same_message", counted("compared", _convert.same_message))
     monkeypatch.setattr(_convert, "to_core", counted("converted", _convert.to_core))
     from window_budget import bridge
+    from window_budget.budget import ContentCache
 
-    monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
-    monkeypatch.setattr(bridge, "RECOGNISED", bridge.Recognised())
-    monkeypatch.setattr(bridge, "DIGESTS", bridge.ContentCache())
+    monkeypatch.setattr(bridge.codec, "CONVERSIONS", ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.codec.Recognised())
+    monkeypatch.setattr(bridge.digests, "DIGESTS", ContentCache())
     return counts
 
 

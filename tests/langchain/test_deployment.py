@@ -33,8 +33,9 @@ WINDOW = 200_000
 def fresh_digest_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no remembered digests (the memory is process-wide)."""
     from window_budget import bridge
+    from window_budget.budget import ContentCache
 
-    monkeypatch.setattr(bridge, "DIGESTS", bridge.ContentCache())
+    monkeypatch.setattr(bridge.digests, "DIGESTS", ContentCache())
 
 
 @pytest.fixture
@@ -49,9 +50,10 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(_convert, "to_core", counting)
     from window_budget import bridge
+    from window_budget.budget import ContentCache
 
-    monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
-    monkeypatch.setattr(bridge, "RECOGNISED", bridge.Recognised())
+    monkeypatch.setattr(bridge.codec, "CONVERSIONS", ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.codec.Recognised())
     return calls
 
 

@@ -46,9 +46,10 @@ def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(_convert, "to_core", counted)
     from window_budget import bridge
+    from window_budget.budget import ContentCache
 
-    monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
-    monkeypatch.setattr(bridge, "RECOGNISED", bridge.Recognised())
+    monkeypatch.setattr(bridge.codec, "CONVERSIONS", ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.codec.Recognised())
     return count
 
 

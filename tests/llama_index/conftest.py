@@ -35,8 +35,9 @@ def fresh_conversion_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with an empty process-wide conversion cache, so tests that count
     conversions do not depend on which tests ran before them."""
     from window_budget import bridge
+    from window_budget.budget import ContentCache
 
-    monkeypatch.setattr(bridge, "CONVERSIONS", bridge.ContentCache())
+    monkeypatch.setattr(bridge.codec, "CONVERSIONS", ContentCache())
 
 
 class WindowExceeded(AssertionError):

@@ -28,8 +28,7 @@ from window_budget import (
 )
 from window_budget.budget import TiktokenCounter, estimate_message_tokens
 from window_budget.digest import SESSION_HEADER
-from window_budget.testing import ScriptedCompleter
-from window_budget.tools.categories import (
+from window_budget.pipeline import (
     DEFAULT_SHARES,
     MessageCategory,
     allocate_budgets,
@@ -39,6 +38,7 @@ from window_budget.tools.categories import (
     trim_by_category,
     trim_messages_by_category,
 )
+from window_budget.testing import ScriptedCompleter
 
 C = MessageCategory
 

@@ -20,7 +20,7 @@ from window_budget import (
     estimate_tokens,
 )
 from window_budget.budget import CallableCounter, estimate_message_tokens
-from window_budget.tools.categories import MessageCategory
+from window_budget.pipeline import MessageCategory
 from window_budget.tools.report import UsageReport, analyze, format_report, format_report_rich
 
 C = MessageCategory

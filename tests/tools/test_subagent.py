@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from window_budget import ConfigError, CustomMessage, Model, UserMessage
-from window_budget.tools.categories import MessageCategory, classify_message, trim_by_category
+from window_budget.pipeline import MessageCategory, classify_message, trim_by_category
 from window_budget.tools.subagent import (
     ClampNotice,
     clamp_child_window,

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from window_budget.budget._counters import resolve_counter
+from window_budget.budget import resolve_counter
 from window_budget.contract import TokenCounter
 from window_budget.errors import ConfigError
 

@@ -56,7 +56,7 @@ _O200K_PAT = "|".join(
         r"""\s+""",
     ]
 )
-_LOCAL_SPECS: dict[str, tuple[str, dict[str, int]]] = {
+LOCAL_SPECS: dict[str, tuple[str, dict[str, int]]] = {
     "cl100k_base": (
         _CL100K_PAT,
         {
@@ -157,13 +157,13 @@ def _encoding_from_file(name: str, path: str) -> tiktoken.Encoding:
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
-    if name not in _LOCAL_SPECS:
+    if name not in LOCAL_SPECS:
         raise EncodingUnavailable(
-            f"cannot build encoding {name!r} from a local file; known: {sorted(_LOCAL_SPECS)}"
+            f"cannot build encoding {name!r} from a local file; known: {sorted(LOCAL_SPECS)}"
         )
     if not os.path.isfile(path):
         raise EncodingUnavailable(f"encoding file {path!r} does not exist")
-    pat, special = _LOCAL_SPECS[name]
+    pat, special = LOCAL_SPECS[name]
     try:
         ranks = load_tiktoken_bpe(path)
     except Exception as exc:  # tiktoken raises ValueError, binascii.Error, ... on junk

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from window_budget.budget._prices import format_usd
+from window_budget.budget import format_usd
 from window_budget.cli._output import plural, terminal_text
 
 __all__ = ["render_inspect"]

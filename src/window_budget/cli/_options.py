@@ -14,13 +14,11 @@ from typing import Any, TypeVar
 
 import click
 
-from window_budget.budget._counters import resolve_counter
-from window_budget.budget._estimate import estimate_message_tokens
-from window_budget.budget._models import lookup_model, model_for
+from window_budget.budget import estimate_message_tokens, lookup_model, model_for, resolve_counter
 from window_budget.cli._output import fail
 from window_budget.contract import BudgetPolicy, Model, TokenCounter
 from window_budget.messages import AssistantMessage, CustomMessage
-from window_budget.pipeline._condenser import DEFAULT_POLICY
+from window_budget.pipeline import DEFAULT_POLICY
 from window_budget.readers import FORMATS, Transcript
 
 __all__ = [

@@ -23,7 +23,7 @@ from typing import NoReturn
 
 import click
 
-from window_budget.readers._base import (
+from window_budget.readers import (
     PICK_FORMAT,
     PICK_RUN,
     SKIP_BAD,

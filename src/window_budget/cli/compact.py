@@ -31,7 +31,7 @@ from window_budget.contract import SyncCompleteFn
 from window_budget.digest import is_digest
 from window_budget.errors import WindowBudgetError
 from window_budget.messages import AgentMessage
-from window_budget.pipeline._condenser import create_condenser
+from window_budget.pipeline import create_condenser
 from window_budget.readers import FORMATS, Transcript, write_transcript
 
 __all__ = ["compact"]

@@ -12,8 +12,7 @@ from collections.abc import Callable
 
 import click
 
-from window_budget.budget import estimate_tokens
-from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget import estimate_message_tokens, estimate_tokens
 from window_budget.cli._output import say
 from window_budget.contract import BudgetPolicy, CondenseResult, Model
 from window_budget.messages import (
@@ -26,8 +25,7 @@ from window_budget.messages import (
     UserMessage,
     message_text,
 )
-from window_budget.pipeline._condenser import DEFAULT_POLICY, create_condenser
-from window_budget.pipeline._gate import budget_limit
+from window_budget.pipeline import DEFAULT_POLICY, budget_limit, create_condenser
 
 __all__ = ["DEMO_MODEL", "build_demo_transcript", "demo", "run_demo"]
 

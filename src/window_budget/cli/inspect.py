@@ -13,12 +13,16 @@ from typing import Any
 
 import click
 
-from window_budget.budget._cache import cached_estimates
-from window_budget.budget._calibrate import calibrate
-from window_budget.budget._cost import compaction_saving, session_cost
-from window_budget.budget._estimate import estimate_message_tokens
-from window_budget.budget._ledger import TokenLedger
-from window_budget.budget._models import lookup_model, model_data_version
+from window_budget.budget import (
+    TokenLedger,
+    cached_estimates,
+    calibrate,
+    compaction_saving,
+    estimate_message_tokens,
+    lookup_model,
+    model_data_version,
+    session_cost,
+)
 from window_budget.cli._batch import Batch
 from window_budget.cli._inspect_render import render_inspect
 from window_budget.cli._options import (
@@ -34,9 +38,12 @@ from window_budget.cli._options import (
 from window_budget.contract import Model, TokenCounter
 from window_budget.errors import WindowBudgetError
 from window_budget.messages import AgentMessage, ProviderCompactionBlock, message_blocks
-from window_budget.pipeline._boundary import provider_boundary
-from window_budget.pipeline._condenser import create_condenser
-from window_budget.pipeline._gate import budget_limit, estimate_context
+from window_budget.pipeline import (
+    budget_limit,
+    create_condenser,
+    estimate_context,
+    provider_boundary,
+)
 from window_budget.readers import Transcript
 from window_budget.tools.report import carried_digest
 

@@ -11,7 +11,9 @@ digest left out — by words, by kind, or by pointer — as quoted data.
 True
 """
 
-from window_budget.memory._seal import PROCESS_KEY, make_seal, seal_matches
+from window_budget.memory._seal import PROCESS_KEY as PROCESS_KEY
+from window_budget.memory._seal import make_seal as make_seal
+from window_budget.memory._seal import seal_matches as seal_matches
 from window_budget.memory._sqlite import SQLiteMemoryStore
 from window_budget.memory._store import (
     InProcessMemoryStore,
@@ -19,28 +21,18 @@ from window_budget.memory._store import (
     MemoryStore,
     check_conversation,
 )
-from window_budget.memory.recall import (
-    PAGE_SIZE,
-    RECALL_DESCRIPTION,
-    RECALL_KINDS,
-    Recalled,
-    recall,
-    recall_text,
-)
+from window_budget.memory.recall import PAGE_SIZE as PAGE_SIZE
+from window_budget.memory.recall import RECALL_DESCRIPTION, RECALL_KINDS, recall, recall_text
+from window_budget.memory.recall import Recalled as Recalled
 
 __all__ = [
-    "PAGE_SIZE",
-    "PROCESS_KEY",
     "RECALL_DESCRIPTION",
     "RECALL_KINDS",
     "InProcessMemoryStore",
     "LedgerVersion",
     "MemoryStore",
-    "Recalled",
     "SQLiteMemoryStore",
     "check_conversation",
-    "make_seal",
     "recall",
     "recall_text",
-    "seal_matches",
 ]

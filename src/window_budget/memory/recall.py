@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text
 from window_budget.contract import TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.memory._rank import rank, words

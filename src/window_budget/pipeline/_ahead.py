@@ -40,10 +40,11 @@ from window_budget.contract import (
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage, message_to_dict
 from window_budget.pipeline._boundary import past_boundary
-from window_budget.pipeline._condenser import CondenseDecision, WindowCondenser
+from window_budget.pipeline._condenser import WindowCondenser
+from window_budget.pipeline._decision import CondenseDecision
 from window_budget.pipeline._gate import MIN_DIGEST_TOKENS, budget_limit, digest_budget
 from window_budget.pipeline._slice import blocked_cuts, plan_at
-from window_budget.pipeline.summarize._flow import summarize
+from window_budget.pipeline.summarize import summarize
 
 __all__ = ["MAX_JOBS", "AheadCompactor", "AheadState", "head_hash"]
 

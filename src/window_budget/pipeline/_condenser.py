@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from window_budget.budget import estimate_tokens
-from window_budget.budget._counters import resolve_counter
-from window_budget.budget._estimate import estimate_message_tokens
-from window_budget.budget._ledger import TokenLedger
+from window_budget.budget import (
+    TokenLedger,
+    estimate_message_tokens,
+    estimate_tokens,
+    resolve_counter,
+)
 from window_budget.contract import (
     BudgetPolicy,
     CondensePlan,
@@ -31,31 +33,24 @@ from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
 from window_budget.pipeline._boundary import past_boundary
 from window_budget.pipeline._decision import CondenseDecision, decide_at
-from window_budget.pipeline._fit import fit_messages, shorten_message
+from window_budget.pipeline._fit import fit_messages
 from window_budget.pipeline._gate import (
     MIN_DIGEST_TOKENS,
     budget_limit,
-    check_window,
     digest_budget,
 )
 from window_budget.pipeline._mask import is_masked, mask_target, mask_tool_outputs
 from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
 from window_budget.pipeline._trim import trim_result
-from window_budget.pipeline.summarize._flow import summarize, summarize_sync
-from window_budget.pipeline.summarize._memory import record_budget, resolve_ledger
+from window_budget.pipeline.summarize import (
+    record_budget,
+    resolve_ledger,
+    summarize,
+    summarize_sync,
+)
 from window_budget.pipeline.summarize.facts import FactLedger
 
-__all__ = [
-    "DEFAULT_POLICY",
-    "MIN_DIGEST_TOKENS",
-    "CondenseDecision",
-    "WindowCondenser",
-    "check_window",
-    "condense",
-    "condense_sync",
-    "create_condenser",
-    "shorten_message",
-]
+__all__ = ["DEFAULT_POLICY", "WindowCondenser", "condense", "condense_sync", "create_condenser"]
 
 DEFAULT_POLICY = BudgetPolicy()
 """The same value as ``BudgetPolicy()`` (fire at 75 % of the window less 2,048 reserved, keep

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text
 from window_budget.contract import TokenCounter
 
 __all__ = ["SHORTENED_MARKER", "cut_text", "cut_to_tokens"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from window_budget.budget._ledger import TokenLedger
+from window_budget.budget import TokenLedger
 from window_budget.contract import CondensePlan, CondenserDeps, CondenseResult
 from window_budget.errors import BudgetError
 from window_budget.messages import AgentMessage

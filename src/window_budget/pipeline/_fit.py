@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from window_budget.budget._estimate import estimate_message_tokens, message_parts
+from window_budget.budget import estimate_message_tokens, message_parts
 from window_budget.contract import TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import (

@@ -9,16 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from window_budget.budget import estimate_tokens
-from window_budget.budget._anchor import anchor_index
-from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget import anchor_index, estimate_message_tokens, estimate_tokens
 from window_budget.contract import BudgetPolicy, Model, TokenCounter, TokenEstimate
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage
 from window_budget.pipeline._boundary import provider_boundary
 
 if TYPE_CHECKING:
-    from window_budget.budget._calibrate import Calibration
+    from window_budget.budget import Calibration
 
 __all__ = [
     "DIGEST_SHARE",

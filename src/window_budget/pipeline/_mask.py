@@ -21,7 +21,7 @@ from itertools import islice
 from typing import Final
 
 from window_budget._policy import BudgetPolicy
-from window_budget.budget._groups import ToolGroups
+from window_budget.budget import ToolGroups
 from window_budget.messages import (
     AgentMessage,
     ToolCallBlock,

@@ -12,8 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from window_budget.budget import prefix_tokens
-from window_budget.budget._groups import ToolGroups, ToolShape
+from window_budget.budget import ToolGroups, ToolShape, prefix_tokens
 from window_budget.contract import BudgetPolicy, CondensePlan, TokenCounter
 from window_budget.digest import is_digest
 from window_budget.messages import AgentMessage, ToolResultMessage, UserMessage

@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from window_budget.budget import estimate_message_tokens, estimate_tokens
-from window_budget.budget._groups import ToolGroups
+from window_budget.budget import ToolGroups, estimate_message_tokens, estimate_tokens
 from window_budget.contract import CondensePlan, CondenseResult, TokenCounter
 from window_budget.errors import BudgetError, ConfigError
 from window_budget.messages import AgentMessage, AssistantMessage

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget import estimate_message_tokens
 from window_budget.contract import TokenCounter
 from window_budget.digest import is_digest
 from window_budget.errors import BudgetError

@@ -29,21 +29,19 @@ documents are parsed whole. System prompts come back apart from the messages
 ('openai', ('be brief',), (UserMessage(content='hi', timestamp=None, role='user'),))
 """
 
+from window_budget.readers._base import PICK_FORMAT as PICK_FORMAT
+from window_budget.readers._base import PICK_RUN as PICK_RUN
+from window_budget.readers._base import SKIP_BAD as SKIP_BAD
 from window_budget.readers._base import BadRecord, ReadError, Transcript
 from window_budget.readers._detect import detect_format
 from window_budget.readers._files import iter_transcript_files, read_transcript, write_transcript
-from window_budget.readers._formats import (
-    BOUNDARY_FORMATS,
-    FORMATS,
-    RUN_FORMATS,
-    TRANSCRIPT_SUFFIXES,
-)
+from window_budget.readers._formats import BOUNDARY_FORMATS as BOUNDARY_FORMATS
+from window_budget.readers._formats import FORMATS
+from window_budget.readers._formats import RUN_FORMATS as RUN_FORMATS
+from window_budget.readers._formats import TRANSCRIPT_SUFFIXES as TRANSCRIPT_SUFFIXES
 
 __all__ = [
-    "BOUNDARY_FORMATS",
     "FORMATS",
-    "RUN_FORMATS",
-    "TRANSCRIPT_SUFFIXES",
     "BadRecord",
     "ReadError",
     "Transcript",

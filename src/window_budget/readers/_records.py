@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
-from window_budget.budget._usage import read_count
+from window_budget.budget import read_count
 from window_budget.messages import (
     AgentMessage,
     ImageBlock,

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-from window_budget.budget._usage import usage_from_anthropic
+from window_budget.budget import usage_from_anthropic
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,

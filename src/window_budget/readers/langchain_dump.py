@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-from window_budget.budget._usage import usage_from_langchain
+from window_budget.budget import usage_from_langchain
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,

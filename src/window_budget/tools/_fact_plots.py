@@ -16,7 +16,7 @@ from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
 )
-from window_budget.pipeline._condenser import create_condenser
+from window_budget.pipeline import create_condenser
 
 if TYPE_CHECKING:
     from window_budget.pipeline.summarize.facts import FactLedger

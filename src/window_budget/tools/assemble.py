@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from window_budget.budget._counters import HeuristicCounter, resolve_counter
+from window_budget.budget import HeuristicCounter, resolve_counter
 from window_budget.contract import TokenCounter
 from window_budget.errors import ConfigError
-from window_budget.pipeline._cut import SHORTENED_MARKER, cut_text
+from window_budget.pipeline import SHORTENED_MARKER, cut_text
 
 __all__ = [
     "EVENT_NAME",

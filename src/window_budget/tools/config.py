@@ -124,7 +124,7 @@ def _parse_encoding(text: str) -> str:
     Without tiktoken nothing can be checked (and nothing needs to be: the tiktoken
     counter falls back to the heuristic anyway).
     """
-    from window_budget.budget._counters import _LOCAL_SPECS
+    from window_budget.budget import LOCAL_SPECS
 
     name = text.strip()
     if not name:
@@ -133,7 +133,7 @@ def _parse_encoding(text: str) -> str:
         import tiktoken.registry
     except ImportError:
         return name
-    known = set(tiktoken.registry.list_encoding_names()) | set(_LOCAL_SPECS)
+    known = set(tiktoken.registry.list_encoding_names()) | set(LOCAL_SPECS)
     if name not in known and f"{name}_offline" not in known:
         raise ValueError
     return name
@@ -349,7 +349,7 @@ def counter_from_env(
     ``"tiktoken"`` falls back to the heuristic (warning once) when no encoding can be
     loaded; ``None`` means the heuristic.
     """
-    from window_budget.budget._counters import DEFAULT_ENCODING, resolve_counter
+    from window_budget.budget import DEFAULT_ENCODING, resolve_counter
 
     chosen = counter if counter is not None else read_setting("COUNTER", environ=environ)
     encoding = read_setting("ENCODING", environ=environ) or DEFAULT_ENCODING

@@ -30,11 +30,12 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Final
 
-from window_budget.budget._cost import session_cost
-from window_budget.budget._prices import Cost, ModelPrices
-from window_budget.budget._usage import (
+from window_budget.budget import (
     MAX_USAGE_TOKENS,
+    Cost,
+    ModelPrices,
     read_count,
+    session_cost,
     usage_from_anthropic,
     usage_from_langchain,
     usage_from_openai,

@@ -33,10 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from window_budget.budget._cost import session_cost
-from window_budget.budget._counters import resolve_counter
-from window_budget.budget._estimate import estimate_message_tokens
-from window_budget.budget._prices import format_usd
+from window_budget.budget import estimate_message_tokens, format_usd, resolve_counter, session_cost
 from window_budget.contract import (
     BudgetPolicy,
     CondenseResult,
@@ -53,7 +50,7 @@ from window_budget.messages import (
 from window_budget.tools.timeline import Timeline, plot_timeline, simulate
 
 if TYPE_CHECKING:
-    from window_budget.budget._calibrate import Calibration
+    from window_budget.budget import Calibration
 
 from window_budget.tools._fact_plots import ledgers_over, plot_fact_survival
 from window_budget.tools._plot_base import PALETTE, _figure, _thousands

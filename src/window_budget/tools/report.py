@@ -21,22 +21,25 @@ from types import MappingProxyType
 from typing import Any
 
 from window_budget._shown import Shown
-from window_budget.budget._cache import cached_estimates
-from window_budget.budget._calibrate import Calibration
-from window_budget.budget._cost import session_cost
-from window_budget.budget._estimate import message_parts
-from window_budget.budget._prices import Cost, ModelPrices
+from window_budget.budget import (
+    Calibration,
+    Cost,
+    ModelPrices,
+    cached_estimates,
+    message_parts,
+    session_cost,
+)
 from window_budget.contract import BudgetPolicy, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage
-from window_budget.pipeline._gate import budget_limit
-from window_budget.pipeline.summarize._audit import DigestAudit
-from window_budget.tools.categories import (
+from window_budget.pipeline import (
     Classifier,
     MessageCategory,
+    budget_limit,
     classify_message,
     resolve_shares,
 )
+from window_budget.pipeline.summarize import DigestAudit
 
 __all__ = [
     "UsageReport",
@@ -276,7 +279,7 @@ def carried_digest(
     """
     from window_budget.digest import digest_body, is_digest
     from window_budget.messages import message_text
-    from window_budget.pipeline.summarize._audit import check_digest
+    from window_budget.pipeline.summarize import check_digest
     from window_budget.pipeline.summarize.facts import FACT_KINDS, ledger_of
 
     found = None

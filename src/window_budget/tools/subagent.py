@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from window_budget.contract import Model
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, CustomMessage
-from window_budget.pipeline._categories import CLAMP_NOTICE_TYPE
+from window_budget.pipeline import CLAMP_NOTICE_TYPE
 
 __all__ = [
     "ClampNotice",

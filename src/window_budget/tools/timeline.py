@@ -21,11 +21,10 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from window_budget.budget._cache import cached_estimates
+from window_budget.budget import cached_estimates
 from window_budget.contract import BudgetPolicy, Model, SyncCompleteFn, TokenCounter
 from window_budget.messages import AgentMessage, AssistantMessage
-from window_budget.pipeline._condenser import DEFAULT_POLICY, create_condenser
-from window_budget.pipeline._gate import budget_limit
+from window_budget.pipeline import DEFAULT_POLICY, budget_limit, create_condenser
 
 __all__ = ["Firing", "Timeline", "plot_timeline", "simulate"]
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text
 from window_budget.contract import DigestAudit, TokenCounter
 from window_budget.pipeline.summarize._invented import mask_names
 from window_budget.pipeline.summarize._prompt import cut_to_tokens

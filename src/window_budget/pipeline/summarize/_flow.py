@@ -26,7 +26,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text
 from window_budget.cancel import CancelledByToken
 from window_budget.contract import (
     CompleteOptions,

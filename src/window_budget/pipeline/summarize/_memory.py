@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text
 from window_budget.contract import MemoryStore, SummarizeDeps, TokenCounter
 from window_budget.digest import is_digest
 from window_budget.memory import make_seal

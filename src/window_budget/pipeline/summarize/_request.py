@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from window_budget.budget import estimate_tokens
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text, estimate_tokens
 from window_budget.contract import CondenseScope, Context, SummarizeDeps
 from window_budget.messages import (
     AgentMessage,

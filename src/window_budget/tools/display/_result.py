@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from window_budget.budget._estimate import estimate_message_tokens
+from window_budget.budget import estimate_message_tokens
 from window_budget.tools.display._html import (
     DIGEST_CHARS,
     bar,

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from window_budget.budget._estimate import estimate_message_tokens, message_parts
+from window_budget.budget import estimate_message_tokens, message_parts
 from window_budget.messages import (
     AgentMessage,
     BashExecutionMessage,

@@ -143,7 +143,7 @@ def check_policy(policy: BudgetPolicy, context_window: int) -> None:
         # trim keeps an arbitrary subset, which this memory does not map (yet).
         raise ConfigError(
             f"WindowBudgetMemory supports strategy='summarize' only, got {policy.strategy!r}; "
-            "for trimming without a model use window_budget.tools.categories.trim_by_category on "
+            "for trimming without a model use window_budget.pipeline.trim_by_category on "
             "the messages"
         )
     check_window(context_window, policy)  # the same refusal as the LangChain adapter's

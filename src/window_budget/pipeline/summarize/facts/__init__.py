@@ -21,44 +21,33 @@ shortened by dropping the workspace root the transcript reveals, then by groupin
 Same input, same ledger, same text: nothing depends on time, hashing or the environment.
 """
 
-from window_budget.pipeline.summarize.facts.calls import classify_tool_call, key_error_line
-from window_budget.pipeline.summarize.facts.lines import fact_line, pin_lines
+from window_budget.pipeline.summarize.facts.calls import classify_tool_call as classify_tool_call
+from window_budget.pipeline.summarize.facts.calls import key_error_line as key_error_line
+from window_budget.pipeline.summarize.facts.lines import fact_line as fact_line
+from window_budget.pipeline.summarize.facts.lines import pin_lines as pin_lines
 from window_budget.pipeline.summarize.facts.model import (
     FACT_KINDS,
-    LEDGER_FORMAT,
     Fact,
     FactKind,
     FactLedger,
     Provenance,
-    is_floor_fact,
-    pin_priority,
 )
-from window_budget.pipeline.summarize.facts.render import render_ledger
-from window_budget.pipeline.summarize.facts.rules import extract_facts, ledger_of, merge_ledgers
-from window_budget.pipeline.summarize.facts.serial import (
-    ledger_from_json,
-    ledger_from_text,
-    ledger_to_json,
-)
+from window_budget.pipeline.summarize.facts.model import LEDGER_FORMAT as LEDGER_FORMAT
+from window_budget.pipeline.summarize.facts.model import is_floor_fact as is_floor_fact
+from window_budget.pipeline.summarize.facts.model import pin_priority as pin_priority
+from window_budget.pipeline.summarize.facts.render import render_ledger as render_ledger
+from window_budget.pipeline.summarize.facts.rules import extract_facts as extract_facts
+from window_budget.pipeline.summarize.facts.rules import ledger_of
+from window_budget.pipeline.summarize.facts.rules import merge_ledgers as merge_ledgers
+from window_budget.pipeline.summarize.facts.serial import ledger_from_json as ledger_from_json
+from window_budget.pipeline.summarize.facts.serial import ledger_from_text as ledger_from_text
+from window_budget.pipeline.summarize.facts.serial import ledger_to_json as ledger_to_json
 
 __all__ = [
     "FACT_KINDS",
-    "LEDGER_FORMAT",
     "Fact",
     "FactKind",
     "FactLedger",
     "Provenance",
-    "classify_tool_call",
-    "extract_facts",
-    "fact_line",
-    "is_floor_fact",
-    "key_error_line",
-    "ledger_from_json",
-    "ledger_from_text",
     "ledger_of",
-    "ledger_to_json",
-    "merge_ledgers",
-    "pin_lines",
-    "pin_priority",
-    "render_ledger",
 ]

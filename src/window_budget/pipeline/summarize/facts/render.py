@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text
 from window_budget.contract import TokenCounter
 from window_budget.pipeline.summarize.facts.lines import (
     _bare,

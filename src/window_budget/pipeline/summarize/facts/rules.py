@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from window_budget.budget._groups import ToolGroups
+from window_budget.budget import ToolGroups
 from window_budget.messages import (
     AgentMessage,
     AssistantMessage,
