@@ -24,7 +24,7 @@ from window_budget import (
     is_over_budget,
 )
 from window_budget.messages import ProviderCompactionBlock, message_from_dict, message_to_dict
-from window_budget.pipeline import AheadCompactor, estimate_context
+from window_budget.pipeline import AheadCompactor, estimate_context, trim_by_category
 from window_budget.pipeline._boundary import provider_boundary
 
 ANTHROPIC_BLOCK = {
@@ -179,3 +179,17 @@ def test_condensing_never_touches_the_compaction_or_what_came_before(
     assert not any(m is x for m in result.plan.dropped for x in msgs[: at + 1])
     # It appears once, unchanged.
     assert sum(1 for m in out if m is msgs[at]) == 1
+
+
+def test_trimming_by_category_keeps_the_compaction_and_what_came_before() -> None:
+    before = chatter(10, size=900, tag="old")
+    reply = anthropic_reply()
+    after = chatter(10, size=900, tag="new")
+    msgs = [*before, UserMessage("go on"), reply, *after]
+    budget = estimate_tokens([reply, *after]) // 3
+    result = trim_by_category(msgs, budget)
+    kept_ids = {id(m) for m in result.kept}
+    assert all(id(m) in kept_ids for m in [*before, msgs[len(before)], reply])
+    assert result.dropped
+    assert all(any(m is a for a in after) for m in result.dropped)
+    assert result.tokens_after <= budget

@@ -24,6 +24,7 @@ from window_budget.budget import ToolGroups, estimate_message_tokens, estimate_t
 from window_budget.contract import CondensePlan, CondenseResult, TokenCounter
 from window_budget.errors import BudgetError, ConfigError
 from window_budget.messages import AgentMessage, AssistantMessage
+from window_budget.pipeline._boundary import provider_boundary
 from window_budget.pipeline._categories import (
     TRIM_ORDER,
     Classifier,
@@ -150,13 +151,36 @@ def trim_by_category(
     """Trim a transcript to ``budget`` tokens by category, oldest first; no model call.
 
     Under budget, nothing changes (``kept`` holds the input objects). See the module
-    docstring for the passes.
+    docstring for the passes. A provider's own compaction (``pipeline._boundary``) is kept
+    whole, with everything before it, and counted like a system message; only what follows
+    it is trimmed (the provider no longer reads what came before).
 
     Raises:
         BudgetError: the SYSTEM messages alone exceed the budget.
         ConfigError: a bad budget or bad shares.
 
     """
+    bound = provider_boundary(messages)
+    if bound is None:
+        return _trim(messages, budget, counter=counter, shares=shares, classify=classify)
+    start, end = bound
+    group = {id(m) for m in messages[start:end]}
+
+    def pinned(message: AgentMessage) -> MessageCategory:
+        return MessageCategory.SYSTEM if id(message) in group else classify(message)
+
+    after = _trim(messages[start:], budget, counter=counter, shares=shares, classify=pinned)
+    return replace(after, kept=(*messages[:start], *after.kept))
+
+
+def _trim(
+    messages: Sequence[AgentMessage],
+    budget: int,
+    *,
+    counter: TokenCounter | None,
+    shares: Mapping[MessageCategory | str, float] | None,
+    classify: Classifier,
+) -> TrimResult:
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ConfigError(f"budget must be a non-negative int of tokens, got {budget!r}")
     sizes = [estimate_message_tokens(m, counter) for m in messages]
