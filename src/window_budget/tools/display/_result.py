@@ -121,6 +121,13 @@ def condense_result_html(result: CondenseResult) -> str:
     body += legend(
         [("digest", role_colour("digest")), ("kept verbatim", "#1f6fb4"), ("before", "#9a9a9a")]
     )
+    body += _digest_details(result, digest_tokens)
+    return box("window-budget · condense result", body)
+
+
+def _digest_details(result: CondenseResult, digest_tokens: int) -> str:
+    """The collapsed digest, the audit of a model's digest and the ledger, as HTML."""
+    body = ""
     if result.summary is not None:
         summary = result.summary
         how = (
@@ -153,4 +160,4 @@ def condense_result_html(result: CondenseResult) -> str:
             f"{len(ledger.facts):,} facts after {ledger.generations} compaction(s)"
             f"</summary>{ledger_table(ledger)}</details>"
         )
-    return box("window-budget · condense result", body)
+    return body
