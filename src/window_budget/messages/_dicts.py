@@ -253,36 +253,9 @@ def message_from_dict(raw: Mapping[str, Any]) -> AgentMessage:
     where = f"{role} message"
     try:
         if role == "user":
-            content = _content_from_json(raw["content"], where)
-            info = raw.get("digest")
-            if isinstance(info, Mapping):
-                kept = info.get("kept")
-                return DigestMessage(
-                    content,
-                    timestamp=ts,
-                    covered_count=_whole(info.get("covered", 0), where, "digest.covered"),
-                    kept_count=None if kept is None else _whole(kept, where, "digest.kept"),
-                    fallback=bool(info.get("fallback", False)),
-                    facts=_facts_or_none(info.get("facts")),
-                )
-            return UserMessage(content, timestamp=ts)
+            return _user_from_dict(raw, where, ts)
         if role == "assistant":
-            usage = None
-            if isinstance(raw.get("usage"), Mapping):
-                u = raw["usage"]
-                usage = Usage(
-                    *(
-                        _whole(u.get(k, 0), where, f"usage.{k}")
-                        for k in ("input", "output", "cacheRead", "cacheWrite")
-                    )
-                )
-            return AssistantMessage(
-                _content_from_json(raw["content"], where),
-                usage=usage,
-                model=raw.get("model"),
-                stop_reason=raw.get("stopReason"),
-                timestamp=ts,
-            )
+            return _assistant_from_dict(raw, where, ts)
         if role == "toolResult":
             return ToolResultMessage(
                 str(raw["toolCallId"]),
@@ -327,3 +300,38 @@ def message_from_dict(raw: Mapping[str, Any]) -> AgentMessage:
     if not isinstance(role, str) or not role:
         raise MessageError("a message needs a non-empty string 'role'")
     return _OpaqueMessage(role, str(raw.get("serialized", json.dumps(dict(raw), default=repr))))
+
+
+def _user_from_dict(raw: Mapping[str, Any], where: str, ts: float | None) -> UserMessage:
+    content = _content_from_json(raw["content"], where)
+    info = raw.get("digest")
+    if not isinstance(info, Mapping):
+        return UserMessage(content, timestamp=ts)
+    kept = info.get("kept")
+    return DigestMessage(
+        content,
+        timestamp=ts,
+        covered_count=_whole(info.get("covered", 0), where, "digest.covered"),
+        kept_count=None if kept is None else _whole(kept, where, "digest.kept"),
+        fallback=bool(info.get("fallback", False)),
+        facts=_facts_or_none(info.get("facts")),
+    )
+
+
+def _assistant_from_dict(raw: Mapping[str, Any], where: str, ts: float | None) -> AssistantMessage:
+    usage = None
+    if isinstance(raw.get("usage"), Mapping):
+        u = raw["usage"]
+        usage = Usage(
+            *(
+                _whole(u.get(k, 0), where, f"usage.{k}")
+                for k in ("input", "output", "cacheRead", "cacheWrite")
+            )
+        )
+    return AssistantMessage(
+        _content_from_json(raw["content"], where),
+        usage=usage,
+        model=raw.get("model"),
+        stop_reason=raw.get("stopReason"),
+        timestamp=ts,
+    )
