@@ -116,6 +116,17 @@ PINNED: dict[str, list[str]] = {
         "TokenCounter",
         "TokenEstimate",
     ],
+    "window_budget.digest": [
+        "BRANCH_HEADER",
+        "DIGEST_HEADERS",
+        "RECORD_KEY",
+        "SECRET_ENV",
+        "SESSION_HEADER",
+        "digest_body",
+        "digest_record",
+        "is_digest",
+        "resealed",
+    ],
     "window_budget.errors": [
         "BudgetError",
         "ConfigError",

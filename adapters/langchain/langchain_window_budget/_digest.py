@@ -41,7 +41,7 @@ def digest_record(message: object, *, key: bytes | None = None) -> dict[str, Any
     head went) and, for a model-written digest, ``audit`` (``in_ledger``, ``checked``,
     ``found``, ``appended``, ``left_out``: the facts the model's text kept and those
     pinned back) from this adapter. ``key`` is the memory store's: only a record sealed with
-    it (for this text) counts then; without it, see ``window_budget.memory.records``.
+    it (for this text) counts then; without it, see ``window_budget.digest``.
     """
     if not isinstance(message, HumanMessage):
         return None

@@ -233,7 +233,7 @@ class LangChainCondenser:
     def record_key(self) -> bytes | None:
         """The key digest records are sealed and verified with: the memory store's, or None.
 
-        None leaves it to ``window_budget.memory.records`` (``$WINDOW_BUDGET_SECRET``, else
+        None leaves it to ``window_budget.digest`` (``$WINDOW_BUDGET_SECRET``, else
         this process's key).
         """
         return None if self.memory is None else self.memory.key

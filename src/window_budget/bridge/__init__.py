@@ -29,7 +29,7 @@ from window_budget.bridge.digests import head_chain, recall_digest, remember_dig
 from window_budget.bridge.results import Mapped, map_result
 from window_budget.bridge.results import Slot as Slot
 from window_budget.bridge.results import result_slots as result_slots
-from window_budget.memory.records import (
+from window_budget.digest import (
     RECORD_KEY,
     digest_from_record,
     digest_of,
@@ -39,10 +39,10 @@ from window_budget.memory.records import (
     record_key,
     verified_record,
 )
-from window_budget.memory.records import SEAL_FIELD as SEAL_FIELD
-from window_budget.memory.records import SECRET_ENV as SECRET_ENV
-from window_budget.memory.records import TEXT_FIELD as TEXT_FIELD
-from window_budget.memory.records import resealed as resealed
+from window_budget.digest import SEAL_FIELD as SEAL_FIELD
+from window_budget.digest import SECRET_ENV as SECRET_ENV
+from window_budget.digest import TEXT_FIELD as TEXT_FIELD
+from window_budget.digest import resealed as resealed
 
 __all__ = [
     "RECOGNISED",

@@ -11,9 +11,6 @@ digest left out — by words, by kind, or by pointer — as quoted data.
 True
 """
 
-from window_budget.memory._seal import PROCESS_KEY as PROCESS_KEY
-from window_budget.memory._seal import make_seal as make_seal
-from window_budget.memory._seal import seal_matches as seal_matches
 from window_budget.memory._sqlite import SQLiteMemoryStore
 from window_budget.memory._store import (
     InProcessMemoryStore,

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from window_budget.memory.records import (
+from window_budget.digest import (
     RECORD_KEY,
     SECRET_ENV,
     digest_from_record,

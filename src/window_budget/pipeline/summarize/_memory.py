@@ -17,8 +17,7 @@ from typing import Any, Final
 
 from window_budget.budget import count_text
 from window_budget.contract import MemoryStore, SummarizeDeps, TokenCounter
-from window_budget.digest import is_digest
-from window_budget.memory import make_seal
+from window_budget.digest import is_digest, make_seal
 from window_budget.messages import AgentMessage, DigestMessage, content_text, message_to_dict
 from window_budget.pipeline.summarize.facts import (
     FactLedger,

@@ -36,9 +36,9 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.storage.chat_store import BaseChatStore
 
 from window_budget.bridge.stores import LazyKey, key_from_hex, new_key_hex, original_text
+from window_budget.digest import RECORD_KEY, SECRET_ENV, resealed
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory import LedgerVersion, MemoryStore, check_conversation
-from window_budget.memory.records import RECORD_KEY, SECRET_ENV, resealed
 
 __all__ = ["ChatStoreMemoryStore", "reseal", "resolve_memory_store", "saved_seal", "seal_key_of"]
 

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from window_budget.memory._seal import PROCESS_KEY, make_seal, seal_matches
+from window_budget.digest._seal import PROCESS_KEY, make_seal, seal_matches
 from window_budget.messages import Content, DigestMessage, UserMessage, content_text
 
 __all__ = [
