@@ -29,13 +29,13 @@ from window_budget.budget._counters import DEFAULT_ENCODING as DEFAULT_ENCODING
 from window_budget.budget._counters import LOCAL_SPECS as LOCAL_SPECS
 from window_budget.budget._counters import (
     CallableCounter,
+    EncodingUnavailable,
+    HeuristicCounter,
     TiktokenCounter,
+    TokenizerFallbackWarning,
     load_encoding,
     resolve_counter,
 )
-from window_budget.budget._counters import EncodingUnavailable as EncodingUnavailable
-from window_budget.budget._counters import HeuristicCounter as HeuristicCounter
-from window_budget.budget._counters import TokenizerFallbackWarning as TokenizerFallbackWarning
 from window_budget.budget._estimate import BLOCK_FRAMING_TOKENS as BLOCK_FRAMING_TOKENS
 from window_budget.budget._estimate import CHARS_PER_TOKEN as CHARS_PER_TOKEN
 from window_budget.budget._estimate import FLOOR_CHARS_PER_TOKEN as FLOOR_CHARS_PER_TOKEN
@@ -51,17 +51,15 @@ from window_budget.budget._estimate import (
 from window_budget.budget._groups import ToolGroups as ToolGroups
 from window_budget.budget._groups import ToolShape
 from window_budget.budget._ledger import TokenLedger
-from window_budget.budget._models import ModelLimits as ModelLimits
 from window_budget.budget._models import (
+    ModelLimits,
     context_window_for,
     lookup_model,
     model_data_version,
     model_for,
     prices_for,
 )
-from window_budget.budget._prices import Cost as Cost
-from window_budget.budget._prices import ModelPrices
-from window_budget.budget._prices import PriceTier as PriceTier
+from window_budget.budget._prices import Cost, ModelPrices, PriceTier
 from window_budget.budget._prices import format_usd as format_usd
 from window_budget.budget._usage import MAX_USAGE_TOKENS as MAX_USAGE_TOKENS
 from window_budget.budget._usage import read_count as read_count
@@ -73,9 +71,15 @@ __all__ = [
     "Calibration",
     "CallableCounter",
     "ContentCache",
+    "Cost",
+    "EncodingUnavailable",
+    "HeuristicCounter",
+    "ModelLimits",
     "ModelPrices",
+    "PriceTier",
     "TiktokenCounter",
     "TokenLedger",
+    "TokenizerFallbackWarning",
     "ToolShape",
     "cached_estimates",
     "calibrate",
