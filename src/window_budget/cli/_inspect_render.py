@@ -122,6 +122,21 @@ def _short(text: str, limit: int) -> str:
 def render_inspect(info: dict[str, Any]) -> str:
     """One transcript's report as text for people, every line escaped for the terminal."""
     lines = [
+        *_render_header(info),
+        *_render_sizes(info),
+        *_render_usage(info),
+        *_render_gate(info),
+        *_render_provider(info["provider_compaction"]),
+        *_render_digest(info["digest"]),
+        *_render_cost(info["cost"], info["shows"]),
+        *_render_cut(info),
+    ]
+    return "\n".join(terminal_text(line) for line in lines)
+
+
+def _render_header(info: dict[str, Any]) -> list[str]:
+    """The file, its format and counts, and what part of it is the live context."""
+    lines = [
         f"{info['file']}  ({info['format']}, {info['messages']} messages"
         + (
             f", {info['ignored_records']} non-conversation records ignored"
@@ -149,6 +164,12 @@ def render_inspect(info: dict[str, Any]) -> str:
             f"({plural(info['archived_messages'], 'earlier message')} archived; "
             "--whole-file shows them)"
         )
+    return lines
+
+
+def _render_sizes(info: dict[str, Any]) -> list[str]:
+    """The model and window, the estimate, and its split by role and category."""
+    lines: list[str] = []
     total = info["estimated_tokens"] or 1
     listing = info["model_data"]
     source = info["window_source"]
@@ -174,6 +195,12 @@ def render_inspect(info: dict[str, Any]) -> str:
     for cat, tokens in info["by_category"].items():
         if tokens:
             lines.append(f"    {cat:<26}{tokens:>9,}  {_pct(tokens, total):>6}")
+    return lines
+
+
+def _render_usage(info: dict[str, Any]) -> list[str]:
+    """What the provider reported, and the calibration drawn from it."""
+    lines: list[str] = []
     usage = info["reported_usage"]
     if usage is None:
         lines.append("  provider usage    none in the file (estimate only)")
@@ -194,6 +221,12 @@ def render_inspect(info: dict[str, Any]) -> str:
             f"{cal['overhead_tokens']:,} outside the transcript: "
             f"{cal['calibrated_tokens']:,}; now {cal['calibrated_context_tokens']:,}"
         )
+    return lines
+
+
+def _render_gate(info: dict[str, Any]) -> list[str]:
+    """The gate: its limit, where the transcript stands, where it first fires."""
+    lines: list[str] = []
     gate = info["gate"]
     lines.append(
         f"  gate              limit {gate['limit']:,.0f} = ({gate['window']:,} window "
@@ -212,9 +245,12 @@ def render_inspect(info: dict[str, Any]) -> str:
             f"                    first fires at message #{gate['fires_at'] + 1} "
             "as the transcript grows"
         )
-    lines.extend(_render_provider(info["provider_compaction"]))
-    lines.extend(_render_digest(info["digest"]))
-    lines.extend(_render_cost(info["cost"], info["shows"]))
+    return lines
+
+
+def _render_cut(info: dict[str, Any]) -> list[str]:
+    """Where the condenser would cut, or why it would not."""
+    lines: list[str] = []
     cut = info["cut"]
     if cut["reason"] == "masked":
         outputs = plural(cut["masked_outputs"], "old tool output")
@@ -236,4 +272,4 @@ def render_inspect(info: dict[str, Any]) -> str:
             f"fold into a digest, {cut['kept_messages']} ({cut['kept_tokens']:,} "
             "tokens) stay verbatim"
         )
-    return "\n".join(terminal_text(line) for line in lines)
+    return lines
