@@ -37,7 +37,7 @@ from window_budget.cli._options import (
 )
 from window_budget.contract import Model, TokenCounter
 from window_budget.errors import WindowBudgetError
-from window_budget.messages import AgentMessage, ProviderCompactionBlock, message_blocks
+from window_budget.messages import AgentMessage, ProviderCompactionBlock, Usage, message_blocks
 from window_budget.pipeline import (
     budget_limit,
     create_condenser,
@@ -89,13 +89,6 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
     pinned = system_tokens(transcript, counter)
     # Through the content cache: the gate, the replay and the plan below reuse these.
     sizes = cached_estimates(msgs, counter)
-    by_role: dict[str, dict[str, int]] = {}
-    for msg, size in zip(msgs, sizes, strict=True):
-        entry = by_role.setdefault(
-            str(getattr(msg, "role", "unknown")), {"messages": 0, "tokens": 0}
-        )
-        entry["messages"] += 1
-        entry["tokens"] += size
     model = model_for_transcript(transcript, settings.window)
     limit = budget_limit(model, settings.policy)
     estimate = sum(sizes) + pinned
@@ -108,35 +101,7 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
     fires_at = None if fires_at is None else fires_at + at
     reported = transcript.reported_usage
     cal = calibrate(msgs, model=transcript.model, counter=counter, pinned_tokens=pinned)
-    cut: dict[str, Any] = {"index": None, "reason": "under-budget"}
-    try:
-        decision = create_condenser(model=model, policy=settings.policy, counter=counter).decide(
-            live, pinned_tokens=live_pinned
-        )
-    except WindowBudgetError as exc:
-        cut = {"index": None, "reason": "cannot-fit", "error": str(exc)}
-    else:
-        if decision.result is not None and decision.result.masked:
-            masked = decision.result
-            cut = {
-                "index": None,
-                "reason": "masked",
-                "masked_outputs": len(masked.masked),
-                "tokens_freed": masked.tokens_freed,
-                "tokens_after": masked.tokens_after,
-            }
-        elif decision.result is not None:
-            cut = {"index": None, "reason": decision.result.reason}
-        else:
-            plan = decision.plan
-            cut = {
-                "index": plan.cut + at,
-                "reason": "over-budget",
-                "dropped_messages": len(plan.dropped),
-                "dropped_tokens": sum(sizes[at : plan.cut + at]),
-                "kept_messages": len(plan.kept),
-                "kept_tokens": sum(sizes[plan.cut + at :]),
-            }
+    cut = _cut(live, at, sizes, model, settings, live_pinned)
     return {
         "file": transcript.path,
         "format": transcript.format,
@@ -155,17 +120,9 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
         "counter": counter.name if counter is not None else "heuristic",
         "system_tokens": pinned,
         "estimated_tokens": estimate,
-        "by_role": by_role,
+        "by_role": _by_role(msgs, sizes),
         "by_category": _categories(transcript, settings, pinned, model.context_window),
-        "reported_usage": None
-        if reported is None
-        else {
-            "input_tokens": reported.input_tokens,
-            "cache_read_tokens": reported.cache_read_tokens,
-            "cache_creation_tokens": reported.cache_creation_tokens,
-            "output_tokens": reported.output_tokens,
-            "context_tokens": reported.context_tokens,
-        },
+        "reported_usage": _usage(reported),
         "calibration": None
         if cal is None
         else {
@@ -194,6 +151,73 @@ def inspect_transcript(transcript: Transcript, settings: Settings) -> dict[str, 
         "provider_compaction": provider,
         "digest": carried_digest(msgs, transcript.archive),
         "cost": _cost(transcript, counter),
+    }
+
+
+def _by_role(msgs: Sequence[AgentMessage], sizes: Sequence[int]) -> dict[str, dict[str, int]]:
+    """Messages and estimated tokens per role."""
+    by_role: dict[str, dict[str, int]] = {}
+    for msg, size in zip(msgs, sizes, strict=True):
+        entry = by_role.setdefault(
+            str(getattr(msg, "role", "unknown")), {"messages": 0, "tokens": 0}
+        )
+        entry["messages"] += 1
+        entry["tokens"] += size
+    return by_role
+
+
+def _cut(
+    live: Sequence[AgentMessage],
+    at: int,
+    sizes: Sequence[int],
+    model: Model,
+    settings: Settings,
+    live_pinned: int,
+) -> dict[str, Any]:
+    """Where the condenser would cut the live context (after a provider's compaction at ``at``)."""
+    cut: dict[str, Any] = {"index": None, "reason": "under-budget"}
+    counter = settings.counter
+    try:
+        decision = create_condenser(model=model, policy=settings.policy, counter=counter).decide(
+            live, pinned_tokens=live_pinned
+        )
+    except WindowBudgetError as exc:
+        cut = {"index": None, "reason": "cannot-fit", "error": str(exc)}
+    else:
+        if decision.result is not None and decision.result.masked:
+            masked = decision.result
+            cut = {
+                "index": None,
+                "reason": "masked",
+                "masked_outputs": len(masked.masked),
+                "tokens_freed": masked.tokens_freed,
+                "tokens_after": masked.tokens_after,
+            }
+        elif decision.result is not None:
+            cut = {"index": None, "reason": decision.result.reason}
+        else:
+            plan = decision.plan
+            cut = {
+                "index": plan.cut + at,
+                "reason": "over-budget",
+                "dropped_messages": len(plan.dropped),
+                "dropped_tokens": sum(sizes[at : plan.cut + at]),
+                "kept_messages": len(plan.kept),
+                "kept_tokens": sum(sizes[plan.cut + at :]),
+            }
+    return cut
+
+
+def _usage(reported: Usage | None) -> dict[str, int] | None:
+    """The last reply's reported usage, or None."""
+    if reported is None:
+        return None
+    return {
+        "input_tokens": reported.input_tokens,
+        "cache_read_tokens": reported.cache_read_tokens,
+        "cache_creation_tokens": reported.cache_creation_tokens,
+        "output_tokens": reported.output_tokens,
+        "context_tokens": reported.context_tokens,
     }
 
 
