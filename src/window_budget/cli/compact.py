@@ -27,11 +27,11 @@ from window_budget.cli._options import (
     window_note,
 )
 from window_budget.cli._output import fail, plural, say
-from window_budget.contract import SyncCompleteFn
+from window_budget.contract import CondenseResult, SyncCompleteFn
 from window_budget.digest import is_digest
 from window_budget.errors import WindowBudgetError
 from window_budget.messages import AgentMessage
-from window_budget.pipeline import create_condenser
+from window_budget.pipeline import CondenseDecision, create_condenser
 from window_budget.readers import FORMATS, Transcript, write_transcript
 
 __all__ = ["compact"]
@@ -250,25 +250,7 @@ def _compact_one(
     msgs = list(transcript.messages)
     try:
         if dry_run:
-            decision = condenser.decide(msgs, force=force, pinned_tokens=pinned)
-            plan, limit = decision.plan, decision.limit
-            reason = decision.result.reason if decision.result else "would condense"
-            if decision.result is not None and decision.result.masked:
-                outputs = plural(len(decision.result.masked), "old tool output")
-                reason = (
-                    f"would mask {outputs}, freeing {decision.result.tokens_freed:,} "
-                    "tokens, no digest"
-                )
-            say(
-                f"{path}: {len(msgs)} messages, {decision.tokens_before:,} tokens, "
-                f"limit {limit:,.0f}: {reason}"
-                + (
-                    f"; cut before message #{plan.cut + 1}: {len(plan.dropped)} "
-                    f"fold into a digest, {len(plan.kept)} kept"
-                    if plan.cut
-                    else ""
-                )
-            )
+            _say_plan(path, len(msgs), condenser.decide(msgs, force=force, pinned_tokens=pinned))
             return
         result = condenser.run_sync(msgs, force=force, pinned_tokens=pinned)
     except WindowBudgetError as exc:
@@ -299,9 +281,40 @@ def _compact_one(
     except OSError as exc:
         fail(f"{target or 'stdout'}: {exc.strerror or exc} — check the output path")
     # Only now: a success line before the write would be a lie when the write fails.
+    _say_done(path, transcript, result, bool(archive), target, target_format)
+
+
+def _say_plan(path: Path, count: int, decision: CondenseDecision) -> None:
+    """What ``--dry-run`` prints: the sizes, the limit, and what a run would do."""
+    plan, limit = decision.plan, decision.limit
+    reason = decision.result.reason if decision.result else "would condense"
+    if decision.result is not None and decision.result.masked:
+        outputs = plural(len(decision.result.masked), "old tool output")
+        reason = f"would mask {outputs}, freeing {decision.result.tokens_freed:,} tokens, no digest"
+    say(
+        f"{path}: {count} messages, {decision.tokens_before:,} tokens, "
+        f"limit {limit:,.0f}: {reason}"
+        + (
+            f"; cut before message #{plan.cut + 1}: {len(plan.dropped)} "
+            f"fold into a digest, {len(plan.kept)} kept"
+            if plan.cut
+            else ""
+        )
+    )
+
+
+def _say_done(
+    path: Path,
+    transcript: Transcript,
+    result: CondenseResult,
+    archived: bool,
+    target: Path | None,
+    target_format: str,
+) -> None:
+    """The success line, then the digest's ledger and its audit."""
     left_out = (
         ""
-        if archive or not transcript.archive
+        if archived or not transcript.archive
         else (
             f"; the {plural(len(transcript.archive), 'message')} before its last compaction are "
             f"left out of the {target_format} output"
