@@ -176,16 +176,7 @@ def assemble_prompt(
             would overwrite one of the event's own fields.
 
     """
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise ConfigError(f"budget must be a non-negative int of tokens, got {budget!r}")
-    if min_truncated_tokens < 0:
-        raise ConfigError(f"min_truncated_tokens must be >= 0, got {min_truncated_tokens}")
-    extra = dict(context or {})
-    clash = sorted(_RESERVED_KEYS & extra.keys())
-    if clash:
-        raise ConfigError(
-            f"context keys {clash} would overwrite the event's own fields; rename them"
-        )
+    extra = _checked(budget, min_truncated_tokens, context)
     tc = resolve_counter(counter) or HeuristicCounter()
     ordered = sorted(
         (_to_section(i, s) for i, s in enumerate(sections)), key=lambda s: s.priority
@@ -239,6 +230,30 @@ def assemble_prompt(
         empty=tuple(empty),
         counter_name=tc.name,
     )
+    _emit(result, extra, on_event)
+    return result
+
+
+def _checked(
+    budget: int, min_truncated_tokens: int, context: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The event's extra fields, once the arguments are known to be sound."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ConfigError(f"budget must be a non-negative int of tokens, got {budget!r}")
+    if min_truncated_tokens < 0:
+        raise ConfigError(f"min_truncated_tokens must be >= 0, got {min_truncated_tokens}")
+    extra = dict(context or {})
+    clash = sorted(_RESERVED_KEYS & extra.keys())
+    if clash:
+        raise ConfigError(
+            f"context keys {clash} would overwrite the event's own fields; rename them"
+        )
+    return extra
+
+
+def _emit(result: AssembledPrompt, extra: dict[str, Any], on_event: EventCallback | None) -> None:
+    """Log the assembly as one structured record, then hand the same payload to ``on_event``."""
+    budget, used = result.budget_tokens, result.used_tokens
     payload: dict[str, Any] = {
         **extra,
         "event": EVENT_NAME,
@@ -260,4 +275,3 @@ def assemble_prompt(
     )
     if on_event is not None:
         on_event(payload)
-    return result
