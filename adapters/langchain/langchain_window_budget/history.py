@@ -132,7 +132,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         engine: the condenser to use; by default one shared by every wrapper built with the
             same model objects and settings, so a wrapper built per request (as
             ``RunnableWithMessageHistory``'s factory does) finds the conversation already
-            known — named by the wrapped history's ``session_id`` when it has one — and a
+            known — named by ``session_id`` (else the wrapped history's own) — and a
             turn costs what was appended. An engine with a memory store
             (``LangChainCondenser(model, memory=LangGraphMemoryStore(store))``) files each
             digest's ledger and folded messages under the ``session_id``, which
@@ -147,6 +147,10 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             Sets the policy's ``precompact_ratio`` (None keeps the policy's; ignored when
             ``engine`` is given: the engine's own applies). ``add_messages`` stays
             synchronous. :meth:`aclose` cancels this session's.
+        session_id: names the conversation when the wrapped history has no ``session_id``
+            of its own (``InMemoryChatMessageHistory`` has none): pass the factory's
+            argument. Without either, the first message's id names it (and histories whose
+            messages carry no ids share one background slot).
 
     ``clear()`` empties the live history only; the archive keeps what it holds. A
     compaction is all or nothing for the caller: the wrapped history's ``clear()`` is
@@ -175,6 +179,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         engine: LangChainCondenser | None = None,
         on_summarizer_error: OnSummarizerError | None = None,
         precompact: float | None = None,
+        session_id: str | int | None = None,
     ) -> None:
         self.history = history
         """The wrapped live history."""
@@ -191,7 +196,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             precompact=precompact,
         )
         """The condenser doing the work."""
-        session = getattr(history, "session_id", None)
+        session = session_id if session_id is not None else getattr(history, "session_id", None)
         self._conversation: Hashable | None = None
         if isinstance(session, str | int) and not isinstance(session, bool):
             # An engine with a memory store files the session under its id (see recall_tool).
