@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+from uuid import UUID
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -23,6 +24,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from langchain_window_budget import WindowBudgetRunnable, condense_messages, is_digest
+from langchain_window_budget._lcel import config_conversation
 from window_budget import BudgetPolicy
 from window_budget.pipeline import AheadCompactor
 
@@ -257,3 +259,19 @@ def test_precompact_survives_serialization() -> None:
 def test_precompact_must_sit_below_the_trigger() -> None:
     with pytest.raises(ValueError, match="precompact_ratio"):
         WindowBudgetRunnable(context_window=WINDOW, precompact=0.9)
+
+
+@pytest.mark.parametrize(
+    ("configurable", "name"),
+    [
+        ({"thread_id": "t", "session_id": "s"}, "t"),
+        ({"session_id": "s", "conversation_id": "c"}, "s"),
+        ({"conversation_id": 7}, "7"),
+        ({"thread_id": UUID(int=1)}, str(UUID(int=1))),
+        ({"thread_id": "", "session_id": ["not", "a", "name"], "user_id": "u"}, None),
+        ({"thread_id": True}, None),
+    ],
+)
+def test_the_config_names_the_conversation(configurable: dict[str, Any], name: str | None) -> None:
+    assert config_conversation({"configurable": configurable}) == name
+    assert config_conversation(None) is None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
+from uuid import UUID
 
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.prompt_values import ChatPromptValue, PromptValue
@@ -26,18 +28,19 @@ CONVERSATION_KEYS = ("thread_id", "session_id", "conversation_id")
 ``thread_id``, ``RunnableWithMessageHistory``'s ``session_id``, and ``conversation_id``."""
 
 
-def config_conversation(config: RunnableConfig | None) -> Hashable | None:
+def config_conversation(config: RunnableConfig | None) -> str | None:
     """The conversation a run belongs to, named by its config (None: not named there).
 
-    The value of the first of :data:`CONVERSATION_KEYS` in ``config["configurable"]``, as a
-    str; without one, the engine falls back on the first message's id.
+    The value (a str, an int or a UUID) of the first of :data:`CONVERSATION_KEYS` in
+    ``config["configurable"]``, as a str; without one, the engine falls back on the first
+    message's id.
     """
     configurable = (config or {}).get("configurable")
     if not isinstance(configurable, Mapping):
         return None
     for key in CONVERSATION_KEYS:
         value = configurable.get(key)
-        if isinstance(value, str | int) and not isinstance(value, bool) and value != "":
+        if isinstance(value, str | int | UUID) and not isinstance(value, bool) and value != "":
             return str(value)
     return None
 
@@ -186,12 +189,16 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
         """The same kinds as the input (the input object itself when under budget)."""
         return TransformerIO
 
-    def _apply(self, value: Any, config: RunnableConfig) -> Any:
+    def _apply(
+        self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> Any:
         messages, was_prompt = _as_messages(value)
         result = self._engine.run(messages, conversation=config_conversation(config))
         return self._wrap(value, result, was_prompt)
 
-    async def _aapply(self, value: Any, config: RunnableConfig) -> Any:
+    async def _aapply(
+        self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> Any:
         messages, was_prompt = _as_messages(value)
         result = await self._engine.arun(messages, conversation=config_conversation(config))
         return self._wrap(value, result, was_prompt)
