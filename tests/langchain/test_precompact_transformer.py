@@ -23,8 +23,14 @@ from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from langchain_window_budget import WindowBudgetRunnable, condense_messages, is_digest
+from langchain_window_budget import (
+    WindowBudgetRunnable,
+    acondense_messages,
+    condense_messages,
+    is_digest,
+)
 from langchain_window_budget._lcel import config_conversation
+from langchain_window_budget.condense import _shared_engine
 from window_budget import BudgetPolicy
 from window_budget.pipeline import AheadCompactor
 
@@ -275,3 +281,35 @@ def test_precompact_must_sit_below_the_trigger() -> None:
 def test_the_config_names_the_conversation(configurable: dict[str, Any], name: str | None) -> None:
     assert config_conversation({"configurable": configurable}) == name
     assert config_conversation(None) is None
+
+
+async def test_acondense_messages_keeps_a_digest_ahead_per_conversation() -> None:
+    summarizer = GatedSummarizer()
+    options: dict[str, Any] = {
+        "context_window": WINDOW,
+        "policy": POLICY,
+        "summarizer": summarizer,
+        "precompact": 0.5,
+        "conversation": "x",
+    }
+    engine = _shared_engine(None, WINDOW, POLICY, None, summarizer, None, precompact=0.5)
+    ahead = engine.ahead
+    assert ahead is not None
+    history: list[BaseMessage] = []
+    k = 0
+    while ahead.state("x") == "none":  # kept under the conversation's name
+        assert k < 60, "no background digest"
+        history += [ask(k), AIMessage("ok")]
+        assert await acondense_messages(history, **options) is history
+        k += 1
+    assert await ahead.wait("x") == "ready"
+    for step in range(k, k + 60):
+        history += [ask(step), AIMessage("ok")]
+        out = await acondense_messages(history, **options)
+        if out is not history:
+            break
+    else:
+        raise AssertionError("no call compacted")
+    assert len(summarizer.seen) == 1  # the compacting call made no summary call
+    _, named, _ = digest_of(out)
+    assert named == summarizer.seen[0]
