@@ -15,6 +15,13 @@ and without (off), on the same session. The target: ≤ 0.2 s at p95 when on.
 ``--agent-seconds``, the summarizer an async function that takes 2 s, and the middleware is
 ``WindowBudgetMiddleware(precompact=...)`` (on) or without it (off). Measured: the wall time
 of ``abefore_model`` on the turns where it rewrote the thread (the latency compaction adds).
+
+``--lcel``: through ``prompt | condense_messages(..., precompact=...) | model`` with
+``ainvoke`` (the caller keeps the history, config ``thread_id``); measured: the transformer's
+``ainvoke`` on the turns it sent a new digest. ``--history``: through
+``RunnableWithMessageHistory`` whose factory builds a ``CondensingChatMessageHistory(...,
+precompact=...)`` per request; measured: ``aadd_messages`` on the writes that rewrote the
+history. Same agent model, summarizer and window as ``--langchain``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import asyncio
 import re
 import statistics
 import time
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -88,15 +96,11 @@ def p95(values: list[float]) -> float:
     )
 
 
-async def agent_session(turns: int, agent_seconds: float, early: float | None) -> list[float]:
-    """The session through ``create_agent``: ``abefore_model``'s time on compacting turns."""
-    from langchain.agents import create_agent
+def langchain_parts(agent_seconds: float) -> tuple[Any, Any]:
+    """The agent's chat model (a call takes ``agent_seconds``) and the 2 s summarizer."""
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+    from langchain_core.messages import AIMessage, BaseMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from langchain_window_budget import WindowBudgetMiddleware
 
     class Agent(BaseChatModel):
         @property
@@ -117,6 +121,29 @@ async def agent_session(turns: int, agent_seconds: float, early: float | None) -
         files = ", ".join(dict.fromkeys(re.findall(r"src/mod_\d+\.py", repr(request))))
         return f"# Objective\nFix the modules under src/, one per task: {files}.\n# Plan\nGo on."
 
+    return Agent, summarize
+
+
+def ask(i: int) -> str:
+    return f"task {i}: fix src/mod_{i}.py " + "detail " * 80 + "\n" + "x = 1\n" * 200
+
+
+WINDOW = 32_000
+
+
+def bench_policy() -> BudgetPolicy:
+    return replace(BudgetPolicy.for_window(WINDOW), mask_keep_outputs=None)
+
+
+async def agent_session(turns: int, agent_seconds: float, early: float | None) -> list[float]:
+    """The session through ``create_agent``: ``abefore_model``'s time on compacting turns."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_window_budget import WindowBudgetMiddleware
+
+    Agent, summarize = langchain_parts(agent_seconds)
     added: list[float] = []
 
     class Timed(WindowBudgetMiddleware):
@@ -127,12 +154,10 @@ async def agent_session(turns: int, agent_seconds: float, early: float | None) -
                 added.append(time.perf_counter() - start)
             return update
 
-    window = 32_000
-    policy = BudgetPolicy.for_window(window)
     middleware = Timed(
         Agent(),
-        context_window=window,
-        policy=replace(policy, mask_keep_outputs=None),
+        context_window=WINDOW,
+        policy=bench_policy(),
         summarizer=summarize,
         memory=None,
         precompact=early,
@@ -140,9 +165,102 @@ async def agent_session(turns: int, agent_seconds: float, early: float | None) -
     agent = create_agent(Agent(), tools=[], middleware=[middleware], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "bench"}}
     for i in range(turns):
-        ask = f"task {i}: fix src/mod_{i}.py " + "detail " * 80 + "\n" + "x = 1\n" * 200
-        await agent.ainvoke({"messages": [HumanMessage(ask)]}, config)
+        await agent.ainvoke({"messages": [HumanMessage(ask(i))]}, config)
     await middleware.aclose()
+    return added
+
+
+PROMPT_MESSAGES = [("system", "You fix modules."), ("placeholder", "{history}"), ("human", "{ask}")]
+
+
+async def lcel_session(turns: int, agent_seconds: float, early: float | None) -> list[float]:
+    """The session through ``prompt | condense_messages(...) | model`` (``ainvoke``, the
+    caller keeping the history): the transformer's time on the turns it wrote a new digest."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.prompt_values import PromptValue
+    from langchain_core.prompts import ChatPromptTemplate
+
+    from langchain_window_budget import WindowBudgetRunnable, is_digest
+
+    Agent, summarize = langchain_parts(agent_seconds)
+    added: list[float] = []
+    last: list[str] = []
+
+    class Timed(WindowBudgetRunnable):
+        async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            out = await super().ainvoke(input, config, **kwargs)
+            took = time.perf_counter() - start
+            sent = out.to_messages() if isinstance(out, PromptValue) else out
+            digests = [str(m.content) for m in sent if is_digest(m)]
+            if digests and digests[-1] not in last:  # a new digest: this turn compacted
+                added.append(took)
+                last[:] = digests[-1:]
+            return out
+
+    transformer = Timed(
+        model=Agent(),
+        context_window=WINDOW,
+        policy=bench_policy(),
+        summarizer=summarize,
+        precompact=early,
+    )
+    chain = ChatPromptTemplate.from_messages(PROMPT_MESSAGES) | transformer | Agent()
+    config = {"configurable": {"thread_id": "bench"}}
+    history: list[Any] = []
+    for i in range(turns):
+        reply = await chain.ainvoke({"history": history, "ask": ask(i)}, config)
+        history += [HumanMessage(ask(i)), reply]
+    await transformer.aclose()
+    return added
+
+
+async def history_session(turns: int, agent_seconds: float, early: float | None) -> list[float]:
+    """The session through ``RunnableWithMessageHistory`` over ``prompt | model``, its factory
+    a ``CondensingChatMessageHistory`` per request: ``aadd_messages``' time on the writes
+    that rewrote the history."""
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    from langchain_window_budget import CondensingChatMessageHistory
+
+    # LangChain deprecated RunnableWithMessageHistory and the history classes.
+    warnings.filterwarnings("ignore", message=".*deprecated.*", category=DeprecationWarning)
+    Agent, summarize = langchain_parts(agent_seconds)
+    added: list[float] = []
+    model = Agent()
+    policy = bench_policy()
+    stores: dict[str, InMemoryChatMessageHistory] = {}
+
+    class Timed(CondensingChatMessageHistory):
+        async def aadd_messages(self, messages: Any) -> None:
+            start = time.perf_counter()
+            await super().aadd_messages(messages)
+            if self.last_result is not None and self.last_result.changed:
+                added.append(time.perf_counter() - start)
+
+    def factory(session_id: str) -> CondensingChatMessageHistory:
+        return Timed(
+            stores.setdefault(session_id, InMemoryChatMessageHistory()),
+            model=model,
+            context_window=WINDOW,
+            policy=policy,
+            summarizer=summarize,
+            precompact=early,
+            session_id=session_id,
+        )
+
+    chain = RunnableWithMessageHistory(
+        ChatPromptTemplate.from_messages(PROMPT_MESSAGES) | model,  # type: ignore[arg-type]
+        factory,
+        input_messages_key="ask",
+        history_messages_key="history",
+    )
+    config = {"configurable": {"session_id": "bench"}}
+    for i in range(turns):
+        await chain.ainvoke({"ask": ask(i)}, config)
+    await factory("bench").aclose()
     return added
 
 
@@ -151,9 +269,20 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=80)
     parser.add_argument("--agent-seconds", type=float, default=1.0)
     parser.add_argument("--precompact", type=float, default=0.5)
-    parser.add_argument("--langchain", action="store_true", help="through create_agent")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--langchain", action="store_true", help="through create_agent")
+    mode.add_argument("--lcel", action="store_true", help="through prompt | transformer | model")
+    mode.add_argument("--history", action="store_true", help="through RunnableWithMessageHistory")
     args = parser.parse_args()
-    run = agent_session if args.langchain else session
+    run = (
+        agent_session
+        if args.langchain
+        else lcel_session
+        if args.lcel
+        else history_session
+        if args.history
+        else session
+    )
     for name, early in (("off", None), ("on", args.precompact)):
         added = asyncio.run(run(args.turns, args.agent_seconds, early))
         print(

@@ -55,7 +55,7 @@ from window_budget.pipeline import (
     create_condenser,
 )
 
-__all__ = ["ArchiveFn", "LangChainCondenser"]
+__all__ = ["ArchiveFn", "LangChainCondenser", "ahead_name"]
 
 
 class LangChainCondenser:
@@ -369,7 +369,7 @@ class LangChainCondenser:
                     prep.conv.core,
                     force=prep.force,
                     pinned_tokens=prep.pinned_tokens,
-                    conversation=_ahead_name(stored_as, conversation, prep.converted),
+                    conversation=ahead_name(stored_as, conversation, prep.converted),
                     system_prompt=system_prompt,
                 )
             else:
@@ -471,7 +471,7 @@ class LangChainCondenser:
         return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
 
 
-def _ahead_name(
+def ahead_name(
     stored_as: str | None, conversation: Hashable | None, messages: Sequence[BaseMessage]
 ) -> str:
     """The name a conversation's background digest is kept under (its store name if any).

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
+from uuid import UUID
 
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.prompt_values import ChatPromptValue, PromptValue
@@ -19,7 +21,28 @@ from langchain_window_budget._window import OnSummarizerError
 from window_budget.contract import BudgetPolicy
 from window_budget.errors import ConfigError
 
-__all__ = ["TransformerIO", "WindowBudgetRunnable"]
+__all__ = ["CONVERSATION_KEYS", "TransformerIO", "WindowBudgetRunnable", "config_conversation"]
+
+CONVERSATION_KEYS = ("thread_id", "session_id", "conversation_id")
+"""The ``configurable`` keys that name a conversation, the first present wins: LangGraph's
+``thread_id``, ``RunnableWithMessageHistory``'s ``session_id``, and ``conversation_id``."""
+
+
+def config_conversation(config: RunnableConfig | None) -> str | None:
+    """The conversation a run belongs to, named by its config (None: not named there).
+
+    The value (a str, an int or a UUID) of the first of :data:`CONVERSATION_KEYS` in
+    ``config["configurable"]``, as a str; without one, the engine falls back on the first
+    message's id.
+    """
+    configurable = (config or {}).get("configurable")
+    if not isinstance(configurable, Mapping):
+        return None
+    for key in CONVERSATION_KEYS:
+        value = configurable.get(key)
+        if isinstance(value, str | int | UUID) and not isinstance(value, bool) and value != "":
+            return str(value)
+    return None
 
 
 def _as_messages(value: object) -> tuple[Sequence[BaseMessage], bool]:
@@ -58,6 +81,12 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
     than the next input; the transformer therefore never anchors on it (it calls
     ``engine.ignore_usage()``) and counts every message itself.
 
+    What it knows of a conversation between runs (its last conversion, the remembered
+    digest, a background digest with ``precompact``) is kept under the name the run's config
+    gives (``configurable`` ``thread_id``, else ``session_id``, else ``conversation_id``),
+    else under the first message's id: pass one of those when messages carry no ids (a
+    prompt template's do not), or conversations share one background slot.
+
     It is serializable the LangChain way (``dumps`` / ``loads`` from ``langchain_core.load``)
     when its parts are: the chat models must be serializable themselves and the counter a
     name (``None``, ``"tiktoken"``, ``"model"``); a callable counter makes ``to_json``
@@ -86,6 +115,12 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
     """When to condense, in ``SummarizationMiddleware``'s forms (see ``sizes``)."""
     keep: Any = None
     """How much to keep verbatim, in ``SummarizationMiddleware``'s forms."""
+    precompact: float | None = None
+    """Ahead-of-time compaction on the async path (``ainvoke``, ``astream``): once a
+    conversation's prompt passes this fraction of the usable window (below the trigger), the
+    summary of the head the gate would fold is written in the background, and the run that
+    crosses the trigger folds that head with the ready digest. Sets the policy's
+    ``precompact_ratio`` (None keeps the policy's). ``invoke`` stays synchronous."""
 
     _engine: LangChainCondenser = PrivateAttr()
 
@@ -118,6 +153,7 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
             on_summarizer_error=self.on_summarizer_error,
             trigger=self.trigger,
             keep=self.keep,
+            precompact=self.precompact,
         )
         engine.ignore_usage()
         self._engine = engine
@@ -153,15 +189,28 @@ class WindowBudgetRunnable(RunnableSerializable[TransformerIO, TransformerIO]):
         """The same kinds as the input (the input object itself when under budget)."""
         return TransformerIO
 
-    def _apply(self, value: Any) -> Any:
+    def _apply(
+        self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> Any:
         messages, was_prompt = _as_messages(value)
-        result = self._engine.run(messages)
+        result = self._engine.run(messages, conversation=config_conversation(config))
         return self._wrap(value, result, was_prompt)
 
-    async def _aapply(self, value: Any) -> Any:
+    async def _aapply(
+        self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> Any:
         messages, was_prompt = _as_messages(value)
-        result = await self._engine.arun(messages)
+        result = await self._engine.arun(messages, conversation=config_conversation(config))
         return self._wrap(value, result, was_prompt)
+
+    async def aclose(self) -> None:
+        """Cancel the background digests still being written (``precompact``) and wait.
+
+        One conversation's: ``engine.ahead.cancel(name)``, ``name`` being the config's
+        ``thread_id`` / ``session_id`` / ``conversation_id`` (see :func:`config_conversation`).
+        """
+        if self._engine.ahead is not None:
+            await self._engine.ahead.aclose()
 
     @staticmethod
     def _wrap(value: Any, result: LangChainResult, was_prompt: bool) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -55,6 +55,7 @@ def _shared_engine(
     keep: Any = None,
     *,
     remember_digests: bool = True,
+    precompact: float | None = None,
 ) -> LangChainCondenser:
     """One engine per configuration, reused by :func:`condense_messages` calls.
 
@@ -75,6 +76,7 @@ def _shared_engine(
         repr(trigger),
         repr(keep),
         remember_digests,
+        precompact,
     )
     with _ENGINES_LOCK:
         hit = _ENGINES.get(key)
@@ -91,6 +93,7 @@ def _shared_engine(
         on_summarizer_error=on_summarizer_error,
         trigger=trigger,
         keep=keep,
+        precompact=precompact,
     )
     with _ENGINES_LOCK:
         _ENGINES[key] = (objects, engine)
@@ -111,6 +114,7 @@ def condense_messages(
     on_summarizer_error: OnSummarizerError | None = None,
     trigger: TriggerSpec | None = None,
     keep: ContextSize | None = None,
+    precompact: float | None = None,
 ) -> Any:
     """Condense a LangChain transcript, or, without ``messages``, build the LCEL transformer.
 
@@ -119,7 +123,9 @@ def condense_messages(
     objects. Without: returns a :class:`WindowBudgetRunnable` for ``prompt | it | model``.
     ``on_summarizer_error="raise"`` raises ``SummarizerError`` when the summary call fails;
     ``trigger`` / ``keep`` take ``SummarizationMiddleware``'s forms (see
-    :class:`LangChainCondenser`).
+    :class:`LangChainCondenser`). ``precompact`` is the transformer's (ahead-of-time
+    compaction on its async path, see :class:`WindowBudgetRunnable`); a call with
+    ``messages`` is synchronous and never waits on it.
 
     >>> from langchain_core.messages import HumanMessage
     >>> history = [HumanMessage("hello")]
@@ -136,6 +142,7 @@ def condense_messages(
             on_summarizer_error=on_summarizer_error,
             trigger=trigger,
             keep=keep,
+            precompact=precompact,
         )
     engine = _shared_engine(
         model, context_window, policy, counter, summarizer, on_summarizer_error, trigger, keep
@@ -156,10 +163,25 @@ async def acondense_messages(
     on_summarizer_error: OnSummarizerError | None = None,
     trigger: TriggerSpec | None = None,
     keep: ContextSize | None = None,
+    precompact: float | None = None,
+    conversation: Hashable | None = None,
 ) -> Sequence[BaseMessage]:
-    """The async twin of :func:`condense_messages` (messages required)."""
+    """The async twin of :func:`condense_messages` (messages required).
+
+    ``precompact``: ahead-of-time compaction (see :class:`WindowBudgetRunnable`), its
+    background digests kept per ``conversation`` (a thread or session id; else the first
+    message's id names it) in the engine shared by calls with the same settings.
+    """
     engine = _shared_engine(
-        model, context_window, policy, counter, summarizer, on_summarizer_error, trigger, keep
+        model,
+        context_window,
+        policy,
+        counter,
+        summarizer,
+        on_summarizer_error,
+        trigger,
+        keep,
+        precompact=precompact,
     )
-    result = await engine.arun(messages, force=force)
+    result = await engine.arun(messages, force=force, conversation=conversation)
     return messages if not result.changed else list(result.messages)

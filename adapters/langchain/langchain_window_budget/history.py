@@ -28,6 +28,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from langchain_window_budget._engine import ahead_name
 from langchain_window_budget.completer import Summarizer
 from langchain_window_budget.condense import (
     CounterSpec,
@@ -131,11 +132,25 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         engine: the condenser to use; by default one shared by every wrapper built with the
             same model objects and settings, so a wrapper built per request (as
             ``RunnableWithMessageHistory``'s factory does) finds the conversation already
-            known — named by the wrapped history's ``session_id`` when it has one — and a
+            known — named by ``session_id`` (else the wrapped history's own) — and a
             turn costs what was appended. An engine with a memory store
             (``LangChainCondenser(model, memory=LangGraphMemoryStore(store))``) files each
             digest's ledger and folded messages under the ``session_id``, which
             ``recall_tool(store, session_id)`` then reads.
+        precompact: ahead-of-time compaction on the async path (``aadd_messages``): once the
+            history passes this fraction of the usable window (below the trigger), the
+            summary of the head the gate would fold is written in the background, and the
+            write that crosses the trigger folds that head with the ready digest instead of
+            waiting for a summary call; a digest not ready, failed, cancelled or stale (the
+            head changed) is not used and that write summarizes as without it. Kept per
+            ``session_id`` in the shared engine, so wrappers built per request find it.
+            Sets the policy's ``precompact_ratio`` (None keeps the policy's; ignored when
+            ``engine`` is given: the engine's own applies). ``add_messages`` stays
+            synchronous. :meth:`aclose` cancels this session's.
+        session_id: names the conversation when the wrapped history has no ``session_id``
+            of its own (``InMemoryChatMessageHistory`` has none): pass the factory's
+            argument. Without either, the first message's id names it (and histories whose
+            messages carry no ids share one background slot).
 
     ``clear()`` empties the live history only; the archive keeps what it holds. A
     compaction is all or nothing for the caller: the wrapped history's ``clear()`` is
@@ -163,6 +178,8 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         system_prompt_tokens: int = 0,
         engine: LangChainCondenser | None = None,
         on_summarizer_error: OnSummarizerError | None = None,
+        precompact: float | None = None,
+        session_id: str | int | None = None,
     ) -> None:
         self.history = history
         """The wrapped live history."""
@@ -176,9 +193,10 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             summarizer,
             on_summarizer_error,
             remember_digests=False,
+            precompact=precompact,
         )
         """The condenser doing the work."""
-        session = getattr(history, "session_id", None)
+        session = session_id if session_id is not None else getattr(history, "session_id", None)
         self._conversation: Hashable | None = None
         if isinstance(session, str | int) and not isinstance(session, bool):
             # An engine with a memory store files the session under its id (see recall_tool).
@@ -186,6 +204,10 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             self._conversation = (
                 str(session) if stored else ("history", type(history).__qualname__, session)
             )
+        self._ahead_as: str | None = None
+        if self._conversation is not None:
+            stored_as = self.engine.store_name(self._conversation)
+            self._ahead_as = ahead_name(stored_as, self._conversation, ())
         self.system_prompt_tokens = system_prompt_tokens
         """Tokens counted on top of the history (the chain's system prompt)."""
         self._snapshot: list[BaseMessage] | None = None
@@ -266,6 +288,8 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             current = list(await self.history.aget_messages())
             self._publish(current)
             planned = _Planned(self.archive)
+            if self._conversation is None:  # no session_id: the first message's id names it
+                self._ahead_as = ahead_name(None, None, current)
             result = await self.engine.arun(
                 current,
                 extra_pinned_tokens=self.system_prompt_tokens,
@@ -401,6 +425,36 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             yield
         finally:
             self._alock.release()
+
+    # -- ahead-of-time compaction -----------------------------------------------
+
+    def ahead_state(self) -> str:
+        """Where this session's background digest stands (``"none"`` without ``precompact``)."""
+        ahead = self.engine.ahead
+        if ahead is None or self._ahead_as is None:
+            return "none"
+        return ahead.state(self._ahead_as)
+
+    def cancel_ahead(self) -> bool:
+        """Cancel this session's background digest; True when one was being written."""
+        ahead = self.engine.ahead
+        return ahead is not None and self._ahead_as is not None and ahead.cancel(self._ahead_as)
+
+    async def await_ahead(self) -> str:
+        """Wait until this session's background digest ends; its state (never raises)."""
+        ahead = self.engine.ahead
+        if ahead is None or self._ahead_as is None:
+            return "none"
+        return await ahead.wait(self._ahead_as)
+
+    async def aclose(self) -> None:
+        """Cancel this session's background digest and wait for it to stop.
+
+        The engine is shared by every session built with the same settings:
+        ``engine.ahead.aclose()`` stops them all (on shutdown, say).
+        """
+        if self.cancel_ahead():
+            await self.await_ahead()
 
     def clear(self) -> None:
         """Empty the live history (the archive is left alone)."""

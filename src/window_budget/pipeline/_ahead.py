@@ -215,7 +215,7 @@ class AheadCompactor:
     async def wait(self, conversation: str | None = None) -> AheadState:
         """Wait until ``conversation``'s background digest ends; its state (never raises)."""
         job = self._jobs.get(self._name(conversation))
-        if job is not None:
+        if job is not None and _here(job):  # another loop's task: not awaitable here
             await asyncio.wait({job.task})
         return self.state(conversation)
 
