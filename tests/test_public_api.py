@@ -180,6 +180,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "window_budget.pipeline": [
         "AheadCompactor",
+        "AheadState",
         "DEFAULT_POLICY",
         "MASK_MARKER",
         "MessageCategory",

@@ -39,6 +39,7 @@ from langchain_window_budget.condense import (
 )
 from window_budget.contract import BudgetPolicy
 from window_budget.errors import StoreError
+from window_budget.pipeline import AheadState
 from window_budget.stores import check_written
 
 __all__ = ["ArchiveChatMessageHistory", "CondensingChatMessageHistory"]
@@ -428,7 +429,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
 
     # -- ahead-of-time compaction -----------------------------------------------
 
-    def ahead_state(self) -> str:
+    def ahead_state(self) -> AheadState:
         """Where this session's background digest stands (``"none"`` without ``precompact``)."""
         ahead = self.engine.ahead
         if ahead is None or self._ahead_as is None:
@@ -440,7 +441,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
         ahead = self.engine.ahead
         return ahead is not None and self._ahead_as is not None and ahead.cancel(self._ahead_as)
 
-    async def await_ahead(self) -> str:
+    async def await_ahead(self) -> AheadState:
         """Wait until this session's background digest ends; its state (never raises)."""
         ahead = self.engine.ahead
         if ahead is None or self._ahead_as is None:

@@ -6,7 +6,7 @@ In order: the gate (when), the slice (where), masking, summarize (how, in
 
 from __future__ import annotations
 
-from window_budget.pipeline._ahead import AheadCompactor
+from window_budget.pipeline._ahead import AheadCompactor, AheadState
 from window_budget.pipeline._boundary import counted_head, provider_boundary
 from window_budget.pipeline._categories import CLAMP_NOTICE_TYPE as CLAMP_NOTICE_TYPE
 from window_budget.pipeline._categories import DEFAULT_SHARES as DEFAULT_SHARES
@@ -54,6 +54,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "MASK_MARKER",
     "AheadCompactor",
+    "AheadState",
     "MessageCategory",
     "TrimResult",
     "ViewPlan",

@@ -187,6 +187,30 @@ def plot_timeline(timeline: Timeline, path: str | Path | None = None, *, title: 
         linewidth=1.4,
         label=f"trigger limit ({timeline.limit:,.0f})",
     )
+    _draw_firings(ax, timeline)
+    top = max([timeline.window, *timeline.cumulative[-1:], *timeline.context])
+    ax.set_ylim(0, top * 1.08)
+    ax.set_xlim(0.5, max(n, 1) + 0.5)
+    ax.set_xlabel("message")
+    ax.set_ylabel("tokens (estimated)")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    heading = title or "context size as the conversation grows"
+    # The title is often a file name: a ``$`` in it is a dollar sign, not mathtext.
+    ax.set_title(
+        f"{heading}\n{len(timeline.firings)} condensations over {n} messages",
+        fontsize=11,
+        parse_math=False,
+    )
+    ax.grid(alpha=0.25)
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png")
+    return fig
+
+
+def _draw_firings(ax: Any, timeline: Timeline) -> None:
+    """Each firing: a line at its cut, an arrow from the size before to the size after."""
     for k, f in enumerate(timeline.firings):
         ax.axvline(
             f.cut + 0.5,
@@ -211,22 +235,3 @@ def plot_timeline(timeline: Timeline, path: str | Path | None = None, *, title: 
             zorder=5,
             label="gate fires",
         )
-    top = max([timeline.window, *timeline.cumulative[-1:], *timeline.context])
-    ax.set_ylim(0, top * 1.08)
-    ax.set_xlim(0.5, max(n, 1) + 0.5)
-    ax.set_xlabel("message")
-    ax.set_ylabel("tokens (estimated)")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    heading = title or "context size as the conversation grows"
-    # The title is often a file name: a ``$`` in it is a dollar sign, not mathtext.
-    ax.set_title(
-        f"{heading}\n{len(timeline.firings)} condensations over {n} messages",
-        fontsize=11,
-        parse_math=False,
-    )
-    ax.grid(alpha=0.25)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, format="png")
-    return fig
