@@ -388,8 +388,28 @@ def _carried(message: AgentMessage) -> FactLedger | None:
                 return replace(ledger, facts=(*said[:1], *ledger.facts))
         return ledger_from_text(digest_body(message) or "")
     if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
-        return ledger_from_text(message.summary)
+        return _with_names(ledger_from_text(message.summary))
     return None
+
+
+def _with_names(ledger: FactLedger) -> FactLedger:
+    """A summary's ledger read from its text, with the names its lines state as identifiers.
+
+    A summary another tool (or the agent's own model) wrote reads back as notes; they are cut
+    to a line's head or left out first when the digest is short of room, and the names in
+    them (the functions, paths and settings that summary chose to keep) with them. As
+    identifiers they are listed on the compact ``names:`` line instead, ranked by how often
+    they were named.
+    """
+    b = _Builder({f"{f.kind}\x00{f.key}": f for f in ledger.facts}, -1)
+    for fact in ledger.facts:
+        if fact.kind not in ("identifier", "file"):
+            _add_idents(b, fact.text, by_user=False)
+    facts = [
+        f if f.kind != "identifier" else replace(f, source=None, by="digest")
+        for f in b.facts.values()
+    ]
+    return replace(ledger, facts=tuple(facts))
 
 
 def extract_facts(
