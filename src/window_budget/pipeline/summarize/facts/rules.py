@@ -135,7 +135,7 @@ _RELAYED_RE = re.compile(r"^\s*<teammate-message\b", re.IGNORECASE)
 _IDENT_RES: Final = (
     re.compile(r"https?://[^\s)>\]\"'`]+[^\s)>\]\"'`.,;:]"),  # URLs
     re.compile(r"`([^`\n]{2,120})`"),  # spans the writer already marked as code
-    re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+\.\w{1,8}\b"),  # relative and absolute paths
+    re.compile(r"(?<![\w/.-])/?(?:[\w.-]+/)+[\w-]+\.\w{1,8}\b"),  # relative and absolute paths
     re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"),  # ticket ids
     re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b"),  # env vars and constants
     re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"),  # CamelCase names
