@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from window_budget import AssistantMessage, UserMessage
-from window_budget.pipeline.summarize import extract_facts
+from window_budget.budget import count_text
+from window_budget.pipeline.summarize import extract_facts, render_ledger
 
 
 def test_an_absolute_path_in_prose_is_a_name() -> None:
@@ -24,3 +25,17 @@ def test_a_url_is_not_read_again_as_a_path() -> None:
     )
     names = {f.text for f in ledger.of_kind("identifier")}
     assert names == {"https://example.com/guide/intro.html"}
+
+
+def test_a_name_said_again_and_again_outlives_names_said_once() -> None:
+    repeated = [f"Tune{w}Curve" for w in ("Wave", "Lane", "Timer")]
+    msgs: list = [UserMessage("Balance the game's difficulty.")]
+    for _ in range(6):
+        msgs.append(AssistantMessage(" ".join(f"Checked {n} again." for n in repeated)))
+    for i in range(60):  # later, and each named once
+        msgs.append(AssistantMessage(f"Looked at Helper{i}Widget{i} as well."))
+    ledger = extract_facts(msgs)
+    text = render_ledger(ledger, max_tokens=260)
+    assert count_text(text) <= 260
+    assert "identifiers more" in text  # room was short: some names were left out
+    assert all(n in text for n in repeated), text
