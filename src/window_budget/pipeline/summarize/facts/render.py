@@ -33,6 +33,7 @@ from window_budget.pipeline.summarize.facts.text import (
     _relative,
     _sentences,
     code,
+    cut_to_room,
     cut_words,
 )
 
@@ -404,7 +405,10 @@ def render_ledger(
     said = [x for x in _sentences(objective) if _norm_key(x) not in listed]
     if said and len(said) < len(_sentences(objective)):
         objective = " ".join(said) + " (constraints under Guardrails)"
+    whole = objective  # compressed, a pasted log as the objective takes a third at most
     for level in (0, 1, 2, 3, 4):
+        if level == 2:
+            objective = cut_to_room(whole, max_tokens // 3, counter)
         text = _render(objective, _lines(rest, root, level), note, {})
         if count_text(text, counter) <= max_tokens:
             return text

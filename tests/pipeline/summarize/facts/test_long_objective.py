@@ -1,0 +1,47 @@
+"""A pasted log as the session's first user turn: the objective, but not the whole digest."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from window_budget import AssistantMessage, UserMessage
+from window_budget.budget import count_text
+from window_budget.pipeline.summarize import extract_facts, render_ledger
+
+PASTE = "Why does the runner fail? " + " ".join(
+    f"[PASS] probe {i} on /Game/Maps/Main.Main:Level.Actor_{i} -> ok" for i in range(400)
+)
+NAMES = [f"Fix{w}Handler" for w in ("Hop", "Lane", "Timer", "Score", "Pause", "Menu")]
+
+
+def session() -> list:
+    return [
+        UserMessage(PASTE),
+        *(AssistantMessage(f"I changed {n} and rebuilt.") for n in NAMES),
+    ]
+
+
+def test_a_pasted_objective_leaves_room_for_the_other_facts() -> None:
+    text = render_ledger(extract_facts(session()), max_tokens=900)
+    assert count_text(text) <= 900
+    assert "Why does the runner fail?" in text  # the objective's head stays
+    assert all(n in text for n in NAMES), text
+
+
+def test_a_short_objective_is_never_cut() -> None:
+    ask = "Port the billing service to the ledger API and keep the CSV export working."
+    msgs = [UserMessage(ask), *(AssistantMessage(f"Checked Part{i}Name.") for i in range(200))]
+    text = render_ledger(extract_facts(msgs), max_tokens=300)
+    assert ask in text
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=40, max_value=3000), st.integers(min_value=200, max_value=2000))
+def test_the_objective_takes_a_third_at_most_once_compressed(words: int, budget: int) -> None:
+    objective = " ".join(f"word{i}" for i in range(words))
+    msgs = [UserMessage(objective), *(AssistantMessage(f"Checked Part{i}Name.") for i in range(80))]
+    text = render_ledger(extract_facts(msgs), max_tokens=budget)
+    assert count_text(text) <= budget
+    head = text.split("# Objective\n", 1)[1].split("\n\n# ", 1)[0]
+    assert head == objective or count_text(head) <= budget // 3 + 2
