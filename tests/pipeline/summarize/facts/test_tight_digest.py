@@ -1,11 +1,11 @@
-"""A pasted log as the session's first user turn: the objective, but not the whole digest."""
+"""Room for the other facts in a tight digest: a pasted log as the objective, open errors' labels."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from window_budget import AssistantMessage, UserMessage
+from window_budget import AssistantMessage, ToolCallBlock, ToolResultMessage, UserMessage
 from window_budget.budget import count_text
 from window_budget.pipeline.summarize import extract_facts, render_ledger
 
@@ -45,3 +45,27 @@ def test_the_objective_takes_a_third_at_most_once_compressed(words: int, budget:
     assert count_text(text) <= budget
     head = text.split("# Objective\n", 1)[1].split("\n\n# ", 1)[0]
     assert head == objective or count_text(head) <= budget // 3 + 2
+
+
+def failing_steps(n: int) -> list:
+    out: list = []
+    for i in range(n):
+        cmd = (
+            f"cd /home/dev/acme/services/billing && make release-{i} "
+            "PROFILE=production-eu-west-1 VERBOSE=1 --keep-going --jobs=8 --output-sync=target"
+        )
+        out += [
+            AssistantMessage((ToolCallBlock(f"c{i}", "Bash", {"command": cmd}),)),
+            ToolResultMessage(f"c{i}", "Bash", f"Error: target release-{i} failed", is_error=True),
+        ]
+    return out
+
+
+def test_open_errors_at_the_tightest_level_show_the_command_not_the_cd() -> None:
+    msgs = [UserMessage("Ship the release."), *failing_steps(12)]
+    msgs += [AssistantMessage(f"Looked at Part{i}Name.") for i in range(40)]
+    text = render_ledger(extract_facts(msgs), max_tokens=700)
+    assert count_text(text) <= 700
+    stuck = text.split("## Stuck\n", 1)[1].split("\n\n", 1)[0]
+    assert "make release-0" in stuck and "release-11" in stuck  # every open error stays
+    assert "cd /home/dev/acme" not in stuck  # the ledger keeps it; the line need not
