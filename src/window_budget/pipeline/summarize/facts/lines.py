@@ -71,8 +71,11 @@ _CD_RE = re.compile(r"^cd (?:\"[^\"]*\"|'[^']*'|\S+)\s*(?:&&|;)\s*")
 
 
 def _step_label(label: str) -> str:
-    """A failed command's label, tightest: without its leading ``cd <dir> &&`` (the ledger
-    keeps the whole command), within 80 characters; any other step's label as it is."""
+    """A failed command's label at the tightest level, within 80 characters.
+
+    Without its leading ``cd <dir> &&`` (the ledger keeps the whole command); any other
+    step's label as it is.
+    """
     match = re.fullmatch(r"`([^`]+)`(.*)", label)
     if match is None:
         return label
