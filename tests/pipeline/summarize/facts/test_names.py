@@ -39,3 +39,20 @@ def test_a_name_said_again_and_again_outlives_names_said_once() -> None:
     assert count_text(text) <= 260
     assert "identifiers more" in text  # room was short: some names were left out
     assert all(n in text for n in repeated), text
+
+
+def test_a_bare_snake_case_name_is_a_name_as_a_camel_case_one_is() -> None:
+    ledger = extract_facts(
+        [
+            UserMessage("Make the test discovery strict."),
+            AssistantMessage(
+                "Set python_files and python_classes in pytest.ini, like LoaderConfig does; "
+                "specs/apple_books/library_spec.py keeps its name and so does list_books()."
+            ),
+        ]
+    )
+    names = {f.text for f in ledger.of_kind("identifier")}
+    assert {"python_files", "python_classes", "LoaderConfig"} <= names
+    assert "specs/apple_books/library_spec.py" in names
+    assert "list_books()" in names
+    assert not names & {"apple_books", "library_spec", "list_books"}  # parts of other names

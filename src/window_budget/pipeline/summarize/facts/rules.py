@@ -140,6 +140,7 @@ _IDENT_RES: Final = (
     re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b"),  # env vars and constants
     re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"),  # CamelCase names
     re.compile(r"\b[a-z_][a-z0-9]*(?:_[a-z0-9]+)+\(\)"),  # snake_case() function names
+    re.compile(r"(?<![\w/.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/(-]|\.\w)"),  # snake_case names
     re.compile(r"\bv?\d+\.\d+\.\d+(?:[-.][\w.]+)?\b"),  # versions
     re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),  # commit shas
 )
