@@ -70,3 +70,18 @@ def test_open_errors_at_the_tightest_level_show_the_command_not_the_cd() -> None
     assert "make release-0" in stuck  # every open error stays
     assert "release-11" in stuck
     assert "cd /home/dev/acme" not in stuck  # the ledger keeps it; the line need not
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.from_regex(r"/[a-z]{1,8}/[a-z]{1,8}\.[a-z]{2,4}", fullmatch=True))
+def test_a_lone_absolute_path_at_the_tightest_level_renders(path: str) -> None:
+    # It used to climb to "/" and stay there: "/" is its own directory.
+    msgs = [
+        UserMessage("Fix the hosts."),
+        AssistantMessage((ToolCallBlock("c1", "Edit", {"file_path": path}),)),
+        ToolResultMessage("c1", "Edit", "ok"),
+        *(AssistantMessage(f"Looked at Part{i}Name.") for i in range(300)),
+    ]
+    text = render_ledger(extract_facts(msgs), max_tokens=300)
+    assert count_text(text) <= 300
+    assert path in text

@@ -188,7 +188,8 @@ def _grouped_files(
                 continue  # it has gathered files from below meanwhile
             parent = posixpath.dirname(directory)
             while parent and len(by_dir.get(parent, ())) < 2:
-                parent = posixpath.dirname(parent)
+                up = posixpath.dirname(parent)
+                parent = "" if up == parent else up  # "/" is its own dirname
             if parent:
                 by_dir[parent].extend(by_dir.pop(directory))
     for directory, group in by_dir.items():
