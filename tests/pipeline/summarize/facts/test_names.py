@@ -56,3 +56,18 @@ def test_a_bare_snake_case_name_is_a_name_as_a_camel_case_one_is() -> None:
     assert "specs/apple_books/library_spec.py" in names
     assert "list_books()" in names
     assert not names & {"apple_books", "library_spec", "list_books"}  # parts of other names
+
+
+def test_the_names_in_a_list_the_agent_wrote_are_names() -> None:
+    ledger = extract_facts(
+        [
+            UserMessage("Wire the materials."),
+            AssistantMessage(
+                "Done so far:\n- Added `FlatColorMaterial` to HazardBase\n"
+                "- Load it in the constructor of GroundBuilder\n- Set bJustLanded in FinishHop()"
+            ),
+        ]
+    )
+    names = {f.text for f in ledger.of_kind("identifier")}
+    assert {"FlatColorMaterial", "HazardBase", "GroundBuilder", "FinishHop"} <= names
+    assert ledger.of_kind("plan")  # the list is still read as a plan too

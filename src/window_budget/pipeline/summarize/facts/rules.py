@@ -299,6 +299,7 @@ def _on_prose(b: _Builder, text: str) -> None:
             b.put("plan", _norm_key(step), one_line(step), status="open")
     for sentence in _sentences(text):
         if _PLAN_LINE_RE.match(sentence) and len(steps) >= 2:
+            _add_idents(b, sentence, by_user=False)  # a list item's names are names too
             continue
         if _MUSING_RE.match(sentence) or sentence.endswith("?"):
             continue  # thinking aloud: neither a decision nor a source of names
