@@ -405,15 +405,17 @@ def render_ledger(
     said = [x for x in _sentences(objective) if _norm_key(x) not in listed]
     if said and len(said) < len(_sentences(objective)):
         objective = " ".join(said) + " (constraints under Guardrails)"
-    whole = objective  # compressed, a pasted log as the objective takes a third at most
     for level in (0, 1, 2, 3, 4):
-        if level == 2:
-            objective = cut_to_room(whole, max_tokens // 3, counter)
         text = _render(objective, _lines(rest, root, level), note, {})
         if count_text(text, counter) <= max_tokens:
             return text
-    # Evict: estimate each fact's share of its line, drop until the estimate fits, check.
+    # Before any fact leaves, a long objective (a pasted log) yields room, down to a third.
     lines = _lines(rest, root, 4)
+    room = max_tokens - count_text(_render("", lines, note, {}), counter)
+    objective = cut_to_room(objective, max(max_tokens // 3, room), counter)
+    if count_text(text := _render(objective, lines, note, {}), counter) <= max_tokens:
+        return text
+    # Evict: estimate each fact's share of its line, drop until the estimate fits, check.
     share: dict[int, float] = {}
     for line in lines:
         cost = count_text(f"- {line.text}\n", counter)
