@@ -65,7 +65,7 @@ def _call_args(name: str, target: str) -> dict[str, object]:
 # ------------------------------------------------------------------ Markdown export
 
 _MD_TURN = re.compile(r"^## (User|Assistant) \((?:[^)]*)\)\s*$", re.MULTILINE)
-_MD_TOOL = re.compile(r"^- \*\*Used (\w+)\*\*(?::\s*(.+)| (?:on|for) `([^`]+)`.*)?$")
+_MD_TOOL = re.compile(r"^- \*\*Used (\w+)\*\*(?::\s*(.+)| (?:on|for) (?:`([^`]+)`.*|(.+)))?$")
 
 
 def markdown_session(text: str) -> list[AgentMessage]:
@@ -89,8 +89,9 @@ def markdown_session(text: str) -> list[AgentMessage]:
                 prose.append(line)
                 continue
             n += 1
-            name, described, target = tool.groups()
-            calls.append(ToolCallBlock(f"md{n}", name, _call_args(name, target or described or "")))
+            name, described, target, plain = tool.groups()
+            said = target or described or plain or ""  # "on `path`", ": text" or "on task 5"
+            calls.append(ToolCallBlock(f"md{n}", name, _call_args(name, said)))
         blocks = [TextBlock("\n".join(prose).strip())] if "".join(prose).strip() else []
         if blocks or calls:
             out.append(AssistantMessage((*blocks, *calls)))

@@ -67,10 +67,26 @@ def error_key(line: str) -> str:
     return head
 
 
+_CD_RE = re.compile(r"^cd (?:\"[^\"]*\"|'[^']*'|\S+)\s*(?:&&|;)\s*")
+
+
+def _step_label(label: str) -> str:
+    """A failed command's label at the tightest level, within 80 characters.
+
+    Without its leading ``cd <dir> &&`` (the ledger keeps the whole command); any other
+    step's label as it is.
+    """
+    match = re.fullmatch(r"`([^`]+)`(.*)", label)
+    if match is None:
+        return label
+    return code(cut_words(_CD_RE.sub("", match.group(1)), 80)) + match.group(2)
+
+
 def _error_text(fact: Fact, *, short: bool, level: int = 0) -> str:
     if level >= 4:  # tightest: the step, the error's distinguishing part, one line
         label, sep, line = fact.text.partition(" failed: ")
         if sep:
+            label = _step_label(label)
             times = f" {fact.count}x" if fact.count > 1 else ""
             if fact.status == "resolved":
                 return f"{label}: {error_key(line)} — resolved"
@@ -172,7 +188,8 @@ def _grouped_files(
                 continue  # it has gathered files from below meanwhile
             parent = posixpath.dirname(directory)
             while parent and len(by_dir.get(parent, ())) < 2:
-                parent = posixpath.dirname(parent)
+                up = posixpath.dirname(parent)
+                parent = "" if up == parent else up  # "/" is its own dirname
             if parent:
                 by_dir[parent].extend(by_dir.pop(directory))
     for directory, group in by_dir.items():

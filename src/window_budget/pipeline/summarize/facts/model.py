@@ -232,6 +232,8 @@ def _eviction_order(facts: list[Fact], cost: Mapping[int, float] | None = None) 
         # Priority first, but age counts: a fact from the latest stretch gains up to 12
         # points, so old plan steps leave before this stretch's commands do.
         score = _priority(f) + 12 * max(f.last, 0) / latest
+        if f.kind == "identifier":  # a name said again and again outranks one said once
+            score += min(_REPEAT_CAP, _REPEAT_WEIGHT * math.log2(max(f.count, 1)))
         if cost is not None:
             score -= _COST_WEIGHT * math.log2(1 + cost.get(id(f), 1.0))
         return (score, f.last, f.first, f.key)
@@ -250,6 +252,10 @@ def _eviction_order(facts: list[Fact], cost: Mapping[int, float] | None = None) 
 
 _COST_WEIGHT: Final = 4.0
 """Priority points a fact loses per doubling of the tokens its line takes."""
+_REPEAT_WEIGHT: Final = 4.0
+"""Priority points an identifier gains per doubling of how often it was named."""
+_REPEAT_CAP: Final = 12.0
+"""At most this many: a name said sixteen times still ranks below an open error."""
 
 
 def _capped(ledger: FactLedger) -> FactLedger:

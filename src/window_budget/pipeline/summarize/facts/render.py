@@ -33,6 +33,7 @@ from window_budget.pipeline.summarize.facts.text import (
     _relative,
     _sentences,
     code,
+    cut_to_room,
     cut_words,
 )
 
@@ -408,8 +409,13 @@ def render_ledger(
         text = _render(objective, _lines(rest, root, level), note, {})
         if count_text(text, counter) <= max_tokens:
             return text
-    # Evict: estimate each fact's share of its line, drop until the estimate fits, check.
+    # Before any fact leaves, a long objective (a pasted log) yields room, down to a third.
     lines = _lines(rest, root, 4)
+    room = max_tokens - count_text(_render("", lines, note, {}), counter)
+    objective = cut_to_room(objective, max(max_tokens // 3, room), counter)
+    if count_text(text := _render(objective, lines, note, {}), counter) <= max_tokens:
+        return text
+    # Evict: estimate each fact's share of its line, drop until the estimate fits, check.
     share: dict[int, float] = {}
     for line in lines:
         cost = count_text(f"- {line.text}\n", counter)

@@ -30,6 +30,7 @@ from window_budget.pipeline.summarize.facts.model import (
     _Builder,
     _capped,
 )
+from window_budget.pipeline.summarize.facts.names import _add_idents, _with_names
 from window_budget.pipeline.summarize.facts.serial import ledger_from_json, ledger_from_text
 from window_budget.pipeline.summarize.facts.text import (
     _PLAN_LINE_RE,
@@ -132,18 +133,6 @@ _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL |
 # as the agents' own prose does; it states no objective, ask or rule of the user's.
 _RELAYED_RE = re.compile(r"^\s*<teammate-message\b", re.IGNORECASE)
 
-_IDENT_RES: Final = (
-    re.compile(r"https?://[^\s)>\]\"'`]+[^\s)>\]\"'`.,;:]"),  # URLs
-    re.compile(r"`([^`\n]{2,120})`"),  # spans the writer already marked as code
-    re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+\.\w{1,8}\b"),  # relative and absolute paths
-    re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b"),  # ticket ids
-    re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b"),  # env vars and constants
-    re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"),  # CamelCase names
-    re.compile(r"\b[a-z_][a-z0-9]*(?:_[a-z0-9]+)+\(\)"),  # snake_case() function names
-    re.compile(r"\bv?\d+\.\d+\.\d+(?:[-.][\w.]+)?\b"),  # versions
-    re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),  # commit shas
-)
-
 
 # A block a reader or adapter serialised (an unknown content block, a document, extra
 # metadata: ``{"type": ...}`` or ``[metadata] {...}``) was attached to the turn, not typed:
@@ -188,17 +177,6 @@ def _user_text(message: UserMessage) -> str:
 
 
 # ------------------------------------------------------------------ extraction
-
-
-def _add_idents(b: _Builder, text: str, *, by_user: bool) -> None:
-    for pattern in _IDENT_RES:
-        for match in pattern.finditer(text):
-            value = one_line(match.group(1) if pattern.groups else match.group(0))
-            if len(value) < 3 or value.lower() in ("none", "n/a"):
-                continue
-            old = b.get("identifier", value)
-            status = "user" if by_user or (old is not None and old.status == "user") else "agent"
-            b.put("identifier", value, value, status=status, by="user" if by_user else "assistant")
 
 
 def _tool_target(call: ToolCallBlock) -> tuple[str, str | None]:
@@ -298,6 +276,7 @@ def _on_prose(b: _Builder, text: str) -> None:
             b.put("plan", _norm_key(step), one_line(step), status="open")
     for sentence in _sentences(text):
         if _PLAN_LINE_RE.match(sentence) and len(steps) >= 2:
+            _add_idents(b, sentence, by_user=False)  # a list item's names are names too
             continue
         if _MUSING_RE.match(sentence) or sentence.endswith("?"):
             continue  # thinking aloud: neither a decision nor a source of names
@@ -388,7 +367,7 @@ def _carried(message: AgentMessage) -> FactLedger | None:
                 return replace(ledger, facts=(*said[:1], *ledger.facts))
         return ledger_from_text(digest_body(message) or "")
     if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
-        return ledger_from_text(message.summary)
+        return _with_names(ledger_from_text(message.summary))
     return None
 
 

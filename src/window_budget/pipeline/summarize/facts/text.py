@@ -10,7 +10,10 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["code", "cut_words", "one_line", "workspace_root"]
+from window_budget.budget._estimate import count_text
+from window_budget.contract import TokenCounter
+
+__all__ = ["code", "cut_to_room", "cut_words", "one_line", "workspace_root"]
 
 _PLAN_LINE_RE = re.compile(r"^\s*(?:\d+[.)]|[-*•]|- \[ \])\s+(.+)$")
 _SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -38,6 +41,18 @@ def cut_words(text: str, limit: int) -> str:
     if end <= 4 * limit:  # keep the word whole: it may be a path
         return text[:end] + (" …" if end < len(text) else "")
     return text[: 4 * limit] + "…"  # one "word" that long is not a path
+
+
+def cut_to_room(text: str, room: int, counter: TokenCounter | None = None) -> str:
+    """``text`` cut at a word boundary (:func:`cut_words`) to about ``room`` tokens."""
+    size = count_text(text, counter)
+    chars = len(text) * room // max(size, 1)
+    while size > room and chars > 40:
+        cut = cut_words(text, chars)
+        if count_text(cut, counter) <= room:
+            return cut
+        chars = chars * 7 // 8
+    return text if size <= room else cut_words(text, 40)
 
 
 def code(text: str) -> str:
