@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from window_budget.budget._estimate import count_text
+from window_budget.budget import count_text
 from window_budget.contract import TokenCounter
 
 __all__ = ["code", "cut_to_room", "cut_words", "one_line", "workspace_root"]
