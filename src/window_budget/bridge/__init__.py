@@ -1,14 +1,15 @@
 """What both framework adapters share: native messages in, core messages out, and back.
 
 An adapter supplies a small :class:`Codec` — how to fingerprint, convert and recognise
-its framework's messages — and this module does the rest the same way for every
-framework: a process-wide conversion cache keyed by *content* (equal messages rebuilt
-as new objects every turn, by a checkpointer or a per-request memory, convert once per
-process), the count of pinned leading system messages, one digest record carried under
-one key with every :class:`~window_budget.messages.DigestMessage` field, one registry
-of named token counters, the walk that maps the core's result back onto native messages
-(:func:`map_result`) and the completer pair built from a framework's model calls
-(:func:`make_completers`). Nothing here imports a framework.
+its framework's messages — and this package does the rest the same way for every
+framework, a module a concern: a process-wide conversion cache keyed by *content* (equal
+messages rebuilt as new objects every turn, by a checkpointer or a per-request memory, convert
+once per process) and the count of pinned leading system messages (``codec``), digests
+remembered by the head they folded (``digests``), the completer pair built from a framework's
+model calls (``completers``), the walk that maps the core's result back onto native messages
+(``results``), one registry of named token counters (``counters``) and what the two memory
+stores and recall tools share (``stores``). The digest record it hands on comes from
+:mod:`window_budget.digest`. Nothing here imports a framework.
 """
 
 from __future__ import annotations
