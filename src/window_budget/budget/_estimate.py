@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 
 from window_budget.contract import TokenCounter
@@ -196,6 +197,12 @@ _ACCENTED = 200  # one accented letter in this many marks a language other than 
 _UNBROKEN = 8  # letters are more than 7 bytes in 8: runs longer than English words
 _PIECES_MIN_CHARS = 8  # below this, ASCII text is costed by characters alone
 _SWITCHES = (b"a0", b"0a", b"A0", b"0A")
+_ID_RUN = re.compile(rb"[A-Za-z0-9_+/=-]{16,}")
+"""A run long enough to be an id, a hash or base64 rather than a word."""
+_ID_CHARS_PER_TOKEN = 1.65  # random ids and base64: cl100k_base splits them every 1.5-2 chars
+_LOWER_RUN = re.compile(rb"[a-z]+")
+_UPPER_LETTER = re.compile(rb"[A-Z]")
+_DIGIT_CHAR = re.compile(rb"[0-9]")
 
 
 def text_tokens(text: str, chars_per_token: float = FLOOR_CHARS_PER_TOKEN) -> float:
@@ -221,13 +228,8 @@ def text_tokens(text: str, chars_per_token: float = FLOOR_CHARS_PER_TOKEN) -> fl
     c = raw.translate(_CLASSES)
     count = c.count
     lower, upper, digits, punct = count(b"a"), count(b"A"), count(b"0"), count(b".")
-    shape = (
-        _LOWER * lower
-        + _UPPER * upper
-        + _DIGIT * digits
-        + _PUNCT * punct
-        + _CASE * (count(b"aA") + count(b"Aa"))
-    )
+    switches = count(b"aA") + count(b"Aa")
+    shape = _LOWER * lower + _UPPER * upper + _DIGIT * digits + _PUNCT * punct + _CASE * switches
     if digits:  # letter/digit alternation (hashes, base64, ids) splits into many tokens
         shape += _SWITCH * sum(map(count, _SWITCHES))
     if not ascii_only:
@@ -244,11 +246,36 @@ def text_tokens(text: str, chars_per_token: float = FLOOR_CHARS_PER_TOKEN) -> fl
         # rule holds there.
         base = max(base, n / CHARS_PER_TOKEN)
     best = max(base, shape)
+    if (digits or switches) and lower + upper:
+        best = max(best, _dense_runs(raw, n, chars_per_token))
     # Every piece starts at a byte that is not a letter, and each kind of piece has a bound
     # below: when even that bound cannot win, the pieces are not counted at all.
     if _PIECES * (len(raw) - lower - upper + punct + 2 * count(b"n") + 2 * digits) <= best:
         return best
     return max(best, _PIECES * _pieces(raw, c, digits, punct))
+
+
+def _dense_runs(raw: bytes, n: int, chars_per_token: float) -> float:
+    """A floor for text holding ids, hashes or base64: such a run costs a token per 1.65 chars.
+
+    A run counts when it mixes letters with digits, or changes case between short lowercase
+    stretches (base64, random ids: under 4.5 letters on average); a camelCase name's words are
+    longer, a path changes case rarely, a number has no letters. Characters outside the runs
+    cost what the plain floor says.
+    """
+    dense = 0
+    for match in _ID_RUN.finditer(raw):
+        run = match.group()
+        lowers = _LOWER_RUN.findall(run)
+        if not lowers and not _UPPER_LETTER.search(run):
+            continue  # a number, or punctuation: no letters
+        if _DIGIT_CHAR.search(run) or (
+            _UPPER_LETTER.search(run)
+            and len(lowers) > 1
+            and sum(map(len, lowers)) < 4.5 * len(lowers)
+        ):
+            dense += len(run)
+    return dense / _ID_CHARS_PER_TOKEN + (n - dense) / chars_per_token
 
 
 def _pieces(raw: bytes, classes: bytes, digits: int, punct: int) -> float:
