@@ -205,7 +205,6 @@ PINNED: dict[str, list[str]] = {
     ],
     "window_budget.pipeline.summarize": [
         "CONDENSER_BRIEF",
-        "DigestAudit",
         "FactLedger",
         "SUMMARY_TAGS",
         "build_local_digest",

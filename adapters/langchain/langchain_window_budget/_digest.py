@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from window_budget import bridge
-from window_budget.pipeline.summarize import DigestAudit
+from window_budget.contract import DigestAudit
 
 __all__ = [
     "DIGEST_KEY",

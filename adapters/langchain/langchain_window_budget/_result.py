@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_window_budget._convert import Converted
-from window_budget.contract import CondenseResult
-from window_budget.pipeline.summarize import DigestAudit
+from window_budget.contract import CondenseResult, DigestAudit
 
 __all__ = ["HeadView", "LangChainResult", "Prepared"]
 

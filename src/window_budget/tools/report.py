@@ -29,7 +29,7 @@ from window_budget.budget import (
     message_parts,
     session_cost,
 )
-from window_budget.contract import BudgetPolicy, Model, TokenCounter
+from window_budget.contract import BudgetPolicy, DigestAudit, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage
 from window_budget.pipeline import (
@@ -39,7 +39,6 @@ from window_budget.pipeline import (
     classify_message,
     resolve_shares,
 )
-from window_budget.pipeline.summarize import DigestAudit
 
 __all__ = [
     "UsageReport",

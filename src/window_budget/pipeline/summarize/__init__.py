@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from window_budget.pipeline._cut import cut_to_tokens
 from window_budget.pipeline.summarize._audit import PINNED_HEADING as PINNED_HEADING
-from window_budget.pipeline.summarize._audit import DigestAudit
 from window_budget.pipeline.summarize._audit import audit_digest as audit_digest
 from window_budget.pipeline.summarize._audit import check_digest as check_digest
 from window_budget.pipeline.summarize._audit import mentions as mentions
@@ -57,7 +56,6 @@ from window_budget.pipeline.summarize.facts import pin_priority as pin_priority
 __all__ = [
     "CONDENSER_BRIEF",
     "SUMMARY_TAGS",
-    "DigestAudit",
     "FactLedger",
     "build_local_digest",
     "condense_scope",

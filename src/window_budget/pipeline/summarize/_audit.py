@@ -37,7 +37,6 @@ from window_budget.pipeline.summarize.facts import (
 
 __all__ = [
     "PINNED_HEADING",
-    "DigestAudit",
     "audit_digest",
     "check_digest",
     "is_floor_fact",

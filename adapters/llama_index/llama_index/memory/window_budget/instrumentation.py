@@ -19,7 +19,7 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index_instrumentation import get_dispatcher  # what llama_index.core re-exports
 from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
 
-from window_budget.pipeline.summarize import DigestAudit
+from window_budget.contract import DigestAudit
 
 __all__ = ["SUMMARY_TAG", "Compaction", "CompactionEvent", "dispatcher", "summary_call"]
 
