@@ -246,7 +246,12 @@ def text_tokens(text: str, chars_per_token: float = FLOOR_CHARS_PER_TOKEN) -> fl
         # rule holds there.
         base = max(base, n / CHARS_PER_TOKEN)
     best = max(base, shape)
-    if (digits or switches) and lower + upper:
+    if (
+        (digits or switches)
+        and lower + upper
+        and (len(raw) - lower - upper - digits) * _UNBROKEN < len(raw)
+    ):
+        # Text that is mostly one unbroken id, hash or base64 blob: cost its runs as such.
         best = max(best, _dense_runs(raw, n, chars_per_token))
     # Every piece starts at a byte that is not a letter, and each kind of piece has a bound
     # below: when even that bound cannot win, the pieces are not counted at all.
