@@ -25,9 +25,11 @@ summary calls, peak and mean prompt, requests over the window and the planted fa
 the final request; medians over the seeds. JSON goes to ``bench/results/session_cost.json``
 (``session_cost_quick.json`` with ``--quick``).
 
-Strategies, as users set them: window-budget's ``WindowBudgetMiddleware`` with the default
-policy, the policy before the cache-aware one (``old defaults``), ``trigger 0.5`` (half the
-window, no ceiling), ceilings of 16k and 32k, masking off, masking at the old 0.8 target;
+Strategies, as users set them: window-budget's ``WindowBudgetMiddleware`` with its defaults
+(the prompt ceiling, the middleware's in-process memory store for the run's thread), the same
+policy without a memory store (``memory=None``), 75 % of the window
+(``cache_aware=False``), ``trigger 0.5`` (half the window, no ceiling), ceilings of 16k and
+32k, masking off, masking at the 0.8 target;
 ``SummarizationMiddleware`` with deepagents' settings (fire at 85 %, keep 10 % in tokens), with
 and without ``trim_tokens_to_summarize``; ``ContextEditingMiddleware(ClearToolUsesEdit(keep=3))``
 firing at 100k or 75 % of a smaller window; ``trim_messages`` keeping the last 75 % of the window
@@ -112,7 +114,9 @@ def strategies(window: int) -> dict[str, Callable[[Any, Any], list[Any]]]:
         return replace(base, prompt_ceiling=tokens, **kw)
 
     def ours(
-        policy: BudgetPolicy | None = None, mask_target: float | None = None
+        policy: BudgetPolicy | None = None,
+        mask_target: float | None = None,
+        memory: Callable[[], Any] | None = None,
     ) -> Callable[[Any, Any], list[Any]]:
         def make(agent: Any, summarizer: Any) -> list[Any]:
             if mask_target is not None:
@@ -124,7 +128,7 @@ def strategies(window: int) -> dict[str, Callable[[Any, Any], list[Any]]]:
                     policy=policy,
                     summarizer=summarizer,
                     system_prompt=SYSTEM_PROMPT,
-                    memory=None,
+                    **({} if memory is None else {"memory": memory()}),
                 )
             ]
 
@@ -134,7 +138,8 @@ def strategies(window: int) -> dict[str, Callable[[Any, Any], list[Any]]]:
     trigger, keep = ("tokens", int(window * 0.85)), ("tokens", int(window * 0.10))
     return {
         "ours: defaults": ours(),
-        "ours: old defaults": ours(_old_defaults(window), 0.8),
+        "ours: ceiling, no memory store": ours(base, memory=lambda: None),
+        "ours: 75 % of the window": ours(BudgetPolicy.for_window(window, cache_aware=False)),
         "ours: trigger 0.5": ours(replace(base, trigger_ratio=0.5, prompt_ceiling=None)),
         "ours: ceiling 16k": ours(ceiling(16_000)),
         "ours: ceiling 32k": ours(ceiling(32_000)),
@@ -170,20 +175,6 @@ EXPLORE: dict[str, Any] = {}
 MASK_TARGETS: list[float] = []
 
 
-def _old_defaults(window: int) -> Any:
-    """``BudgetPolicy.for_window`` before the cache-aware policy (0.75 of any window)."""
-    from window_budget import BudgetPolicy
-
-    reserve = min(2048, window // 8)
-    limit = (window - reserve) * 0.75
-    return BudgetPolicy(
-        trigger_ratio=0.75,
-        reserve_tokens=reserve,
-        keep_recent=max(1, min(6000, int(limit * 0.35))),
-        digest_max_tokens=max(64, int(limit * 0.2)) if limit * 0.2 < 2000 else None,
-    )
-
-
 # ---------------------------------------------------------------- one run
 
 
@@ -207,20 +198,21 @@ def run_session(
         system_prompt=SYSTEM_PROMPT,
         middleware=make_middleware(agent_model, summarizer),
     )
-    import window_budget.pipeline._condenser as condenser
+    import window_budget.pipeline._mask as mask
 
-    saved = condenser.MASK_TARGET
-    if MASK_TARGETS:
-        condenser.MASK_TARGET = MASK_TARGETS[-1]
+    saved = mask.MASK_TARGET, mask.MASK_TARGET_UNCAPPED
+    if MASK_TARGETS:  # a variant's masking target, whichever policy it runs under
+        mask.MASK_TARGET = mask.MASK_TARGET_UNCAPPED = MASK_TARGETS[-1]  # type: ignore[misc]
     try:
         messages: list[Any] = []
         for turn in turns:
             state = agent.invoke(
-                {"messages": [*messages, HumanMessage(turn.ask)]}, {"recursion_limit": 10_000}
+                {"messages": [*messages, HumanMessage(turn.ask)]},
+                {"recursion_limit": 10_000, "configurable": {"thread_id": "session"}},
             )
             messages = state["messages"]
     finally:
-        condenser.MASK_TARGET = saved
+        mask.MASK_TARGET, mask.MASK_TARGET_UNCAPPED = saved  # type: ignore[misc]
     return log
 
 

@@ -93,7 +93,7 @@ class BudgetPolicy:
     """The gate also fires once the transcript, beyond the pinned system prompt, passes this
     many tokens, whatever the window: every request re-sends the prompt, billed even where
     the provider's cache serves it, so the working prompt need not grow with the window.
-    None: only ``trigger_ratio`` (``for_window(..., cache_aware=True)`` sets one)."""
+    None: only ``trigger_ratio`` (``for_window`` sets one unless ``cache_aware=False``)."""
 
     def __post_init__(self) -> None:
         ratio = self.trigger_ratio
@@ -165,25 +165,28 @@ class BudgetPolicy:
 
     @classmethod
     def for_window(
-        cls, context_window: int, *, output_reserved: bool = False, cache_aware: bool = False
+        cls, context_window: int, *, output_reserved: bool = False, cache_aware: bool = True
     ) -> BudgetPolicy:
         """The default policy scaled to ``context_window``, for both adapters when none is given.
 
-        The gate fires at 75 % of the usable window. The tail is about a third of the limit and
-        the digest at most a fifth, so the history has room to grow before the next compaction.
-        ``output_reserved``: nothing more reserved.
+        It fires at 75 % of the usable window, or once the transcript passes
+        :data:`PROMPT_CEILING` tokens plus 1 % of the window (room for the digest's record)
+        beside the system prompt (``prompt_ceiling``), whichever comes first: a long session
+        is billed for the prompt it re-sends on every call, cached or not, so in a large window
+        it fires rarely and lands low rather than filling the window (1.0-1.2x the cheapest
+        strategy at 32k-1M windows in ``bench/bench_session_cost.py``, where filling 75 % of
+        the window cost 1.3-6.2x; ``docs/benchmarks.md``). The tail is about a third of the
+        limit and the digest at most a fifth, so the history has room to grow before the next
+        compaction. The facts many compactions would push out of a small digest stay in the
+        memory store (the adapters keep one by default), which renders the next digest and
+        answers ``recall``.
 
-        ``cache_aware=True`` also fires once the transcript passes :data:`PROMPT_CEILING`
-        tokens plus 1 % of the window (the digest's record) beside the system prompt
-        (``prompt_ceiling``), whichever comes first: a long session is billed for the prompt it
-        re-sends on every call, so it fires rarely and lands low rather than filling a large
-        window — 2.6-6x cheaper at 128k-1M windows in ``bench/bench_session_cost.py``, but
-        with many more compactions, so fewer of the early facts stay in the window's digest
-        (``docs/core.md``). It is not the default for that reason.
+        ``cache_aware=False``: no ceiling, 75 % of any window (fewer compactions, a larger
+        prompt on every call). ``output_reserved``: nothing more reserved.
 
-        >>> [BudgetPolicy.for_window(w, cache_aware=True).prompt_ceiling for w in (4096, 1_000_000)]
+        >>> [BudgetPolicy.for_window(w).prompt_ceiling for w in (4096, 1_000_000)]
         [None, 26000]
-        >>> BudgetPolicy.for_window(1_000_000).prompt_ceiling is None
+        >>> BudgetPolicy.for_window(1_000_000, cache_aware=False).prompt_ceiling is None
         True
         """
         window = context_window

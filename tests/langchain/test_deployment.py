@@ -110,7 +110,9 @@ def test_a_checkpointed_thread_converts_only_new_messages_per_invoke(
 ) -> None:
     recording_model.window = WINDOW
     recording_model.tool_rounds = 0
-    middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW)
+    # 75 % of the window: the 400-message thread never compacts (the default's ceiling would).
+    policy = BudgetPolicy.for_window(WINDOW, cache_aware=False)
+    middleware = WindowBudgetMiddleware(model=recording_model, context_window=WINDOW, policy=policy)
     agent = _seeded_agent(recording_model, middleware, {"t": 100})
     config = {"configurable": {"thread_id": "t"}}
     agent.invoke({"messages": [HumanMessage("first")]}, config)

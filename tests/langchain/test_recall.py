@@ -196,7 +196,12 @@ def test_where_the_middleware_keeps_its_archive() -> None:
     assert chosen.memory.store_for(runtime_store, None) is None  # no thread: no conversation
     default = WindowBudgetMiddleware(model=Scripted(messages=iter([])), context_window=WINDOW)
     assert default.tools == []
-    assert default.memory.store_for(None, "t") is None
+    local = default.memory.store_for(None, "t")  # an agent without a store: the middleware's
+    assert isinstance(local, InProcessMemoryStore)
+    assert local is default.memory.local
+    assert local is default.memory.store_for(None, "u")
+    assert default.engine.memory is local  # the engine threaded runs use
+    assert default.memory.store_for(None, None) is None  # no thread: no conversation
     wrapped = default.memory.store_for(runtime_store, "t")
     assert isinstance(wrapped, LangGraphMemoryStore)
     assert wrapped.store is runtime_store
@@ -204,7 +209,7 @@ def test_where_the_middleware_keeps_its_archive() -> None:
     assert default.memory.engine_for(runtime_store, "t") is default.memory.engine_for(
         runtime_store, "u"
     )
-    assert default.memory.engine_for(runtime_store, None) is default.engine
+    assert default.memory.engine_for(runtime_store, None) is default.memory.plain
     off = WindowBudgetMiddleware(
         model=Scripted(messages=iter([])), context_window=WINDOW, memory=None
     )
@@ -221,13 +226,30 @@ def test_where_the_middleware_keeps_its_archive() -> None:
         )
 
 
-def test_an_agent_without_a_store_keeps_the_bounded_record_and_says_so_on_recall() -> None:
+def test_an_agent_without_a_store_gets_the_middlewares_own_and_recalls_from_it() -> None:
     agent, middleware = _agent([*turns(6), recall_call(), AIMessage("done")], None, InMemorySaver())
     for i in range(6):
         agent.invoke(_ask(i), CONFIG)
     assert middleware.compactions >= 1
-    head = agent.get_state(CONFIG).values["messages"][0]
-    record = digest_record(head)
+    local = middleware.memory.local
+    assert isinstance(local, InProcessMemoryStore)
+    assert local.archived("th-1") > 0  # the folded originals went to the in-process store
+    record = digest_record(agent.get_state(CONFIG).values["messages"][0])
+    assert record is not None
+    assert record["facts"]["memory"]["conversation"] == "th-1"  # a pointer into it
+    out = agent.invoke({"messages": [HumanMessage("who rotates the keys?")]}, CONFIG)["messages"]
+    assert f"the {FACT}" in _recalled(out)
+
+
+def test_memory_none_keeps_the_bounded_record_and_says_so_on_recall() -> None:
+    agent, middleware = _agent(
+        [*turns(6), recall_call(), AIMessage("done")], None, InMemorySaver(), memory=None
+    )
+    for i in range(6):
+        agent.invoke(_ask(i), CONFIG)
+    assert middleware.compactions >= 1
+    assert middleware.memory.local is None
+    record = digest_record(agent.get_state(CONFIG).values["messages"][0])
     assert record is not None
     assert "memory" not in record["facts"]  # no pointer: the bounded record is all
     out = agent.invoke({"messages": [HumanMessage("who rotates the keys?")]}, CONFIG)["messages"]

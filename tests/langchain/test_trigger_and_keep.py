@@ -19,7 +19,8 @@ WINDOW = 8000
 
 
 def _mw(**kw: object) -> WindowBudgetMiddleware:
-    return WindowBudgetMiddleware(digest_model(), context_window=WINDOW, **kw)  # type: ignore[arg-type]
+    # No memory store: the engine is run directly, without a conversation to name.
+    return WindowBudgetMiddleware(digest_model(), context_window=WINDOW, memory=None, **kw)  # type: ignore[arg-type]
 
 
 def _limit(mw: WindowBudgetMiddleware) -> float:

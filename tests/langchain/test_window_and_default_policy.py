@@ -13,6 +13,7 @@ from langchain_window_budget import WindowBudgetMiddleware, condense_messages
 from langchain_window_budget.condense import LangChainCondenser
 from window_budget import BudgetPolicy
 from window_budget.errors import ConfigError
+from window_budget.memory import InProcessMemoryStore
 
 from .conftest import digest_model
 
@@ -39,7 +40,11 @@ def test_a_window_smaller_than_the_reserve_is_refused_at_construction(window: in
 def test_the_default_policy_scales_with_the_window() -> None:
     for window in (1000, 4096, 32_000, 200_000):
         engine = LangChainCondenser(None, context_window=window)
-        assert engine.policy == BudgetPolicy.for_window(window)
+        # Without a memory store, no prompt ceiling: 75 % of the window.
+        assert engine.policy == BudgetPolicy.for_window(window, cache_aware=False)
+        stored = LangChainCondenser(None, context_window=window, memory=InProcessMemoryStore())
+        assert stored.policy == BudgetPolicy.for_window(window)
+    assert BudgetPolicy.for_window(200_000).prompt_ceiling == 18_000
     # A small window works out of the box (the fixed default reserved 2,048 of it).
     assert LangChainCondenser(None, context_window=1000).policy.reserve_tokens == 125
 

@@ -225,3 +225,17 @@ def test_trim_strategy_is_refused_with_a_clear_error() -> None:
 
     with pytest.raises(ConfigError, match="strategy='summarize' only"):
         WindowBudgetMemory.from_defaults(context_window=8000, policy=BudgetPolicy(strategy="trim"))
+
+
+def test_the_default_policy_has_a_prompt_ceiling_only_with_a_memory_store() -> None:
+    from window_budget import BudgetPolicy
+    from window_budget.memory import InProcessMemoryStore
+
+    plain = WindowBudgetMemory.from_defaults(context_window=200_000)
+    assert plain.policy == BudgetPolicy.for_window(200_000, cache_aware=False)
+    assert plain.policy.prompt_ceiling is None  # no store: early facts stay in the window
+    stored = WindowBudgetMemory.from_defaults(
+        context_window=200_000, memory_store=InProcessMemoryStore()
+    )
+    assert stored.policy == BudgetPolicy.for_window(200_000)
+    assert stored.policy.prompt_ceiling == 18_000

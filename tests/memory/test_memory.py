@@ -312,3 +312,22 @@ def test_recall_lists_exactly_the_ledgers_kinds() -> None:
     from window_budget.pipeline.summarize import FACT_KINDS
 
     assert RECALL_KINDS == FACT_KINDS
+
+
+def test_an_in_process_store_bounded_in_conversations_forgets_the_least_recently_used() -> None:
+    store = InProcessMemoryStore(max_conversations=2)
+    store.archive("a", 0, [{"role": "user", "content": "alpha"}])
+    store.save_ledger("b", {"facts": []}, seal="s")
+    assert store.ledger("b") is not None
+    store.archive("a", 1, [{"role": "user", "content": "again"}])  # a is the newest now
+    store.archive("c", 0, [{"role": "user", "content": "gamma"}])  # b goes
+    assert store.ledger("b") is None
+    assert store.archived("a") == 2
+    assert store.archived("c") == 1
+    unbounded = InProcessMemoryStore()
+    for i in range(300):
+        unbounded.archive(f"c{i}", 0, [{"role": "user", "content": "x"}])
+    assert unbounded.archived("c0") == 1
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ConfigError, match="max_conversations"):
+            InProcessMemoryStore(max_conversations=bad)  # type: ignore[arg-type]

@@ -30,12 +30,16 @@ def _limit(window: int, *, output_reserved: bool = False) -> float:
     return budget_limit(Model("m", window), policy)
 
 
-def test_the_default_has_no_ceiling() -> None:
-    # Many more compactions lose early facts from the digest: the ceiling is opt-in.
-    for window in (32_768, 200_000, 1_000_000):
-        policy = BudgetPolicy.for_window(window)
-        assert policy.prompt_ceiling is None
-        assert budget_limit(Model("m", window), policy) == (window - 2048) * 0.75
+def test_the_default_is_cache_aware_and_the_window_share_is_opt_out() -> None:
+    # The default fires at the ceiling in a large window; cache_aware=False fills 75 % of it.
+    for window in (128_000, 200_000, 1_000_000):
+        assert BudgetPolicy.for_window(window) == BudgetPolicy.for_window(window, cache_aware=True)
+        assert BudgetPolicy.for_window(window).prompt_ceiling == PROMPT_CEILING + window // 100
+        share = BudgetPolicy.for_window(window, cache_aware=False)
+        assert share.prompt_ceiling is None
+        assert budget_limit(Model("m", window), share) == (window - 2048) * 0.75
+    # Where 75 % of the window is under the ceiling, both are the same policy.
+    assert BudgetPolicy.for_window(16_384) == BudgetPolicy.for_window(16_384, cache_aware=False)
 
 
 def test_the_cache_aware_policy_fires_at_the_ceiling_however_large_the_window() -> None:
@@ -172,3 +176,24 @@ def test_the_masking_target_is_where_a_summary_lands() -> None:
     # Half the limit: a digest and a tail land there or lower (the tail is at most half of
     # what the digest leaves), so masking must clear as much to be worth the cache it breaks.
     assert MASK_TARGET == 0.5
+
+
+def test_a_tail_that_cannot_fit_under_the_ceiling_is_fitted_to_the_window_instead() -> None:
+    # Tool-call arguments are never cut: this tail needs its tokens whatever is shortened.
+    from window_budget.errors import BudgetError
+    from window_budget.pipeline._fit import fit_messages, fit_tail
+
+    call = ToolCallBlock("c1", "write", {"body": "word " * 3000})
+    kept = [AssistantMessage([call]), ToolResultMessage("c1", "write", "ok")]
+    need = estimate_tokens(kept)
+    window = 1_000_000
+    policy = BudgetPolicy.for_window(window)
+    room = need // 2  # what the ceiling leaves beside the digest and its record
+    with pytest.raises(BudgetError):
+        fit_messages(list(kept), room, None)
+    fitted, shortened = fit_tail(list(kept), room, None, Model("m", window), policy, 3000)
+    assert fitted == kept
+    assert shortened == ()
+    no_ceiling = BudgetPolicy.for_window(window, cache_aware=False)  # the window is the limit
+    with pytest.raises(BudgetError):
+        fit_tail(list(kept), room, None, Model("m", window), no_ceiling, 3000)

@@ -1,10 +1,12 @@
 """Which memory store an agent's run uses, one engine per store, and the agent's recall tool.
 
-``WindowBudgetMiddleware(memory=...)`` takes a memory store, a LangGraph ``BaseStore``, or
-``"runtime"`` (the default): the store the agent was compiled with
-(``create_agent(..., store=...)``, ``runtime.store``), or none. A run uses the store only when
-it has a ``thread_id``, which names its conversation there; otherwise the digest carries its
-bounded record alone, as without a store.
+``WindowBudgetMiddleware(memory=...)`` takes a memory store, a LangGraph ``BaseStore``,
+``"runtime"`` (the default) or None. ``"runtime"`` is the store the agent was compiled with
+(``create_agent(..., store=...)``, ``runtime.store``); an agent without one gets the
+middleware's own in-process store (:data:`LOCAL_CONVERSATIONS` threads, the least recently
+used forgotten; sealed with the key digests carry without a store, so a restarted process reads
+them as before). A run uses a store only when it has a ``thread_id``, which names its
+conversation there; otherwise, and with None, the digest carries its bounded record alone.
 
 One engine serves every thread of one store: a store's key seals the digests, so each store
 gets its own engine (built on first use, a few kept), and runs without a store share one.
@@ -26,16 +28,20 @@ from langchain_window_budget._engine import LangChainCondenser
 from langchain_window_budget.recall import RECALL_DESCRIPTION, RecallArgs, answer
 from langchain_window_budget.store import LangGraphMemoryStore
 from window_budget.contract import TokenCounter
+from window_budget.digest import record_key
 from window_budget.errors import ConfigError
-from window_budget.memory import MemoryStore
+from window_budget.memory import InProcessMemoryStore, MemoryStore
 
-__all__ = ["MAX_STORES", "AgentMemory", "MemorySpec", "thread_id_of"]
+__all__ = ["LOCAL_CONVERSATIONS", "MAX_STORES", "AgentMemory", "MemorySpec", "thread_id_of"]
 
 MemorySpec = MemoryStore | BaseStore | Literal["runtime"] | None
 """What ``WindowBudgetMiddleware(memory=...)`` takes (see the module docstring)."""
 
 MAX_STORES: Final = 8
 """Stores one middleware keeps an engine for (the least recently used is forgotten)."""
+
+LOCAL_CONVERSATIONS: Final = 256
+"""Threads the in-process store of an agent without a store keeps (as ``Sessions`` does)."""
 
 
 def thread_id_of(runtime: object) -> Any:
@@ -78,6 +84,12 @@ class AgentMemory:
                 f'"runtime" (the agent\'s store) or None, not {spec!r:.60}'
             )
         self._make_engine = make_engine
+        self.local: InProcessMemoryStore | None = None
+        """The in-process store of runs whose agent has no store (``"runtime"`` only)."""
+        if self.runtime:
+            self.local = InProcessMemoryStore(
+                key=record_key(), max_conversations=LOCAL_CONVERSATIONS
+            )
         self.plain = make_engine(None)
         """The engine of runs without a store."""
         self._engines: OrderedDict[int, tuple[object, MemoryStore, LangChainCondenser]] = (
@@ -87,8 +99,9 @@ class AgentMemory:
 
     @property
     def default_engine(self) -> LangChainCondenser:
-        """The engine of the store given, else the one of runs without a store."""
-        return self.plain if self.fixed is None else self._cached(self.fixed)[2]
+        """The engine of the store given, else of the in-process store, else of no store."""
+        store = self.fixed if self.fixed is not None else self.local
+        return self.plain if store is None else self._cached(store)[2]
 
     def _source(self, runtime_store: object, thread: Any) -> MemoryStore | BaseStore | None:
         """What a run of ``thread`` keeps its archive in: a store, or None."""
@@ -96,9 +109,11 @@ class AgentMemory:
             return None
         if self.fixed is not None:
             return self.fixed
-        if self.runtime and isinstance(runtime_store, MemoryStore | BaseStore):
+        if not self.runtime:
+            return None
+        if isinstance(runtime_store, MemoryStore | BaseStore):
             return runtime_store
-        return None
+        return self.local
 
     def store_for(self, runtime_store: object, thread: Any) -> MemoryStore | None:
         """The memory store a run of ``thread`` uses, given the agent's ``runtime.store``."""

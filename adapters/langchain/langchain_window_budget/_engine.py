@@ -105,7 +105,8 @@ class LangChainCondenser:
             ``precompact_ratio``; None keeps the policy's. :meth:`run` stays synchronous.
 
     Without ``policy``, ``BudgetPolicy.for_window(context_window)``: the tail and the digest
-    scale with the window, so a small window is not summarized on every other turn.
+    scale with the window, so a small window is not summarized on every other turn; its prompt
+    ceiling only with ``memory`` (``cache_aware=False`` without one).
 
     Raises:
         ConfigError: no window can be found, or the window leaves too little beside
@@ -138,7 +139,7 @@ class LangChainCondenser:
             known = None  # counted sizes only: the window guard is off (as the peer's)
         window = known if known is not None else UNKNOWN_WINDOW
         if policy is None:
-            policy = BudgetPolicy.for_window(window)
+            policy = BudgetPolicy.for_window(window, cache_aware=memory is not None)
             if known is None:
                 policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
         if on_summarizer_error is not None:

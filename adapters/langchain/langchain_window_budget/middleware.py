@@ -120,11 +120,14 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             nothing is lost. ``last_result`` holds the same account.
         memory: where each digest's full fact ledger and folded messages go, keyed by the
             run's ``thread_id``: ``"runtime"`` (the default) uses the store the agent was
-            compiled with (``create_agent(..., store=InMemoryStore())``) when there is one;
-            a LangGraph ``BaseStore`` or a window-budget ``MemoryStore`` is used for every
-            run; None, or a run without a ``thread_id``, keeps only the digest's bounded
-            record. With a store, digest records are sealed with the store's key and
-            verified strictly: a record a client forged or edited is an ordinary message.
+            compiled with (``create_agent(..., store=InMemoryStore())``), else the
+            middleware's own in-process store (the last 256 threads; gone with the
+            process); a LangGraph ``BaseStore`` or a window-budget ``MemoryStore`` is used
+            for every run; None, or a run without a ``thread_id``, keeps only the digest's
+            bounded record. Without ``policy``, runs with a store get the default's prompt
+            ceiling and runs without one 75 % of the window (``BudgetPolicy.for_window``).
+            With a store, digest records are sealed with the store's key and verified
+            strictly: a record a client forged or edited is an ordinary message.
         recall: offer the agent a ``recall`` tool over the thread's archive (search by
             words, list the facts of a kind, fetch a message by its ``#N`` pointer).
         precompact: ahead-of-time compaction (``BudgetPolicy.precompact_ratio``; given, it

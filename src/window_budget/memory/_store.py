@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -48,18 +49,48 @@ def check_conversation(conversation: object) -> str:
 class InProcessMemoryStore:
     """The ephemeral default: a dict per conversation, gone with the process.
 
+    ``max_conversations`` bounds it for a long-lived process: past that many conversations
+    the least recently used one is forgotten (its digests then stand on their bounded
+    record). ``key`` is the secret that seals the digests (random per store by default).
+
     >>> store = InProcessMemoryStore()
     >>> store.archive("c1", 0, [{"role": "user", "content": "hi"}])
     >>> store.archived("c1"), store.original("c1", 0)["content"]
     (1, 'hi')
     """
 
-    def __init__(self, *, key: bytes | None = None) -> None:
+    def __init__(self, *, key: bytes | None = None, max_conversations: int | None = None) -> None:
+        if max_conversations is not None and (
+            isinstance(max_conversations, bool)
+            or not isinstance(max_conversations, int)
+            or max_conversations < 1
+        ):
+            raise ConfigError(
+                f"max_conversations must be None or a positive int, not {max_conversations!r:.40}"
+            )
         self._key = key if key is not None else secrets.token_bytes(32)
         self._originals: dict[str, dict[int, Mapping[str, Any]]] = {}
         self._texts: dict[str, dict[int, str]] = {}  # how each original reads, for search
         self._ledgers: dict[str, list[LedgerVersion]] = {}
+        self._recent: OrderedDict[str, None] = OrderedDict()  # least recently used first
+        self._max = max_conversations
         self._lock = threading.Lock()
+
+    def _touch(self, conversation: str) -> None:
+        """Mark ``conversation`` used (under the lock); past the bound the oldest is forgotten.
+
+        A forgotten conversation's digests still carry their bounded record, which is what
+        the next compaction reads when the store no longer holds the full ledger.
+        """
+        if self._max is None:
+            return
+        self._recent[conversation] = None
+        self._recent.move_to_end(conversation)
+        while len(self._recent) > self._max:
+            gone, _ = self._recent.popitem(last=False)
+            self._originals.pop(gone, None)
+            self._texts.pop(gone, None)
+            self._ledgers.pop(gone, None)
 
     @property
     def key(self) -> bytes:
@@ -72,6 +103,7 @@ class InProcessMemoryStore:
         """Keep ``originals`` from position ``start`` on; kept positions are left alone."""
         check_conversation(conversation)
         with self._lock:
+            self._touch(conversation)
             kept = self._originals.setdefault(conversation, {})
             texts = self._texts.setdefault(conversation, {})
             for i, original in enumerate(originals):
@@ -107,6 +139,7 @@ class InProcessMemoryStore:
         """Append a ledger version; returns its number."""
         check_conversation(conversation)
         with self._lock:
+            self._touch(conversation)
             versions = self._ledgers.setdefault(conversation, [])
             versions.append(LedgerVersion(version=len(versions) + 1, ledger=ledger, seal=seal))
             return len(versions)
@@ -115,6 +148,8 @@ class InProcessMemoryStore:
         """A stored version, the newest by default."""
         with self._lock:
             versions = self._ledgers.get(conversation, [])
+            if versions:
+                self._touch(conversation)
             if not versions:
                 return None
             if version is None:

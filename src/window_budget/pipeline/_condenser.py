@@ -33,7 +33,7 @@ from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
 from window_budget.pipeline._boundary import past_boundary
 from window_budget.pipeline._decision import CondenseDecision, decide_at
-from window_budget.pipeline._fit import fit_messages
+from window_budget.pipeline._fit import fit_messages, fit_tail
 from window_budget.pipeline._gate import (
     MIN_DIGEST_TOKENS,
     budget_limit,
@@ -384,8 +384,8 @@ class WindowCondenser:
         shortened: tuple[int, ...] = ()
         digest_tokens = estimate_message_tokens(summary.message, counter)
         if decision.room is not None:
-            tail_room = decision.room - digest_tokens
-            kept, shortened = fit_messages(kept, tail_room, counter)
+            room, model = decision.room - digest_tokens, self.deps.model
+            kept, shortened = fit_tail(kept, room, counter, model, self.policy, decision.pinned)
         if isinstance(summary.message, DigestMessage):
             # Record how many turns were kept: their usage figures measured the old transcript.
             summary = replace(summary, message=replace(summary.message, kept_count=len(kept)))

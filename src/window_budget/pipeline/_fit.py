@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from window_budget.budget import estimate_message_tokens, message_parts
-from window_budget.contract import TokenCounter
+from window_budget.contract import BudgetPolicy, Model, TokenCounter
 from window_budget.errors import BudgetError
 from window_budget.messages import (
     AgentMessage,
@@ -23,8 +23,9 @@ from window_budget.messages import (
     message_kind,
 )
 from window_budget.pipeline._cut import SHORTENED_MARKER, cut_text
+from window_budget.pipeline._gate import budget_limit
 
-__all__ = ["SHORTENED_MARKER", "fit_messages", "shorten_message", "water_level"]
+__all__ = ["SHORTENED_MARKER", "fit_messages", "fit_tail", "shorten_message", "water_level"]
 
 
 def _shorten_content(content: Content, keep_chars: int) -> Content:
@@ -150,3 +151,27 @@ def fit_messages(
         needed=total,
         available=room,
     )
+
+
+def fit_tail(
+    kept: list[AgentMessage],
+    room: int,
+    counter: TokenCounter | None,
+    model: Model | None,
+    policy: BudgetPolicy,
+    pinned: int,
+) -> tuple[list[AgentMessage], tuple[int, ...]]:
+    """:func:`fit_messages` into ``room``; under a prompt ceiling, else into the window's room.
+
+    A ``prompt_ceiling`` is a cost target, not the window: a tail that cannot be shortened
+    under it (one large tool group beside a digest and its record) is fitted to what the
+    window's own limit leaves (``room`` grown by the difference) instead of failing the turn.
+    """
+    try:
+        return fit_messages(kept, room, counter)
+    except BudgetError:
+        if model is None or policy.prompt_ceiling is None:
+            raise
+    ceiling = budget_limit(model, policy, pinned)
+    window = budget_limit(model, replace(policy, prompt_ceiling=None), pinned)
+    return fit_messages(kept, room + int(window - ceiling), counter)

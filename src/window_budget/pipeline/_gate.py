@@ -33,11 +33,11 @@ def budget_limit(model: Model, policy: BudgetPolicy, pinned_tokens: int = 0) -> 
     """Tokens the transcript, ``pinned_tokens`` included, may hold before the gate fires.
 
     ``trigger_ratio`` of the usable window, and at most ``prompt_ceiling`` beyond the pinned
-    system prompt when the policy sets one (``BudgetPolicy.for_window(w, cache_aware=True)``).
+    system prompt when the policy sets one (``BudgetPolicy.for_window(w)`` does).
 
     >>> budget_limit(Model("m", 32_768), BudgetPolicy())
     23040.0
-    >>> cheap = BudgetPolicy.for_window(200_000, cache_aware=True)
+    >>> cheap = BudgetPolicy.for_window(200_000)
     >>> budget_limit(Model("m", 200_000), cheap, pinned_tokens=3000)
     21000.0
     """

@@ -410,3 +410,16 @@ def test_a_reused_call_id_takes_the_result_that_answered_it() -> None:
     assert commands == {"pytest tests/billing -q": "ok", "make build": "failed"}
     errors = {f.detail for f in extract_facts(msgs).of_kind("error")}
     assert errors == {"make build"}
+
+
+def test_a_sentence_labelled_as_the_decision_is_one() -> None:
+    msgs = [
+        UserMessage("Move invoice rendering into the API process."),
+        AssistantMessage(
+            "Decision: render through WeasyPrint in-process; the legacy worker stays as "
+            "fallback. Decision pending."
+        ),
+        AssistantMessage("Decisions are hard to make in this codebase, it seems to me."),
+    ]
+    decisions = [f.text for f in extract_facts(msgs).of_kind("decision")]
+    assert decisions == ["Decision: render through WeasyPrint in-process;"]  # its clause

@@ -71,9 +71,15 @@ DIGEST_ROLES: tuple[DigestRole, ...] = ("system", "pair", "user")
 """Every :data:`DigestRole`, in the order error messages list them."""
 
 
-def default_policy(context_window: int, *, output_reserved: bool = False) -> BudgetPolicy:
-    """The policy used when none is given: :meth:`BudgetPolicy.for_window`."""
-    return BudgetPolicy.for_window(context_window, output_reserved=output_reserved)
+def default_policy(
+    window: int, *, output_reserved: bool = False, store: bool = False
+) -> BudgetPolicy:
+    """The policy used when none is given: :meth:`BudgetPolicy.for_window`.
+
+    Its prompt ceiling only with a memory ``store`` (the compactions it brings would push early
+    facts out of a digest with no store behind it).
+    """
+    return BudgetPolicy.for_window(window, output_reserved=output_reserved, cache_aware=store)
 
 
 def _llama_index_counter(context: object) -> TokenCounter:
@@ -459,7 +465,8 @@ class MemoryBuilding:
             else:
                 # Reserved output already taken off: the gate fires at 75 % of the rest,
                 # as ChatMemoryBuffer's token_limit is 75 % of an LLM's window.
-                policy = policy or default_policy(context_window, output_reserved=True)
+                store = memory_store not in (None, False)
+                policy = policy or default_policy(context_window, output_reserved=True, store=store)
         context_window, output_reserved = resolve_window(llm, context_window, model, token_limit)
         if token_limit is not None:
             policy = policy_for_token_limit(token_limit, context_window)
@@ -480,7 +487,10 @@ class MemoryBuilding:
         memory._store_rewrite = store_rewrite
         memory._memory_store = resolve_memory_store(memory_store, chat_store)
         memory._seal_key = None  # from now on the memory store's (none was read before it)
-        policy = policy or default_policy(context_window, output_reserved=output_reserved)
+        store = memory._memory_store is not None
+        policy = policy or default_policy(
+            context_window, output_reserved=output_reserved, store=store
+        )
         if precompact is not None:
             policy = dataclasses.replace(policy, precompact_ratio=precompact)
         memory._configure(llm, policy, spec)

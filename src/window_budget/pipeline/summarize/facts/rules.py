@@ -111,6 +111,8 @@ _DECISION_RE = re.compile(
     r"|in favou?r of|we'll use|i'll use|will use|moved \S+ to|extracted|kept \S+ as)\b",
     re.IGNORECASE,
 )
+_DECISION_LABEL_RE = re.compile(r"^\W*(?:decision|decided|resolution)\s*:", re.IGNORECASE)
+"""A sentence the agent labels as its decision ("Decision: render in-process ...")."""
 _MUSING_RE = re.compile(
     r"^(let me|let's|now let me|now i|i'll (check|look|read|run|see|start|open|try)"
     r"|i need to|i should|hmm|ok(ay)?[,.]|great|perfect|good|wait|maybe|perhaps|i wonder"
@@ -280,7 +282,8 @@ def _on_prose(b: _Builder, text: str) -> None:
             continue
         if _MUSING_RE.match(sentence) or sentence.endswith("?"):
             continue  # thinking aloud: neither a decision nor a source of names
-        if _DECISION_RE.search(sentence) and len(sentence) >= 20:
+        decided = _DECISION_RE.search(sentence) or _DECISION_LABEL_RE.match(sentence)
+        if decided and len(sentence) >= 20:
             b.put("decision", _norm_key(sentence), one_line(sentence))
         _add_idents(b, sentence, by_user=False)
 
