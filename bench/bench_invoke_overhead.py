@@ -14,7 +14,8 @@ no usage (so every gate counts the thread), nothing summarized:
 The configurations take turns (round robin, a collection before each sample), so a load spike
 or a collection lands on each alike. Reported: medians of wall time and of this process's CPU
 time, the cost each middleware adds, ``(b) - (a)`` and ``(c) - (a)``, and the ratio
-``(c) / (b)`` (target <= 1.0). The whole invoke counts: the hooks, the graph's nodes, the
+``(c) / (b)`` (target <= 1.0), and the objects each worker's cyclic collector tracks after
+the warm-up. The whole invoke counts: the hooks, the graph's nodes, the
 checkpoint writes, and the garbage collections the invoke's new objects trigger over
 everything alive, what a middleware keeps between turns included.
 """
@@ -119,11 +120,17 @@ class Sample:
         return self.cpu - self.gc_ms
 
 
+TRACKED: dict[str, int] = {}
+"""Per configuration, the objects its worker's cyclic collector tracks after the warm-up:
+what every full collection walks (a middleware's share is what it keeps between turns)."""
+
+
 def measure(n: int, runs: int) -> dict[str, list[Sample]]:
     """(wall ms, CPU ms) of each invoke, per configuration, in the order they ran.
 
     Each configuration lives in its own worker process (what one keeps alive between turns
     is then collected in its own process only, as for a user), and the workers take turns.
+    Fills :data:`TRACKED`.
     """
     workers = {
         name: subprocess.Popen(
@@ -136,8 +143,8 @@ def measure(n: int, runs: int) -> dict[str, list[Sample]]:
     }
     samples: dict[str, list[Sample]] = {name: [] for name in workers}
     try:
-        for proc in workers.values():  # built and warm
-            _ask(proc, "ready")
+        for name, proc in workers.items():  # built and warm
+            TRACKED[name] = int(_ask(proc, "ready").split()[1])
         for turn in range(runs):
             order = list(workers.items())
             if turn % 2:  # alternate the order too: no configuration always runs first
@@ -191,7 +198,8 @@ def worker(name: str, n: int) -> None:
     gc.callbacks.append(collections)
     for line in sys.stdin:
         if line.strip() == "ready":
-            print("ready", flush=True)
+            gc.collect()
+            print(f"ready {len(gc.get_objects())}", flush=True)
             continue
         spent.update(ms=0.0, full=0)
         w, c = time.perf_counter(), time.process_time()
@@ -230,6 +238,13 @@ def report(n: int, samples: dict[str, list[Sample]]) -> None:
         full = statistics.fmean(s.full for s in samples[name])
         gc_ms = statistics.fmean(s.gc_ms for s in samples[name])
         print(f"  {name:<30} full collections per invoke {full:.2f}, {gc_ms:.1f} ms collecting")
+    if TRACKED:
+        extra = {name: TRACKED[name] - TRACKED[NONE] for name in (PEER, OURS)}
+        print(
+            f"  tracked objects after warm-up: {TRACKED[NONE]:,} without middleware; "
+            f"peer {extra[PEER]:+,}, ours {extra[OURS]:+,} "
+            f"({extra[OURS] / n:+.1f} per message)"
+        )
 
 
 def profile(n: int, runs: int) -> None:

@@ -415,7 +415,7 @@ class LangChainCondenser:
         cut = self.sizes.cut(  # where the user's keep cuts (None: the core's own slice)
             self.condenser,
             conv.core,
-            [converted[i] for i in conv.origin],
+            [converted[i] for i in conv.origin] if self.sizes.keep is not None else (),
             self.counter,
             fired=fired,
             forced=force,
