@@ -331,3 +331,19 @@ def test_an_in_process_store_bounded_in_conversations_forgets_the_least_recently
     for bad in (0, -1, True, 1.5):
         with pytest.raises(ConfigError, match="max_conversations"):
             InProcessMemoryStore(max_conversations=bad)  # type: ignore[arg-type]
+
+
+def test_an_in_process_store_bounded_in_originals_forgets_whole_conversations() -> None:
+    store = InProcessMemoryStore(max_originals=5)
+    store.archive("a", 0, [{"role": "user", "content": f"a{i}"} for i in range(3)])
+    store.save_ledger("a", {"facts": []}, seal="s")
+    store.archive("b", 0, [{"role": "user", "content": f"b{i}"} for i in range(2)])
+    assert store.archived("a") == 3  # 5 held: nothing forgotten yet
+    store.archive("b", 2, [{"role": "user", "content": "b2"}])  # 6: a (the oldest) goes
+    assert store.archived("a") == 0
+    assert store.ledger("a") is None
+    assert store.archived("b") == 3
+    # The conversation being written is never forgotten, even alone past the bound.
+    store.archive("b", 3, [{"role": "user", "content": f"c{i}"} for i in range(10)])
+    assert store.archived("b") == 13
+    assert [p for p, _ in store.originals("b")] == list(range(13))

@@ -3,9 +3,10 @@
 ``WindowBudgetMiddleware(memory=...)`` takes a memory store, a LangGraph ``BaseStore``,
 ``"runtime"`` (the default) or None. ``"runtime"`` is the store the agent was compiled with
 (``create_agent(..., store=...)``, ``runtime.store``); an agent without one gets the
-middleware's own in-process store (:data:`LOCAL_CONVERSATIONS` threads, the least recently
-used forgotten; sealed with the key digests carry without a store, so a restarted process reads
-them as before). A run uses a store only when it has a ``thread_id``, which names its
+middleware's own in-process store (:data:`LOCAL_CONVERSATIONS` threads and
+:data:`LOCAL_ORIGINALS` folded messages at most, the least recently used thread forgotten;
+sealed with the key digests carry without a store, so a restarted process reads them as
+before). A run uses a store only when it has a ``thread_id``, which names its
 conversation there; otherwise, and with None, the digest carries its bounded record alone.
 
 One engine serves every thread of one store: a store's key seals the digests, so each store
@@ -32,7 +33,14 @@ from window_budget.digest import record_key
 from window_budget.errors import ConfigError
 from window_budget.memory import InProcessMemoryStore, MemoryStore
 
-__all__ = ["LOCAL_CONVERSATIONS", "MAX_STORES", "AgentMemory", "MemorySpec", "thread_id_of"]
+__all__ = [
+    "LOCAL_CONVERSATIONS",
+    "LOCAL_ORIGINALS",
+    "MAX_STORES",
+    "AgentMemory",
+    "MemorySpec",
+    "thread_id_of",
+]
 
 MemorySpec = MemoryStore | BaseStore | Literal["runtime"] | None
 """What ``WindowBudgetMiddleware(memory=...)`` takes (see the module docstring)."""
@@ -42,6 +50,9 @@ MAX_STORES: Final = 8
 
 LOCAL_CONVERSATIONS: Final = 256
 """Threads the in-process store of an agent without a store keeps (as ``Sessions`` does)."""
+
+LOCAL_ORIGINALS: Final = 100_000
+"""Folded messages that store keeps, all threads together (as ``Sessions`` bounds messages)."""
 
 
 def thread_id_of(runtime: object) -> Any:
@@ -88,7 +99,9 @@ class AgentMemory:
         """The in-process store of runs whose agent has no store (``"runtime"`` only)."""
         if self.runtime:
             self.local = InProcessMemoryStore(
-                key=record_key(), max_conversations=LOCAL_CONVERSATIONS
+                key=record_key(),
+                max_conversations=LOCAL_CONVERSATIONS,
+                max_originals=LOCAL_ORIGINALS,
             )
         self.plain = make_engine(None)
         """The engine of runs without a store."""

@@ -121,11 +121,12 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory: where each digest's full fact ledger and folded messages go, keyed by the
             run's ``thread_id``: ``"runtime"`` (the default) uses the store the agent was
             compiled with (``create_agent(..., store=InMemoryStore())``), else the
-            middleware's own in-process store (the last 256 threads; gone with the
-            process); a LangGraph ``BaseStore`` or a window-budget ``MemoryStore`` is used
-            for every run; None, or a run without a ``thread_id``, keeps only the digest's
-            bounded record. Without ``policy``, runs with a store get the default's prompt
-            ceiling and runs without one 75 % of the window (``BudgetPolicy.for_window``).
+            middleware's own in-process store (the last 256 threads, 100,000 folded
+            messages at most; gone with the process); a LangGraph ``BaseStore`` or a
+            window-budget ``MemoryStore`` is used for every run; None, or a run without a
+            ``thread_id``, keeps only the digest's bounded record. Without ``policy``, runs
+            with a store get the default's prompt ceiling and runs without one 75 % of the
+            window (``BudgetPolicy.for_window``).
             With a store, digest records are sealed with the store's key and verified
             strictly: a record a client forged or edited is an ordinary message.
         recall: offer the agent a ``recall`` tool over the thread's archive (search by

@@ -49,9 +49,10 @@ def check_conversation(conversation: object) -> str:
 class InProcessMemoryStore:
     """The ephemeral default: a dict per conversation, gone with the process.
 
-    ``max_conversations`` bounds it for a long-lived process: past that many conversations
-    the least recently used one is forgotten (its digests then stand on their bounded
-    record). ``key`` is the secret that seals the digests (random per store by default).
+    ``max_conversations`` and ``max_originals`` (all conversations together) bound it for a
+    long-lived process: past either the least recently used conversations are forgotten
+    (their digests then stand on their bounded record). ``key`` is the secret that seals the
+    digests (random per store by default).
 
     >>> store = InProcessMemoryStore()
     >>> store.archive("c1", 0, [{"role": "user", "content": "hi"}])
@@ -59,36 +60,48 @@ class InProcessMemoryStore:
     (1, 'hi')
     """
 
-    def __init__(self, *, key: bytes | None = None, max_conversations: int | None = None) -> None:
-        if max_conversations is not None and (
-            isinstance(max_conversations, bool)
-            or not isinstance(max_conversations, int)
-            or max_conversations < 1
+    def __init__(
+        self,
+        *,
+        key: bytes | None = None,
+        max_conversations: int | None = None,
+        max_originals: int | None = None,
+    ) -> None:
+        for name, bound in (
+            ("max_conversations", max_conversations),
+            ("max_originals", max_originals),
         ):
-            raise ConfigError(
-                f"max_conversations must be None or a positive int, not {max_conversations!r:.40}"
-            )
+            if bound is not None and (
+                isinstance(bound, bool) or not isinstance(bound, int) or bound < 1
+            ):
+                raise ConfigError(f"{name} must be None or a positive int, not {bound!r:.40}")
         self._key = key if key is not None else secrets.token_bytes(32)
         self._originals: dict[str, dict[int, Mapping[str, Any]]] = {}
         self._texts: dict[str, dict[int, str]] = {}  # how each original reads, for search
         self._ledgers: dict[str, list[LedgerVersion]] = {}
         self._recent: OrderedDict[str, None] = OrderedDict()  # least recently used first
-        self._max = max_conversations
+        self._bounds = (max_conversations, max_originals)
+        self._held = 0  # originals held, all conversations together
         self._lock = threading.Lock()
 
     def _touch(self, conversation: str) -> None:
-        """Mark ``conversation`` used (under the lock); past the bound the oldest is forgotten.
+        """Mark ``conversation`` used (under the lock); past a bound the oldest are forgotten.
 
         A forgotten conversation's digests still carry their bounded record, which is what
-        the next compaction reads when the store no longer holds the full ledger.
+        the next compaction reads when the store no longer holds the full ledger. The one
+        just used is never forgotten.
         """
-        if self._max is None:
+        conversations, originals = self._bounds
+        if conversations is None and originals is None:
             return
         self._recent[conversation] = None
         self._recent.move_to_end(conversation)
-        while len(self._recent) > self._max:
+        while len(self._recent) > 1 and (
+            (conversations is not None and len(self._recent) > conversations)
+            or (originals is not None and self._held > originals)
+        ):
             gone, _ = self._recent.popitem(last=False)
-            self._originals.pop(gone, None)
+            self._held -= len(self._originals.pop(gone, {}))
             self._texts.pop(gone, None)
             self._ledgers.pop(gone, None)
 
@@ -103,13 +116,14 @@ class InProcessMemoryStore:
         """Keep ``originals`` from position ``start`` on; kept positions are left alone."""
         check_conversation(conversation)
         with self._lock:
-            self._touch(conversation)
             kept = self._originals.setdefault(conversation, {})
             texts = self._texts.setdefault(conversation, {})
             for i, original in enumerate(originals):
                 if start + i not in kept:
                     kept[start + i] = dict(original)
                     texts[start + i] = archived_text(original)[1]
+                    self._held += 1
+            self._touch(conversation)
 
     def archived(self, conversation: str) -> int:
         """One more than the highest position kept."""
