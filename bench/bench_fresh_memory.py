@@ -1,6 +1,7 @@
 """A LlamaIndex request: a fresh memory over a ``SimpleChatStore`` persisted to a JSON file.
 
 Run by hand:  python bench/bench_fresh_memory.py [--messages 10000] [--runs 15] [--rounds 3]
+              [--text synthetic|real] [--skip-recall]
 
 What a web server does per request when the chat store is a file (LlamaIndex's documented
 ``SimpleChatStore.from_persist_path`` / ``persist`` pattern): load the store, build the
@@ -17,15 +18,22 @@ Each memory's file is built under its own usage: a chat engine's loop (``get``, 
 realistic sizes, with ``MockLLM`` for the summaries, so ``WindowBudgetMemory``'s store
 holds a digest, a tail and the archive of everything folded, and
 ``ChatSummaryMemoryBuffer``'s holds its summary and its tail (it drops what it summarized).
-Configurations:
+The messages' words are drawn from a short paragraph (``--text synthetic``, the default) or
+are consecutive stretches of real Claude Code console logs (``--text real``:
+``bench/data/claude_code/bookminder/``, MIT), so the packed archive's compression is
+measured on real text too (its ratio is printed). Configurations:
 
-* ``WindowBudgetMemory`` with the defaults (the archive in the same store);
+* ``WindowBudgetMemory`` with the defaults (the archive in the same store, packed: one
+  entry per compaction);
+* the same file with its archive rewritten one entry per message (the layout before
+  packing, still read; a compacting request appends packed entries after it);
 * ``WindowBudgetMemory`` with ``archive_store=`` a second ``SimpleChatStore`` persisted to
   its own file, loaded per request too (it must be, to be appended to and saved);
 * ``WindowBudgetMemory`` with ``archive_store=JsonlChatStore(directory=...)``: built per
   request without reading anything; a compaction appends to the key's file;
 * the same with ``memory_store=ChatStoreMemoryStore(JsonlChatStore(...))`` too (recall, the
-  full fact ledger): a request reads the store's secret (one small file);
+  full fact ledger): a request reads the store's secret (one small file); ``--skip-recall``
+  leaves it out (building it rewrites the whole ledger per compaction: minutes at 10k);
 * ``ChatSummaryMemoryBuffer`` (``token_limit`` = the memory's ``token_limit``).
 
 Configurations are interleaved within each round; rounds repeat the whole set. Reported:
@@ -40,6 +48,7 @@ import argparse
 import gc
 import json
 import random
+import re
 import statistics
 import tempfile
 import time
@@ -55,10 +64,12 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 from pydantic_core import PydanticSerializationError
 
 from llama_index.memory.window_budget import (
+    ARCHIVE_SUFFIX,
     ChatStoreMemoryStore,
     JsonlChatStore,
     WindowBudgetMemory,
 )
+from llama_index.memory.window_budget.archive_pack import unpack
 
 WINDOW = 16_000
 """The memory's context window (tokens)."""
@@ -74,23 +85,42 @@ _TEXT = (
     "thirty seconds while the migration runs"
 )
 _WORDS = _TEXT.split(" ")
+REAL = Path(__file__).parent / "data" / "claude_code" / "bookminder"
+"""Real Claude Code console logs (MIT, see its README): ``--text real``."""
 
 
-def conversation(n: int, seed: int = 7) -> list[ChatMessage]:
+def _real_words() -> list[str]:
+    """The logs' words, each with the whitespace after it (newlines and indents kept)."""
+    text = "".join(p.read_text(encoding="utf-8") for p in sorted(REAL.glob("day-*.md")))
+    return re.findall(r"\S+\s*", text)
+
+
+def conversation(n: int, seed: int = 7, text: str = "synthetic") -> list[ChatMessage]:
     """``n`` messages, alternating user / assistant, of varied realistic lengths.
 
     User messages run 8-120 words, replies 20-600 (a few long ones: code, logs), so the
-    file comes to about 400 bytes a message as ``SimpleChatStore`` writes it.
+    file comes to about 400 bytes a message as ``SimpleChatStore`` writes it. Synthetic
+    words are drawn at random from one paragraph; real ones are the next stretch of the
+    logs (read round again from a random place when they run out).
     """
     rnd = random.Random(seed)
+    real = _real_words() if text == "real" else []
+    at = 0
     out = []
     for i in range(n):
         user = i % 2 == 0
         words = rnd.randint(8, 60) if user else int(rnd.lognormvariate(4.2, 0.8)) + 20
         if user and rnd.random() < 0.1:
             words = rnd.randint(60, 120)
-        text = " ".join(rnd.choice(_WORDS) for _ in range(min(words, 600)))
-        out.append(ChatMessage(role="user" if user else "assistant", content=f"[{i}] {text}"))
+        words = min(words, 600)
+        if real:
+            if at + words > len(real):
+                at = rnd.randrange(len(real) - words)
+            body = "".join(real[at : at + words]).strip()
+            at += words
+        else:
+            body = " ".join(rnd.choice(_WORDS) for _ in range(words))
+        out.append(ChatMessage(role="user" if user else "assistant", content=f"[{i}] {body}"))
     return out
 
 
@@ -171,9 +201,9 @@ class Config:
         return sum(p.stat().st_size for p in self.files)
 
 
-def build_configs(n: int, tmp: Path) -> list[Config]:
+def build_configs(n: int, tmp: Path, text: str, *, recall: bool = True) -> list[Config]:
     """Each memory's files, written under its own usage."""
-    messages = conversation(n)
+    messages = conversation(n, text=text)
     configs = []
 
     store = SimpleChatStore()
@@ -183,6 +213,25 @@ def build_configs(n: int, tmp: Path) -> list[Config]:
     persist(store, tmp / "ours.json")
     configs.append(
         Config("WindowBudgetMemory, defaults", [tmp / "ours.json"], lambda s: _ours(s[0], None))
+    )
+
+    archive_key = KEY + ARCHIVE_SUFFIX
+    entries = store.get_messages(archive_key)
+    archived = unpack(store, archive_key, entries)
+    packed = sum(len(json.dumps(m.model_dump(mode="json"))) for m in entries)
+    plain = sum(len(json.dumps(m.model_dump(mode="json"))) for m in archived)
+    print(
+        f"  archive: {len(archived):,} messages in {len(entries)} packed entries, "
+        f"{plain:,} B as one entry per message, {packed:,} B packed ({plain / packed:.2f}x)"
+    )
+    store.set_messages(archive_key, archived)  # the layout before packing
+    persist(store, tmp / "ours-unpacked.json")
+    configs.append(
+        Config(
+            "WindowBudgetMemory, defaults, one entry per message (before)",
+            [tmp / "ours-unpacked.json"],
+            lambda s: _ours(s[0], None),
+        )
     )
 
     live, archive = SimpleChatStore(), SimpleChatStore()
@@ -210,6 +259,19 @@ def build_configs(n: int, tmp: Path) -> list[Config]:
         )
     )
 
+    if recall:
+        configs.append(_with_recall(messages, tmp))
+
+    theirs = SimpleChatStore()
+    drive(_theirs(theirs), messages)
+    persist(theirs, tmp / "theirs.json")
+    configs.append(
+        Config("ChatSummaryMemoryBuffer", [tmp / "theirs.json"], lambda s: _theirs(s[0]))
+    )
+    return configs
+
+
+def _with_recall(messages: list[ChatMessage], tmp: Path) -> Config:
     live = SimpleChatStore()
     recall_dir, ledger_dir = tmp / "recall-archive", tmp / "recall-memory"
 
@@ -219,22 +281,12 @@ def build_configs(n: int, tmp: Path) -> list[Config]:
 
     drive(with_recall([live]), messages)
     persist(live, tmp / "ours-recall-live.json")
-    configs.append(
-        Config(
-            "WindowBudgetMemory, the same + memory_store= over a JsonlChatStore",
-            [tmp / "ours-recall-live.json"],
-            with_recall,
-            kept=(*recall_dir.iterdir(), *ledger_dir.iterdir()),
-        )
+    return Config(
+        "WindowBudgetMemory, the same + memory_store= over a JsonlChatStore",
+        [tmp / "ours-recall-live.json"],
+        with_recall,
+        kept=(*recall_dir.iterdir(), *ledger_dir.iterdir()),
     )
-
-    theirs = SimpleChatStore()
-    drive(_theirs(theirs), messages)
-    persist(theirs, tmp / "theirs.json")
-    configs.append(
-        Config("ChatSummaryMemoryBuffer", [tmp / "theirs.json"], lambda s: _theirs(s[0]))
-    )
-    return configs
 
 
 def median_ms(config: Config, turn: list[ChatMessage] | None, runs: int) -> tuple[float, float]:
@@ -259,13 +311,19 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=15, help="requests per median")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument(
+        "--text", choices=("synthetic", "real"), default="synthetic", help="the messages' words"
+    )
+    parser.add_argument(
+        "--skip-recall", action="store_true", help="leave out the memory_store= configuration"
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp())
-    print(f"{args.messages:,} messages, window {WINDOW:,}; files in {tmp}")
-    configs = build_configs(args.messages, tmp)
+    print(f"{args.messages:,} messages ({args.text} text), window {WINDOW:,}; files in {tmp}")
+    configs = build_configs(args.messages, tmp, args.text, recall=not args.skip_recall)
     peer = configs[-1]
-    turn = conversation(2, seed=99)
+    turn = conversation(2, seed=99, text=args.text)
     for c in configs:
         c.request(None)  # warm the imports and caches
         sizes = ", ".join(f"{p.name} {p.stat().st_size:,} B" for p in (*c.files, *c.kept))

@@ -14,6 +14,7 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 
 from llama_index.memory.window_budget import RECORD_KEY, WindowBudgetMemory, is_digest
 from llama_index.memory.window_budget import convert as convert_module
+from llama_index.memory.window_budget.archive_pack import is_packed, unpack
 from llama_index.memory.window_budget.convert import make_digest_chat_message, to_core
 from window_budget import DigestMessage, bridge
 
@@ -86,7 +87,11 @@ def test_archive_store_keeps_the_live_store_small(tmp_path: Path) -> None:
     assert is_digest(stored[0])
     # No archive in the live store: the conversation, and the key its digests are sealed with.
     assert sorted(live.get_keys()) == sorted([memory.chat_store_key, "window_budget:_key"])
-    archived = archive.get_messages(memory.archive_key)
+    # A SimpleChatStore holds the archive packed, one entry per compaction.
+    entries = archive.get_messages(memory.archive_key)
+    assert entries
+    assert all(is_packed(e) for e in entries)
+    archived = unpack(archive, memory.archive_key, entries)
     assert len(archived) + len(stored) - 1 == 120
     full = memory.get_all(include_archived=True)
     assert [m.content for m in full] == [m.content for i in range(60) for m in (user(i), bot(i))]

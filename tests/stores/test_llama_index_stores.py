@@ -16,6 +16,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget import WindowBudgetMemory
+from llama_index.memory.window_budget.archive_pack import unpack
 from llama_index.memory.window_budget.convert import (
     RECORD_KEY,
     digest_covered,
@@ -126,7 +127,10 @@ def test_compaction_archive_digest_record_and_ledger_survive_the_store(
     live, archive, _ = open_stores()
     memory = _memory(live, archive, key)
     stored = memory.get_all()
-    archived = (archive or live).get_messages(memory.archive_key)
+    archive_store = archive or live  # a SimpleChatStore holds it packed
+    archived = unpack(
+        archive_store, memory.archive_key, archive_store.get_messages(memory.archive_key)
+    )
     digests = [m for m in stored if is_digest(m)]
     assert len(digests) == 1
     assert stored.index(digests[0]) == 0

@@ -20,6 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget import WindowBudgetMemory
+from llama_index.memory.window_budget.archive_pack import unpack
 from llama_index.memory.window_budget.convert import digest_covered, is_digest
 
 KINDS = ("redis", "postgres", "sqlite", "simple")
@@ -178,7 +179,7 @@ def audit(store: BaseChatStore, key: str, *, workers: int, turns: int) -> dict[s
         context_window=4096, chat_store=store, chat_store_key=key
     )
     live = memory.get_all()
-    archived = store.get_messages(memory.archive_key)
+    archived = unpack(store, memory.archive_key, store.get_messages(memory.archive_key))
     everything = memory.get_all(include_archived=True)
     digests = [m for m in live if is_digest(m)]
     assert len(digests) <= 1, f"{len(digests)} digests in the live store"

@@ -4,8 +4,9 @@ The store under ``chat_store_key`` always holds ``[*pinned system messages, dige
 *verbatim tail]``. When the history grows past the gate, the head is folded into one
 digest by the LLM you pass (``llm.chat`` on the sync path, ``await llm.achat`` on the
 async one) and the folded originals are appended to the archive: ``archive_store`` under
-``archive_key`` (by default the same chat store, so give a web server that loads the
-live store per request a separate one). The store is rewritten only once a digest exists,
+``archive_key`` (by default the same chat store; in a ``SimpleChatStore`` packed, one
+entry per compaction, so a request that loads the store's file validates one message per
+compaction, not per folded message). The store is rewritten only once a digest exists,
 in one short critical section; if the LLM fails, the store is left exactly as it was and
 the view handed to the caller uses the network-free digest instead.
 

@@ -397,9 +397,10 @@ class MemoryBuilding:
                 tokenizer configured in ``Settings``), a ``TokenCounter`` or a callable.
             archive_key: key for folded messages; ``chat_store_key + ARCHIVE_SUFFIX``.
             archive_store: any ``BaseChatStore`` for folded messages; ``chat_store`` by
-                default. Folded messages are only ever appended to it. For a
-                ``SimpleChatStore`` persisted to a file, a ``JsonlChatStore``: the file a
-                request loads then holds no archive.
+                default. Folded messages are only ever appended to it; a
+                ``SimpleChatStore`` holds them packed, one entry per compaction
+                (``archive_pack``). For a ``SimpleChatStore`` persisted to a file, a
+                ``JsonlChatStore`` keeps even that out of the file a request loads.
             token_limit: as in ``ChatMemoryBuffer``: the most tokens the view (plus a
                 chat engine's ``initial_token_count``) may hold. It becomes
                 :attr:`token_limit` exactly: the window minus ``token_limit`` is reserved

@@ -6,7 +6,9 @@ The live messages sit under ``key`` in the chat store and the folded originals u
 compaction only append to it. A conversation given its own archive store after it was
 written with the default keeps its earlier archive under ``archive_key`` in the chat
 store; it is read first, then the archive store's (which alone counts when it starts with
-the same messages: two store objects over one server). Every write — an
+the same messages: two store objects over one server). In a ``SimpleChatStore`` the archive
+is packed, one entry per compaction (:mod:`~llama_index.memory.window_budget.archive_pack`),
+and unpacked where it is read. Every write — an
 append, ``set``, ``reset``, a compaction's conditional rewrite — holds the process-wide
 lock of the chat store and key (:func:`window_budget.stores.lock_for`), so any number of
 memories over one store object behave as one. A compaction's rewrite is the strongest the
@@ -22,6 +24,7 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
+from llama_index.memory.window_budget.archive_pack import pack, packs_into, unpack
 from llama_index.memory.window_budget.jsonl_store import JsonlChatStore
 from llama_index.memory.window_budget.stores import rewrite_for, store_name
 from window_budget.stores import (
@@ -167,15 +170,26 @@ class StoredConversation:
     def _separate(self) -> bool:
         return self.archive is not self.chat_store
 
+    def _archived_in(self, store: BaseChatStore) -> list[ChatMessage]:
+        return unpack(store, self.archive_key, store.get_messages(self.archive_key))
+
+    async def _aarchived_in(self, store: BaseChatStore) -> list[ChatMessage]:
+        return unpack(store, self.archive_key, await store.aget_messages(self.archive_key))
+
     def read_archive(self) -> list[ChatMessage]:
-        """The archived originals, oldest first (an earlier archive in the chat store first)."""
-        earlier = self.chat_store.get_messages(self.archive_key) if self._separate() else []
-        return _joined(earlier, self.archive.get_messages(self.archive_key))
+        """The archived originals, oldest first (an earlier archive in the chat store first).
+
+        Raises:
+            StoreError: a packed archive entry does not decode (it names the key).
+
+        """
+        earlier = self._archived_in(self.chat_store) if self._separate() else []
+        return _joined(earlier, self._archived_in(self.archive))
 
     async def aread_archive(self) -> list[ChatMessage]:
         """The archived originals, through the stores' async API."""
-        earlier = await self.chat_store.aget_messages(self.archive_key) if self._separate() else []
-        return _joined(earlier, await self.archive.aget_messages(self.archive_key))
+        earlier = await self._aarchived_in(self.chat_store) if self._separate() else []
+        return _joined(earlier, await self._aarchived_in(self.archive))
 
     def _clear_archive(self) -> None:
         self.archive.delete_messages(self.archive_key)
@@ -231,11 +245,12 @@ class StoredConversation:
             if live is not None:
                 set_verified(self.chat_store, self.key, live)
             if archived is not None:
-                set_verified(self.archive, self.archive_key, archived)
+                entries = pack(archived) if packs_into(self.archive) else archived
+                set_verified(self.archive, self.archive_key, entries)
                 # The saved archive holds any earlier one in the chat store; that one goes,
                 # unless it is what was just written (two objects over one server).
                 if self._separate() and not _same_list(
-                    self.chat_store.get_messages(self.archive_key), archived, exact=True
+                    self._archived_in(self.chat_store), archived, exact=True
                 ):
                     self.chat_store.delete_messages(self.archive_key)
 
@@ -285,6 +300,8 @@ class StoredConversation:
             if isinstance(self.archive, JsonlChatStore):
                 self.archive.add_messages(self.archive_key, list(messages))  # one write
                 return
+            if packs_into(self.archive):
+                messages = pack(messages)  # one entry per compaction, not per message
             for m in messages:
                 self.archive.add_message(self.archive_key, m)
 
