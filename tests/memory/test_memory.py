@@ -143,7 +143,7 @@ def test_the_record_is_bounded_and_flat_while_the_store_keeps_everything(tmp_pat
             if isinstance(history[0], DigestMessage):
                 sizes.append(count_text(json.dumps(history[0].facts)))
         assert len(sizes) > 10  # many compactions, each record within the bound
-        assert max(sizes) <= record_budget(12_000)
+        assert max(sizes) <= record_budget(12_000) + 32  # the store's pointer beside it
         ledger = condenser.ledger(history[0])
         assert ledger is not None
         files = [f for f in ledger.facts if f.kind == "file"]

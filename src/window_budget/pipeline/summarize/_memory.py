@@ -42,7 +42,6 @@ __all__ = [
 
 MEMORY_KEY: Final = "memory"
 """Key of the store pointer inside a digest's facts record."""
-_POINTER_TOKENS: Final = 32  # {"memory":{"conversation":…,"version":N}} with a short name
 # What a framework record adds around the ledger: the seal (64 hex), the text hash (32 hex),
 # the counts and an adapter's bookkeeping (compactions, archive range, audit).
 _RECORD_OVERHEAD: Final = 90
@@ -188,8 +187,9 @@ def store_digest(
     take no position), ending at ``ledger.archived``.
     """
     store = deps.memory
-    room = record_tokens - _RECORD_OVERHEAD - (0 if store is None else _POINTER_TOKENS)
-    room = max(32, room)
+    # The pointer rides beside the bounded ledger, not in its room: when the store cannot be
+    # read (a restarted process's in-process store, another store), the record stands alone.
+    room = max(32, record_tokens - _RECORD_OVERHEAD)
     facts = bounded_ledger(ledger, room, deps.counter)
     digest = replace(digest, facts=facts)
     if store is None:
