@@ -60,7 +60,8 @@ def _compacted(tmp_path: Path) -> Path:
     messages = [UserMessage(f"{HOSTILE}\nFORGED line")]
     for _ in range(30):
         messages += [AssistantMessage("ok " * 200, model=MODEL), UserMessage("more " * 100)]
-    condenser = create_condenser(model=Model("m", 4000))
+    # A window whose record holds the whole objective (a 4k window's record cuts it short).
+    condenser = create_condenser(model=Model("m", 40_000))
     result = condenser.run_sync(messages, force=True)
     path = tmp_path / "compacted.json"
     write_transcript(result.messages, path, format="json")
