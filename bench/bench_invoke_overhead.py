@@ -82,13 +82,16 @@ def build(n: int, only: str | None = None) -> dict[str, tuple[Any, dict[str, Any
     from langgraph.checkpoint.memory import InMemorySaver
 
     from langchain_window_budget import WindowBudgetMiddleware
+    from window_budget import BudgetPolicy
 
+    never = BudgetPolicy.for_window(WINDOW, cache_aware=False)
     model = fake_model(SHAPE["model"])
     seed = lc_transcript(n) if SHAPE["thread"] == "tools" else chat_thread(n)
     middleware: dict[str, list[Any]] = {
         NONE: [],
         PEER: [SummarizationMiddleware(model, trigger=("tokens", WINDOW), keep=("messages", 20))],
-        OURS: [WindowBudgetMiddleware(model, context_window=WINDOW)],
+        # The window's share, not the default's prompt ceiling: nothing is ever compacted.
+        OURS: [WindowBudgetMiddleware(model, context_window=WINDOW, policy=never)],
     }
     agents = {}
     for name, mws in middleware.items():

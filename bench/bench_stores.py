@@ -195,6 +195,7 @@ def bench_agent(where: dict[str, str], sizes: list[int], turns: int, tmp: Path) 
     from langchain_core.messages import AIMessage, HumanMessage
 
     from langchain_window_budget import WindowBudgetMiddleware
+    from window_budget import BudgetPolicy
 
     print("\ncreate_agent + a database checkpointer, one invoke per turn, nothing summarized")
     for kind in ("sqlite", "postgres"):
@@ -211,7 +212,14 @@ def bench_agent(where: dict[str, str], sizes: list[int], turns: int, tmp: Path) 
             ]
             variants: dict[str, list[Any]] = {
                 "none": [],
-                "ours": [WindowBudgetMiddleware(model, context_window=WINDOW)],
+                # The window's share, not the default's prompt ceiling: nothing compacts.
+                "ours": [
+                    WindowBudgetMiddleware(
+                        model,
+                        context_window=WINDOW,
+                        policy=BudgetPolicy.for_window(WINDOW, cache_aware=False),
+                    )
+                ],
                 "theirs": [
                     SummarizationMiddleware(
                         model, trigger=("tokens", WINDOW), keep=("messages", 20)
