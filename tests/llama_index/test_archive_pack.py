@@ -85,6 +85,15 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+def _filled() -> tuple[SimpleChatStore, WindowBudgetMemory]:
+    """A default memory over a new ``SimpleChatStore``, 60 turns put: several compactions."""
+    store = SimpleChatStore()
+    memory = memory_over(store)
+    for m in turns(0, 60):
+        memory.put(m)
+    return store, memory
+
+
 # ------------------------------------------------------------------ through the file
 
 
@@ -92,10 +101,7 @@ def test_the_default_archive_round_trips_through_the_file(
     tmp_path: Path, decodes: list[int]
 ) -> None:
     path = tmp_path / "chat.json"
-    store = SimpleChatStore()
-    memory = memory_over(store)
-    for m in turns(0, 60):
-        memory.put(m)
+    store, memory = _filled()
     entries = store.get_messages(memory.archive_key)
     assert entries
     assert all(is_packed(e) for e in entries)
@@ -113,10 +119,7 @@ def test_the_default_archive_round_trips_through_the_file(
 
 def test_a_fresh_memory_per_request_decodes_nothing(tmp_path: Path, decodes: list[int]) -> None:
     path = tmp_path / "chat.json"
-    store = SimpleChatStore()
-    memory = memory_over(store)
-    for m in turns(0, 60):
-        memory.put(m)
+    store, memory = _filled()
     save(store, path)
     compactions = len(store.get_messages(memory.archive_key))
     for i in range(60, 80):  # requests, some of them compacting
@@ -156,10 +159,7 @@ def test_recall_reaches_every_original_in_the_packed_archive(tmp_path: Path) -> 
 
 
 def test_saving_unpacks_and_restoring_packs(tmp_path: Path) -> None:
-    store = SimpleChatStore()
-    memory = memory_over(store)
-    for m in turns(0, 60):
-        memory.put(m)
+    _, memory = _filled()
     data = memory.to_dict()
     restored_store = SimpleChatStore()
     again = WindowBudgetMemory.from_dict(data, llm=ScriptedLLM(), chat_store=restored_store)
@@ -184,10 +184,7 @@ def test_an_archive_of_one_entry_per_message_reads_with_packed_entries_after_it(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "chat.json"
-    store = SimpleChatStore()
-    memory = memory_over(store)
-    for m in turns(0, 60):
-        memory.put(m)
+    store, memory = _filled()
     # The layout before packing: the same archive, one entry per message.
     old = unpack(store, memory.archive_key, store.get_messages(memory.archive_key))
     store.set_messages(memory.archive_key, old)
@@ -262,10 +259,7 @@ def test_a_damaged_packed_entry_raises_one_store_error_and_changes_nothing(
     tmp_path: Path, changes: dict[str, Any]
 ) -> None:
     path = tmp_path / "chat.json"
-    store = SimpleChatStore()
-    memory = memory_over(store)
-    for m in turns(0, 60):
-        memory.put(m)
+    store, memory = _filled()
     entries = store.get_messages(memory.archive_key)
     store.set_messages(memory.archive_key, [*entries, _entry(**changes)])
     save(store, path)
