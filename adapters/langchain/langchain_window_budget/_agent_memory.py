@@ -51,8 +51,9 @@ MAX_STORES: Final = 8
 LOCAL_CONVERSATIONS: Final = 256
 """Threads the in-process store of an agent without a store keeps (as ``Sessions`` does)."""
 
-LOCAL_ORIGINALS: Final = 100_000
-"""Folded messages that store keeps, all threads together (as ``Sessions`` bounds messages)."""
+LOCAL_ORIGINALS: Final = 20_000
+"""Folded messages that store keeps, all threads together: a default must not grow a
+long-lived server without bound (a store given with ``create_agent(store=...)`` has no cap)."""
 
 
 def thread_id_of(runtime: object) -> Any:

@@ -121,7 +121,7 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory: where each digest's full fact ledger and folded messages go, keyed by the
             run's ``thread_id``: ``"runtime"`` (the default) uses the store the agent was
             compiled with (``create_agent(..., store=InMemoryStore())``), else the
-            middleware's own in-process store (the last 256 threads, 100,000 folded
+            middleware's own in-process store (the last 256 threads, 20,000 folded
             messages at most; gone with the process); a LangGraph ``BaseStore`` or a
             window-budget ``MemoryStore`` is used for every run; None, or a run without a
             ``thread_id``, keeps only the digest's bounded record. Without ``policy``, runs
