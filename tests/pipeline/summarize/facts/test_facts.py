@@ -420,6 +420,7 @@ def test_a_sentence_labelled_as_the_decision_is_one() -> None:
             "fallback. Decision pending."
         ),
         AssistantMessage("Decisions are hard to make in this codebase, it seems to me."),
+        AssistantMessage("Resolution: 1920x1080 on the staging screenshots, as configured."),
     ]
     decisions = [f.text for f in extract_facts(msgs).of_kind("decision")]
     assert decisions == ["Decision: render through WeasyPrint in-process;"]  # its clause

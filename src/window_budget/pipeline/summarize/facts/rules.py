@@ -111,7 +111,7 @@ _DECISION_RE = re.compile(
     r"|in favou?r of|we'll use|i'll use|will use|moved \S+ to|extracted|kept \S+ as)\b",
     re.IGNORECASE,
 )
-_DECISION_LABEL_RE = re.compile(r"^\W*(?:decision|decided|resolution)\s*:", re.IGNORECASE)
+_DECISION_LABEL_RE = re.compile(r"^\W*(?:decision|decided)\s*:", re.IGNORECASE)
 """A sentence the agent labels as its decision ("Decision: render in-process ...")."""
 _MUSING_RE = re.compile(
     r"^(let me|let's|now let me|now i|i'll (check|look|read|run|see|start|open|try)"
