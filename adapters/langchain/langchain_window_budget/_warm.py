@@ -33,7 +33,7 @@ from langchain_window_budget._digest import DIGEST_KEY, digest_record
 from langchain_window_budget._keep import UserSizes
 from langchain_window_budget._result import LangChainResult
 from langchain_window_budget._sessions import Session, Sessions
-from window_budget.budget import KeyedCounts, cached_estimates
+from window_budget.budget import ESTIMATES, KeyedCounts, cached_estimates
 from window_budget.contract import CondensePlan, CondenseResult, TokenCounter
 from window_budget.pipeline import WindowCondenser, budget_limit
 
@@ -52,39 +52,48 @@ _META: Final = (
 reason, the stale-usage mark)."""
 
 
-def _text(content: Any) -> str:
-    return content if type(content) is str else repr(content)
-
-
 def _human(m: Any) -> int:
-    extra = m.additional_kwargs
-    return hash((1, m.id, _text(m.content), m.name, repr(extra) if extra else ""))
+    d = m.__dict__  # every declared field of a LangChain message: faster than attributes
+    extra = d["additional_kwargs"]
+    c = d["content"]  # a str, or a list of blocks (by its repr)
+    return hash(
+        (1, d["id"], c if type(c) is str else repr(c), d["name"], repr(extra) if extra else "")
+    )
 
 
 def _ai(m: Any) -> int:
-    extra, meta = m.additional_kwargs, m.response_metadata
+    d = m.__dict__
+    extra, meta, calls = d["additional_kwargs"], d["response_metadata"], d["tool_calls"]
+    bad, usage, c = d["invalid_tool_calls"], d["usage_metadata"], d["content"]
     return hash(
         (
             2,
-            m.id,
-            _text(m.content),
-            m.name,
+            d["id"],
+            c if type(c) is str else repr(c),
+            d["name"],
             repr(extra) if extra else "",
-            repr(m.tool_calls) if m.tool_calls else "",
-            repr(m.invalid_tool_calls) if m.invalid_tool_calls else "",
-            repr(m.usage_metadata) if m.usage_metadata else "",
+            repr(calls) if calls else "",
+            repr(bad) if bad else "",
+            repr(usage) if usage else "",
             repr([meta.get(k) for k in _META]) if meta else "",
         )
     )
 
 
 def _tool(m: Any) -> int:
-    return hash((3, m.id, _text(m.content), m.name, m.tool_call_id, m.status))
+    d = m.__dict__
+    c = d["content"]
+    return hash(
+        (3, d["id"], c if type(c) is str else repr(c), d["name"], d["tool_call_id"], d["status"])
+    )
 
 
 def _system(m: Any) -> int:
-    extra = m.additional_kwargs
-    return hash((4, m.id, _text(m.content), m.name, repr(extra) if extra else ""))
+    d = m.__dict__
+    extra, c = d["additional_kwargs"], d["content"]
+    return hash(
+        (4, d["id"], c if type(c) is str else repr(c), d["name"], repr(extra) if extra else "")
+    )
 
 
 _BY_TYPE: Final = {HumanMessage: _human, AIMessage: _ai, ToolMessage: _tool, SystemMessage: _system}
@@ -146,15 +155,22 @@ class WarmGate:
         counts = session.counts
         if counts is None:
             counts = session.counts = KeyedCounts()
-        missing = counts.missing(keys)
+        tokens = counts.estimates(keys)
+        missing: list[int] = []
+        if None in tokens:  # what was appended, as a rule: at the end
+            first = tokens.index(None)
+            missing = [i for i in range(first, len(tokens)) if tokens[i] is None]
         if missing:
             codec = session.converter.codec  # the engine's conversion, usage trusted
             cores = [codec.to_core(messages[i]) for i in missing]
             self.converted += len(cores)
-            estimates = cached_estimates(cores, deps.counter)
-            for i, core, tokens in zip(missing, cores, estimates, strict=True):
-                tag = _record_tag(messages[i], codec.record_key)
-                counts.learn(keys[i], core, tokens, model, tag)
+            # Through the content cache only, not by identity: that would keep the cores.
+            estimates = cached_estimates(cores, deps.counter, cache=ESTIMATES)
+            for i, core, estimate in zip(missing, cores, estimates, strict=True):
+                counts.learn(
+                    keys[i], core, estimate, model, _record_tag(messages[i], codec.record_key)
+                )
+                tokens[i] = estimate
         if len(counts) > 2 * len(keys) + 256:  # what the thread no longer holds
             counts.keep_only(keys)
         sessions.bound()
@@ -163,12 +179,17 @@ class WarmGate:
         p = 0
         while p < len(messages) and type(messages[p]) is SystemMessage:
             p += 1
+        pinned = sum(tokens[:p]) + extra_pinned_tokens  # type: ignore[arg-type]
         body = keys[p:]
-        pinned = counts.tokens(keys[:p]) + extra_pinned_tokens
         # Usage up to the newest digest's kept turns is read untrusted (``_find_stale``).
         at, tag = counts.tags(body)
-        trusted_from = at + tag if at >= 0 else 0
-        estimate = counts.context(body, model, pinned_tokens=pinned, trusted_from=trusted_from)
+        estimate = counts.context(
+            body,
+            model,
+            pinned_tokens=pinned,
+            trusted_from=at + tag if at >= 0 else 0,
+            estimates=tokens[p:],  # type: ignore[arg-type]
+        )
         return estimate.context_tokens, pinned, len(keys) - len(missing)
 
     def run(

@@ -55,7 +55,7 @@ class KeyedCounts:
     :meth:`context` declines a list holding one (the caller's full path handles it).
     """
 
-    __slots__ = ("_compaction", "_digests", "_info", "_tokens")
+    __slots__ = ("_anchors", "_compaction", "_digests", "_info", "_tagged", "_tokens")
 
     def __init__(self) -> None:
         self._tokens: dict[int, int] = {}
@@ -64,18 +64,23 @@ class KeyedCounts:
         """Per key that anchors or is a digest: flags, usage figure, kept count and tag."""
         self._digests: dict[int, int] = {}
         """The keys of ``_info`` that are digests (a set of ints, as a dict: untracked)."""
+        self._anchors: dict[int, int] = {}
+        """The keys of ``_info`` whose usage figure anchors."""
+        self._tagged: dict[int, int] = {}
+        """The keys of ``_info`` learned with a tag."""
         self._compaction: dict[int, int] = {}
         """Keys whose message carries a provider's compaction block."""
 
     def __len__(self) -> int:
         return len(self._tokens)
 
+    def estimates(self, keys: Sequence[int]) -> list[int | None]:
+        """Per key its estimate; None for a key not learned yet."""
+        return list(map(self._tokens.get, keys))
+
     def missing(self, keys: Sequence[int]) -> list[int]:
         """Indices of the keys not learned yet."""
-        known = self._tokens
-        if all(map(known.__contains__, keys)):
-            return []
-        return [i for i, k in enumerate(keys) if k not in known]
+        return _nones(self.estimates(keys))
 
     def learn(
         self, key: int, message: AgentMessage, tokens: int, model: Model | None = None, tag: int = 0
@@ -93,6 +98,7 @@ class KeyedCounts:
         if usage is not None:
             flags |= _ANCHORS
             figure = usage.context_tokens
+            self._anchors[key] = 1
             if same_model(getattr(message, "model", None), model):
                 flags |= _SAME_MODEL
         if is_digest(message):
@@ -103,6 +109,8 @@ class KeyedCounts:
             type(b) is ProviderCompactionBlock for b in message.content
         ):
             self._compaction[key] = 1
+        if tag:
+            self._tagged[key] = 1
         if flags or tag:
             self._info[key] = (
                 flags | figure << _FLAGS | kept << (_FLAGS + _FIELD) | tag << (_FLAGS + 2 * _FIELD)
@@ -115,7 +123,7 @@ class KeyedCounts:
     def tags(self, keys: Sequence[int]) -> tuple[int, int]:
         """``(index, tag)`` of the last key in ``keys`` learned with a tag; ``(-1, 0)`` if none."""
         info = self._info
-        if not info:
+        if not self._tagged or self._tagged.keys().isdisjoint(keys):
             return -1, 0
         looked = list(map(info.get, keys))
         for j in range(len(looked) - 1, -1, -1):
@@ -124,10 +132,6 @@ class KeyedCounts:
                 return j, v >> (_FLAGS + 2 * _FIELD)
         return -1, 0
 
-    def tokens(self, keys: Sequence[int]) -> int:
-        """The estimates of ``keys`` summed (every key learned)."""
-        return sum(map(self._tokens.__getitem__, keys))
-
     def context(
         self,
         keys: Sequence[int],
@@ -135,51 +139,50 @@ class KeyedCounts:
         *,
         pinned_tokens: int = 0,
         trusted_from: int = 0,
+        estimates: Sequence[int] | None = None,
     ) -> TokenEstimate:
         """The gate's figure for the transcript ``keys`` stand for (every key learned).
 
         As ``TokenLedger.context``: the newest anchoring usage figure plus the estimates
         after it, else every estimate plus ``pinned_tokens``. Usage figures of keys before
         index ``trusted_from`` do not anchor (the caller's converter reads them untrusted).
+        ``estimates``: :meth:`estimates` of ``keys``, when the caller has them.
         """
-        tok = self._tokens.__getitem__
-        total = sum(map(tok, keys))
-        anchored = self._anchor(keys, model, pinned_tokens, trusted_from)
+        tokens = list(map(self._tokens.__getitem__, keys)) if estimates is None else estimates
+        anchored = self._anchor(keys, tokens, model, pinned_tokens, trusted_from)
         if anchored is None:
-            return TokenEstimate(total + pinned_tokens, model.context_window, False)
+            return TokenEstimate(sum(tokens) + pinned_tokens, model.context_window, False)
         i, figure = anchored
-        return TokenEstimate(figure + sum(map(tok, keys[i + 1 :])), model.context_window, True)
+        return TokenEstimate(figure + sum(tokens[i + 1 :]), model.context_window, True)
 
     def _anchor(
-        self, keys: Sequence[int], model: Model, pinned: int, trusted_from: int
+        self, keys: Sequence[int], tokens: Sequence[int], model: Model, pinned: int, start: int
     ) -> tuple[int, int] | None:
         """``(index, usage figure)`` of the anchor, as ``TokenLedger.anchor`` chooses it."""
-        info = self._info
-        if not info:
+        if not self._anchors:
             return None
-        looked = list(map(info.get, keys))
-        last_usage = -1
-        for j in range(len(looked) - 1, max(trusted_from, 0) - 1, -1):
-            v = looked[j]
-            if v is not None and v & _ANCHORS:
-                last_usage = j
+        info = self._info.get
+        last_usage, v = -1, 0
+        for j in range(len(keys) - 1, max(start, 0) - 1, -1):  # the newest, near the end
+            got = info(keys[j])
+            if got is not None and got & _ANCHORS:
+                last_usage, v = j, got
                 break
         if last_usage < 0:
             return None
         last_digest, digest_at = -1, 0
         if self._digests and not self._digests.keys().isdisjoint(keys):
+            looked = list(map(info, keys))
             for j in range(len(looked) - 1, -1, -1):
-                v = looked[j]
-                if v is not None and v & _DIGEST:
-                    last_digest = j + ((v >> (_FLAGS + _FIELD)) & _MASK)
-                    digest_at = j
+                d = looked[j]
+                if d is not None and d & _DIGEST:
+                    last_digest, digest_at = j + ((d >> (_FLAGS + _FIELD)) & _MASK), j
                     break
-        v = looked[last_usage]
-        assert v is not None
         if last_digest >= last_usage or not v & _SAME_MODEL:
             return None
         figure = (v >> _FLAGS) & _MASK
-        measured = sum(map(self._tokens.__getitem__, keys[digest_at : last_usage + 1]))
+        # Plausible for what it measured: from the last digest (what came before it is gone).
+        measured = sum(tokens[digest_at : last_usage + 1])
         if not usage_is_plausible(figure, measured + pinned):
             return None
         return last_usage, figure
@@ -187,6 +190,14 @@ class KeyedCounts:
     def keep_only(self, keys: Sequence[int]) -> None:
         """Forget every key but ``keys`` (what a conversation no longer holds)."""
         wanted = dict.fromkeys(keys, 1)
-        for table in (self._tokens, self._info, self._digests, self._compaction):
+        tables = (self._tokens, self._info, self._digests, self._anchors, self._tagged)
+        for table in (*tables, self._compaction):
             for k in [k for k in table if k not in wanted]:
                 del table[k]
+
+
+def _nones(looked: list[int | None]) -> list[int]:
+    """Indices of the Nones in ``looked`` (what was appended, as a rule: at the end)."""
+    if None not in looked:
+        return []
+    return [i for i in range(looked.index(None), len(looked)) if looked[i] is None]
