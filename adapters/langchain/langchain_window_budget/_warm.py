@@ -24,7 +24,7 @@ would share a count; with 64 bits that is a 2**-64 event per pair, accepted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -96,7 +96,12 @@ def _system(m: Any) -> int:
     )
 
 
-_BY_TYPE: Final = {HumanMessage: _human, AIMessage: _ai, ToolMessage: _tool, SystemMessage: _system}
+_BY_TYPE: Final[dict[type, Callable[[Any], int]]] = {
+    HumanMessage: _human,
+    AIMessage: _ai,
+    ToolMessage: _tool,
+    SystemMessage: _system,
+}
 
 
 def fingerprint(message: object) -> int | None:
@@ -166,11 +171,11 @@ class WarmGate:
             self.converted += len(cores)
             # Through the content cache only, not by identity: that would keep the cores.
             estimates = cached_estimates(cores, deps.counter, cache=ESTIMATES)
-            for i, core, estimate in zip(missing, cores, estimates, strict=True):
+            for i, core, tokens_i in zip(missing, cores, estimates, strict=True):
                 counts.learn(
-                    keys[i], core, estimate, model, _record_tag(messages[i], codec.record_key)
+                    keys[i], core, tokens_i, model, _record_tag(messages[i], codec.record_key)
                 )
-                tokens[i] = estimate
+                tokens[i] = tokens_i
         if len(counts) > 2 * len(keys) + 256:  # what the thread no longer holds
             counts.keep_only(keys)
         sessions.bound()
@@ -183,14 +188,14 @@ class WarmGate:
         body = keys[p:]
         # Usage up to the newest digest's kept turns is read untrusted (``_find_stale``).
         at, tag = counts.tags(body)
-        estimate = counts.context(
+        figure = counts.context(
             body,
             model,
             pinned_tokens=pinned,
             trusted_from=at + tag if at >= 0 else 0,
             estimates=tokens[p:],  # type: ignore[arg-type]
         )
-        return estimate.context_tokens, pinned, len(keys) - len(missing)
+        return figure.context_tokens, pinned, len(keys) - len(missing)
 
     def run(
         self,
