@@ -33,7 +33,7 @@ from langchain_window_budget._digest import DIGEST_KEY, digest_record
 from langchain_window_budget._keep import UserSizes
 from langchain_window_budget._result import LangChainResult
 from langchain_window_budget._sessions import Session, Sessions
-from window_budget.budget import ESTIMATES, KeyedCounts, cached_estimates
+from window_budget.budget import KeyedCounts, estimate_message_tokens
 from window_budget.contract import CondensePlan, CondenseResult, TokenCounter
 from window_budget.pipeline import WindowCondenser, budget_limit
 
@@ -169,8 +169,8 @@ class WarmGate:
             codec = session.converter.codec  # the engine's conversion, usage trusted
             cores = [codec.to_core(messages[i]) for i in missing]
             self.converted += len(cores)
-            # Through the content cache only, not by identity: that would keep the cores.
-            estimates = cached_estimates(cores, deps.counter, cache=ESTIMATES)
+            # Estimated directly: the estimate caches would keep the cores or their texts.
+            estimates = [estimate_message_tokens(c, deps.counter) for c in cores]
             for i, core, tokens_i in zip(missing, cores, estimates, strict=True):
                 counts.learn(
                     keys[i], core, tokens_i, model, _record_tag(messages[i], codec.record_key)
