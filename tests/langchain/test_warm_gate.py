@@ -278,3 +278,29 @@ def test_usage_among_a_digests_kept_turns_never_anchors_past_a_later_summary() -
     thread += [HumanMessage("more " * 40, id=f"h{i}") for i in range(6)]
     thread.append(AIMessage("y", id="b", usage_metadata=usage, response_metadata=_MODELS[1]))
     assert warm_figure(warm, reload(thread), 0) == full.estimate(reload(thread)) >= 905
+
+
+def test_after_a_compaction_the_warm_turns_keep_no_ledger_of_the_long_thread() -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_window_budget import WindowBudgetMiddleware
+    from window_budget import BudgetPolicy
+
+    model = RecordingChatModel(sizes=[], summary_calls=[])
+    model.window = WINDOW
+    model.tool_rounds = 0
+    policy = BudgetPolicy.for_window(200_000, cache_aware=False)
+    middleware = WindowBudgetMiddleware(
+        model=model, context_window=200_000, policy=policy, memory=None
+    )
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    agent.update_state(config, {"messages": tool_loop(500)})  # 2,000 messages, over the limit
+    for i in range(3):
+        agent.invoke({"messages": [HumanMessage(f"turn {i}")]}, config)
+    assert middleware.compactions == 1
+    assert len(agent.get_state(config).values["messages"]) < 200
+    gc.collect()
+    # The compacting turn's conversion and token ledger went with the next warm turn.
+    assert _tracked_from(middleware) < 300

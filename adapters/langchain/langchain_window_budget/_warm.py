@@ -221,7 +221,9 @@ class WarmGate:
             limit = budget_limit(model, condenser.policy, pinned)
             if tokens > limit or self._sizes.fired(messages, lambda: tokens):
                 return None
-            sessions.cool(session)  # the full path's stand-ins are not kept besides
+            if session.converted:  # the full path ran: its ledger is not kept besides
+                condenser.forget(session.converter.first_core)
+            sessions.cool(session)  # nor its stand-ins
         result = CondenseResult(
             (), CondensePlan(0, (), ()), None, tokens, tokens, limit, "under-budget"
         )
