@@ -173,9 +173,10 @@ class BudgetPolicy:
         :data:`PROMPT_CEILING` tokens plus 1 % of the window (room for the digest's record)
         beside the system prompt (``prompt_ceiling``), whichever comes first: a long session
         is billed for the prompt it re-sends on every call, cached or not, so in a large window
-        it fires rarely and lands low rather than filling the window (1.0-1.2x the cheapest
-        strategy at 32k-1M windows in ``bench/bench_session_cost.py``, where filling 75 % of
-        the window cost 1.3-6.2x; ``docs/benchmarks.md``). The tail is about a third of the
+        it fires rarely and lands low rather than filling the window (1.04-1.18x the cheapest
+        strategy at 32k-1M windows under Anthropic's prices, 1.04-1.27x under OpenAI's 0.5x, in
+        ``bench/bench_session_cost.py``, where filling 75 % of the window cost 1.35-6.19x;
+        ``docs/benchmarks.md``). The tail is about a third of the
         limit and the digest at most a fifth, so the history has room to grow before the next
         compaction. The facts many compactions would push out of a small digest stay in the
         memory store (the adapters keep one by default), which renders the next digest and
