@@ -201,3 +201,43 @@ def test_a_tail_that_cannot_fit_under_the_ceiling_is_fitted_to_the_window_instea
     no_ceiling = BudgetPolicy.for_window(window, cache_aware=False)  # the window is the limit
     with pytest.raises(BudgetError):
         fit_tail(list(kept), room, None, Model("m", window), no_ceiling, 3000)
+
+
+def test_a_weak_cache_gets_a_lower_ceiling() -> None:
+    # gpt-4o's cached input costs half: a prompt re-sent from the cache still costs half, so
+    # the record gets 0.6 % of the window beside the ceiling instead of 1 %.
+    from window_budget._policy import WEAK_CACHE_READ
+
+    for window in (32_768, 200_000, 1_000_000):
+        strong = BudgetPolicy.for_window(window, cache_read=0.1)
+        assert strong == BudgetPolicy.for_window(window)  # Anthropic's 0.1: the default
+        weak = BudgetPolicy.for_window(window, cache_read=0.5)
+        assert weak.prompt_ceiling == PROMPT_CEILING + window * 6 // 1000
+        assert weak.prompt_ceiling is not None
+        assert strong.prompt_ceiling is not None
+        assert weak.prompt_ceiling < strong.prompt_ceiling
+    assert BudgetPolicy.for_window(1_000_000, cache_read=WEAK_CACHE_READ).prompt_ceiling == 22_000
+    below = BudgetPolicy.for_window(1_000_000, cache_read=WEAK_CACHE_READ - 0.01)
+    assert below.prompt_ceiling == 26_000
+    # No ceiling without cache awareness, whatever the prices.
+    off = BudgetPolicy.for_window(1_000_000, cache_aware=False, cache_read=0.5)
+    assert off.prompt_ceiling is None
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.5", float("nan")])
+def test_a_cache_read_share_out_of_range_is_refused_naming_it(bad: object) -> None:
+    with pytest.raises(ValueError, match="cache_read must be a share between 0 and 1"):
+        BudgetPolicy.for_window(200_000, cache_read=bad)  # type: ignore[arg-type]
+
+
+def test_the_cache_read_share_comes_from_the_models_prices() -> None:
+    from window_budget.budget import cache_read_share, prices_for
+
+    prices = prices_for("gpt-4o")
+    assert prices is not None
+    assert prices.input
+    assert prices.cache_read
+    assert cache_read_share("gpt-4o") == round(prices.cache_read / prices.input, 4) == 0.5
+    assert cache_read_share("claude-sonnet-4-5") == 0.1
+    assert cache_read_share("no-such-model-anywhere") is None
+    assert cache_read_share(None) is None

@@ -45,7 +45,7 @@ from langchain_window_budget._window import (
 )
 from langchain_window_budget.completer import Summarizer, make_completers
 from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes, needs_window
-from window_budget.budget import estimate_tokens
+from window_budget.budget import cache_read_share, estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, MemoryStore, Model
 from window_budget.errors import ConfigError, SummarizerError
 from window_budget.pipeline import (
@@ -138,8 +138,12 @@ class LangChainCondenser:
                 raise
             known = None  # counted sizes only: the window guard is off (as the peer's)
         window = known if known is not None else UNKNOWN_WINDOW
-        if policy is None:
-            policy = BudgetPolicy.for_window(window, cache_aware=memory is not None)
+        model_id = chat_model_id(model) if model is not None else None
+        if policy is None:  # a weak cache (gpt-4o's, half price) gets a lower ceiling
+            share = cache_read_share(model_id)
+            policy = BudgetPolicy.for_window(
+                window, cache_aware=memory is not None, cache_read=share
+            )
             if known is None:
                 policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
         if on_summarizer_error is not None:
@@ -160,7 +164,6 @@ class LangChainCondenser:
             complete, complete_sync = make_completers(
                 writer, summary_timeout=policy.summary_timeout
             )
-        model_id = chat_model_id(model) if model is not None else None
         resolved = resolve_counter(counter, model)
         blind = size_blind(resolved)
         self.sizes = UserSizes(
