@@ -138,6 +138,9 @@ def strategies(window: int) -> dict[str, Callable[[Any, Any], list[Any]]]:
     trigger, keep = ("tokens", int(window * 0.85)), ("tokens", int(window * 0.10))
     return {
         "ours: defaults": ours(),
+        # The default for a model whose cached input costs half (gpt-4o): judged under
+        # OpenAI 0.5x prices (``--merge`` tables it beside the rest).
+        "ours: defaults, cache read 0.5": ours(BudgetPolicy.for_window(window, cache_read=0.5)),
         "ours: ceiling, no memory store": ours(base, memory=lambda: None),
         "ours: 75 % of the window": ours(BudgetPolicy.for_window(window, cache_aware=False)),
         "ours: trigger 0.5": ours(replace(base, trigger_ratio=0.5, prompt_ceiling=None)),

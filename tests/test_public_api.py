@@ -56,6 +56,7 @@ PINNED: dict[str, list[str]] = {
         "TokenLedger",
         "TokenizerFallbackWarning",
         "ToolShape",
+        "cache_read_share",
         "cached_estimates",
         "calibrate",
         "calibrate_many",

@@ -37,6 +37,13 @@ prompt and the digest's record (1 % of the window): the ``prompt_ceiling`` of
 ``bench/bench_session_cost.py`` (``docs/benchmarks.md``): the cheapest of the ceilings tried
 at 128k and 200k, and with the record beside it no compaction loop at 1M."""
 
+WEAK_CACHE_READ = 0.3
+"""A cached input token priced at this share of an uncached one or more (OpenAI's gpt-4o
+family: 0.5) makes a weak cache: :meth:`BudgetPolicy.for_window` then gives the record 0.6 %
+of the window beside :data:`PROMPT_CEILING` instead of 1 %, since there a prompt re-sent from
+the cache still costs half, and a lower ceiling pays for its extra compactions. Measured with
+``bench/bench_session_cost.py`` at cache reads of 0.1 and 0.5 only (``docs/benchmarks.md``)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetPolicy:
@@ -165,7 +172,12 @@ class BudgetPolicy:
 
     @classmethod
     def for_window(
-        cls, context_window: int, *, output_reserved: bool = False, cache_aware: bool = True
+        cls,
+        context_window: int,
+        *,
+        output_reserved: bool = False,
+        cache_aware: bool = True,
+        cache_read: float | None = None,
     ) -> BudgetPolicy:
         """The default policy scaled to ``context_window``, for both adapters when none is given.
 
@@ -173,29 +185,42 @@ class BudgetPolicy:
         :data:`PROMPT_CEILING` tokens plus 1 % of the window (room for the digest's record)
         beside the system prompt (``prompt_ceiling``), whichever comes first: a long session
         is billed for the prompt it re-sends on every call, cached or not, so in a large window
-        it fires rarely and lands low rather than filling the window (1.0-1.2x the cheapest
-        strategy at 32k-1M windows in ``bench/bench_session_cost.py``, where filling 75 % of
-        the window cost 1.3-6.2x; ``docs/benchmarks.md``). The tail is about a third of the
+        it fires rarely and lands low rather than filling the window (1.04-1.18x the cheapest
+        strategy at 32k-1M windows under Anthropic's prices, 1.04-1.27x under OpenAI's 0.5x, in
+        ``bench/bench_session_cost.py``, where filling 75 % of the window cost 1.35-6.19x;
+        ``docs/benchmarks.md``). The tail is about a third of the
         limit and the digest at most a fifth, so the history has room to grow before the next
         compaction. The facts many compactions would push out of a small digest stay in the
         memory store (the adapters keep one by default), which renders the next digest and
         answers ``recall``.
 
         ``cache_aware=False``: no ceiling, 75 % of any window (fewer compactions, a larger
-        prompt on every call). ``output_reserved``: nothing more reserved.
+        prompt on every call). ``output_reserved``: nothing more reserved. ``cache_read``: the
+        price of a cached input token as a share of an uncached one, when known (the adapters
+        take it from the model's prices); from :data:`WEAK_CACHE_READ` up the ceiling is lower.
 
         >>> [BudgetPolicy.for_window(w).prompt_ceiling for w in (4096, 1_000_000)]
         [None, 26000]
+        >>> BudgetPolicy.for_window(1_000_000, cache_read=0.5).prompt_ceiling
+        22000
         >>> BudgetPolicy.for_window(1_000_000, cache_aware=False).prompt_ceiling is None
         True
         """
         window = context_window
         if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
             raise ValueError(f"context_window must be a positive int, got {context_window!r}")
+        if cache_read is not None and (
+            isinstance(cache_read, bool)
+            or not isinstance(cache_read, int | float)
+            or not 0 <= cache_read <= 1
+        ):
+            raise ValueError(f"cache_read must be a share between 0 and 1, got {cache_read!r}")
         reserve = 0 if output_reserved else min(2048, context_window // 8)
         usable = max(1, context_window - reserve)
-        # The digest's record takes 1 % of the window (``record_budget``): room beside it.
-        room = PROMPT_CEILING + context_window // 100
+        # The digest's record takes 1 % of the window (``record_budget``): room beside it;
+        # under a weak cache less of it, so that the prompt re-sent on every call is smaller.
+        weak = cache_read is not None and cache_read >= WEAK_CACHE_READ
+        room = PROMPT_CEILING + (context_window * 6 // 1000 if weak else context_window // 100)
         ceiling = None if not cache_aware or usable * 0.75 <= room else room
         limit = usable * 0.75 if ceiling is None else min(usable * 0.75, room)
         return cls(

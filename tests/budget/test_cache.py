@@ -161,3 +161,35 @@ def test_estimate_tokens_still_sums_the_estimator(texts: list[str]) -> None:
 def test_the_heuristic_is_not_copied() -> None:
     # The cache defers to the estimator module: a change there flows through unchanged.
     assert cache_module.estimate_message_tokens is estimate_module.estimate_message_tokens
+
+
+def test_a_digest_with_another_record_is_estimated_afresh() -> None:
+    # The record is billed beside the text: one text with a larger record costs more, and a
+    # cache keyed by the text alone answered the first record's figure for the second.
+    from window_budget import DigestMessage
+
+    text = "[session digest]\n\n# Objective\nmove invoice rendering off the legacy path"
+    small = DigestMessage(text, facts={"facts": [{"kind": "decision", "text": "use pdfkit"}]})
+    large = DigestMessage(
+        text, facts={"facts": [{"kind": "file", "text": f"src/mod_{i}.py"} for i in range(200)]}
+    )
+    cache = ContentCache()
+    first = cached_estimates([small], cache=cache)
+    assert cached_estimates([large], cache=cache) == [estimate_message_tokens(large)]
+    assert first == [estimate_message_tokens(small)] != [estimate_message_tokens(large)]
+    assert fingerprint(small) != fingerprint(large)
+
+
+@given(
+    st.text(max_size=40),
+    st.lists(st.dictionaries(st.sampled_from("abc"), st.text(max_size=30), max_size=3), max_size=6),
+)
+def test_digests_sharing_a_text_match_the_estimator_through_one_cache(
+    text: str, records: list[dict[str, str]]
+) -> None:
+    from window_budget import DigestMessage
+
+    cache = ContentCache()
+    for record in records:
+        digest = DigestMessage(text, facts=record or None)
+        assert cached_estimates([digest], cache=cache) == [estimate_message_tokens(digest)]

@@ -65,3 +65,18 @@ def test_an_unknown_model_asks_for_the_window_in_one_sentence() -> None:
     ) as info:
         LangChainCondenser(_named("my-finetune"))
     assert "--window" not in str(info.value)
+
+
+def test_a_model_whose_cache_is_weak_gets_the_lower_ceiling() -> None:
+    # gpt-4o's cached input costs half its input; Claude's a tenth (the model table's prices).
+    store = InProcessMemoryStore()
+    weak = LangChainCondenser(_named("gpt-4o"), memory=store)
+    assert weak.policy == BudgetPolicy.for_window(weak.context_window, cache_read=0.5)
+    strong = LangChainCondenser(_named("claude-sonnet-4-5"), memory=store)
+    assert strong.policy == BudgetPolicy.for_window(strong.context_window)
+    middleware = WindowBudgetMiddleware(_named("gpt-4o"))
+    assert middleware.engine.policy.prompt_ceiling == 16_000 + 128_000 * 6 // 1000
+    # A policy given is used as given; without a store there is no ceiling at all.
+    assert LangChainCondenser(_named("gpt-4o")).policy.prompt_ceiling is None
+    given = BudgetPolicy.for_window(128_000)
+    assert LangChainCondenser(_named("gpt-4o"), memory=store, policy=given).policy == given

@@ -239,3 +239,35 @@ def test_the_default_policy_has_a_prompt_ceiling_only_with_a_memory_store() -> N
     )
     assert stored.policy == BudgetPolicy.for_window(200_000)
     assert stored.policy.prompt_ceiling == 18_000
+
+
+class NamedLLM(MockLLM):
+    """An LLM that names a real model and reports its window, as integrations do."""
+
+    model_id: ClassVar[str] = "gpt-4o"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=128_000, model_name=self.model_id)
+
+
+class ClaudeLLM(NamedLLM):
+    model_id: ClassVar[str] = "claude-sonnet-4-5"
+
+
+def test_a_model_whose_cache_is_weak_gets_the_lower_ceiling() -> None:
+    # gpt-4o's cached input costs half its input, Claude's a tenth (the model table's prices).
+    from window_budget import BudgetPolicy
+    from window_budget.memory import InProcessMemoryStore
+
+    weak = WindowBudgetMemory.from_defaults(llm=NamedLLM(), memory_store=InProcessMemoryStore())
+    window = weak.context_window
+    assert weak.policy == BudgetPolicy.for_window(window, output_reserved=True, cache_read=0.5)
+    assert weak.policy.prompt_ceiling == 16_000 + window * 6 // 1000
+    strong = WindowBudgetMemory.from_defaults(llm=ClaudeLLM(), memory_store=InProcessMemoryStore())
+    assert strong.policy == BudgetPolicy.for_window(strong.context_window, output_reserved=True)
+    by_id = WindowBudgetMemory.from_defaults(
+        model="gpt-4o", context_window=128_000, memory_store=InProcessMemoryStore()
+    )
+    assert by_id.policy.prompt_ceiling == 16_000 + by_id.context_window * 6 // 1000
+    assert WindowBudgetMemory.from_defaults(llm=NamedLLM()).policy.prompt_ceiling is None

@@ -41,7 +41,7 @@ from langchain_window_budget._window import (
 )
 from langchain_window_budget.completer import Summarizer, make_completers
 from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes, needs_window
-from window_budget.budget import estimate_tokens
+from window_budget.budget import cache_read_share, estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, MemoryStore, Model
 from window_budget.errors import ConfigError, SummarizerError
 from window_budget.pipeline import (
@@ -134,8 +134,12 @@ class LangChainCondenser:
                 raise
             known = None  # counted sizes only: the window guard is off (as the peer's)
         window = known if known is not None else UNKNOWN_WINDOW
-        if policy is None:
-            policy = BudgetPolicy.for_window(window, cache_aware=memory is not None)
+        model_id = chat_model_id(model) if model is not None else None
+        if policy is None:  # a weak cache (gpt-4o's, half price) gets a lower ceiling
+            share = cache_read_share(model_id)
+            policy = BudgetPolicy.for_window(
+                window, cache_aware=memory is not None, cache_read=share
+            )
             if known is None:
                 policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
         if on_summarizer_error is not None:
@@ -156,7 +160,6 @@ class LangChainCondenser:
             complete, complete_sync = make_completers(
                 writer, summary_timeout=policy.summary_timeout
             )
-        model_id = chat_model_id(model) if model is not None else None
         resolved = resolve_counter(counter, model)
         blind = size_blind(resolved)
         self.sizes = UserSizes(
@@ -207,8 +210,7 @@ class LangChainCondenser:
         # Per conversation (a middleware's thread, say) what the engine saw last turn, so
         # one engine serving many conversations that take turns keeps each one warm.
         self._sessions = Sessions(self._new_converter)
-        self.warm = WarmGate(self.condenser, self.sizes, self.counter)
-        """Decides the turns that do not fire from fingerprints (see ``_warm``)."""
+        self.warm = WarmGate(self.condenser, self.sizes, self.counter)  # turns that do not fire
         # What makes two digests of one head interchangeable: the writer and the policy.
         self._digest_seed = (
             "langchain",
@@ -397,14 +399,12 @@ class LangChainCondenser:
         extra_pinned_tokens: int,
         conversation: Hashable | None,
         own_objects: bool,
-    ) -> LangChainResult | None:
-        """The run's result when the warm gate can tell that nothing is to be done."""
-        sessions = self._sessions
-        sessions.reused_prefix = 0
+    ) -> LangChainResult | None:  # the result when the warm gate says nothing is to be done
         if force or self.remember_digests:
+            self._sessions.reused_prefix = 0
             return None
-        session = sessions.get(messages, conversation)
-        return self.warm.run(messages, session, sessions, extra_pinned_tokens, own_objects)
+        session = self._sessions.get(messages, conversation)
+        return self.warm.run(messages, session, self._sessions, extra_pinned_tokens, own_objects)
 
     def _prepare(
         self,

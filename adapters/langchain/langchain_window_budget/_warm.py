@@ -211,6 +211,7 @@ class WarmGate:
         keeping it keeps nothing of the turn alive.
         """
         with sessions.lock:
+            sessions.reused_prefix = 0
             got = self.figure(messages, session, sessions, extra_pinned_tokens)
             if got is None:
                 return None

@@ -54,6 +54,7 @@ from window_budget.budget._keyed import KeyedCounts
 from window_budget.budget._ledger import TokenLedger
 from window_budget.budget._models import (
     ModelLimits,
+    cache_read_share,
     context_window_for,
     lookup_model,
     model_data_version,
@@ -83,6 +84,7 @@ __all__ = [
     "TokenLedger",
     "TokenizerFallbackWarning",
     "ToolShape",
+    "cache_read_share",
     "cached_estimates",
     "calibrate",
     "calibrate_many",

@@ -233,6 +233,13 @@ def _chat(m: Any) -> Hashable | None:
     return None if body is None else (type(m).__name__, body)
 
 
+def _digest(m: Any) -> Hashable | None:
+    # The record (``facts``) is billed beside the text: two digests of one text but
+    # different records (a larger window keeps more of the ledger) cost differently.
+    body = _content_key(m.content)
+    return None if body is None else ("digest", body, repr(m.facts) if m.facts else "")
+
+
 def _tool_result(m: Any) -> Hashable | None:
     body = _content_key(m.content)
     return None if body is None else ("tool", m.tool_name, m.tool_call_id, body)
@@ -249,7 +256,7 @@ def _custom(m: Any) -> Hashable | None:
 
 _FINGERPRINTS: Final[dict[type, Callable[[Any], Hashable | None]]] = {
     UserMessage: _chat,
-    DigestMessage: _chat,
+    DigestMessage: _digest,
     AssistantMessage: _chat,
     ToolResultMessage: _tool_result,
     BashExecutionMessage: lambda m: ("bash", m.command, m.output),

@@ -49,6 +49,7 @@ from window_budget.errors import ConfigError
 
 __all__ = [
     "ModelLimits",
+    "cache_read_share",
     "context_window_for",
     "lookup_model",
     "model_data_version",
@@ -175,6 +176,20 @@ def prices_for(model_id: str | None) -> ModelPrices | None:
     """
     limits = lookup_model(model_id)
     return limits.prices if limits is not None else None
+
+
+def cache_read_share(model_id: str | None) -> float | None:
+    """What a cached input token of ``model_id`` costs as a share of an uncached one, or None.
+
+    None when the model or either price is not known (an uncached price of 0 included).
+
+    >>> cache_read_share("claude-sonnet-4-5"), cache_read_share("gpt-4o")
+    (0.1, 0.5)
+    """
+    prices = prices_for(model_id)
+    if prices is None or not prices.input or prices.cache_read is None:
+        return None
+    return round(prices.cache_read / prices.input, 4)
 
 
 def model_data_version() -> str:

@@ -16,7 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 
 from llama_index.memory.window_budget.base import InitialTokenCountError, WindowBudgetMemory
 from llama_index.memory.window_budget.block import WindowBudgetMemoryBlock
-from llama_index.memory.window_budget.building import CounterSpec, DigestRole, default_policy
+from llama_index.memory.window_budget.building import DigestRole, default_policy
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
 from llama_index.memory.window_budget.convert import (
@@ -24,6 +24,7 @@ from llama_index.memory.window_budget.convert import (
     is_digest,
     to_core,
 )
+from llama_index.memory.window_budget.counters import CounterSpec
 from llama_index.memory.window_budget.instrumentation import (
     SUMMARY_TAG,
     Compaction,

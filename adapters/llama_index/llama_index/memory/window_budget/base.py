@@ -31,12 +31,10 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 from llama_index.core.tools import FunctionTool
 
 from llama_index.memory.window_budget.building import (
-    CounterSpec,
     DigestRole,
     MemoryBuilding,
     condensers_for,
     default_policy,
-    resolve_counter,
 )
 from llama_index.memory.window_budget.compaction import Compactor, Outcome
 from llama_index.memory.window_budget.conversation import (
@@ -45,6 +43,7 @@ from llama_index.memory.window_budget.conversation import (
     copy_message,
 )
 from llama_index.memory.window_budget.convert import LlamaIndexCodec, sealed_with
+from llama_index.memory.window_budget.counters import CounterSpec, resolve_counter
 from llama_index.memory.window_budget.instrumentation import Compaction, dispatcher
 from llama_index.memory.window_budget.memory_store import seal_key_of
 from llama_index.memory.window_budget.persistence import MemoryPersistence

@@ -33,13 +33,13 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 from llama_index.core.tools import FunctionTool
 
 from llama_index.memory.window_budget.block_text import PREAMBLE, fit_quoted, quote_digest
-from llama_index.memory.window_budget.building import resolve_counter
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.convert import (
     make_digest_chat_message,
     sealed_with,
     to_core,
 )
+from llama_index.memory.window_budget.counters import resolve_counter
 from llama_index.memory.window_budget.memory_store import resolve_memory_store, seal_key_of
 from llama_index.memory.window_budget.tools import recall_tool
 from window_budget.budget import count_text

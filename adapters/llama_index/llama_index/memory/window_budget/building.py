@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -23,9 +22,9 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget.completer import completers_from_llm
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
+from llama_index.memory.window_budget.counters import CounterSpec, tokenizer_spec
 from llama_index.memory.window_budget.memory_store import resolve_memory_store
-from window_budget import bridge
-from window_budget.budget import CallableCounter, model_for
+from window_budget.budget import cache_read_share, model_for
 from window_budget.contract import BudgetPolicy, MemoryStore, Model, TokenCounter
 from window_budget.errors import ConfigError
 from window_budget.pipeline import (
@@ -39,7 +38,6 @@ from window_budget.stores import ConditionalRewrite
 __all__ = [
     "DIGEST_ROLES",
     "NOT_A_BLOCK",
-    "CounterSpec",
     "DigestRole",
     "MemoryBuilding",
     "MemoryStoreSpec",
@@ -49,17 +47,9 @@ __all__ = [
     "condensers_for",
     "default_policy",
     "policy_for_token_limit",
-    "resolve_counter",
     "resolve_window",
-    "serializable_counter",
-    "tokenizer_counter",
-    "tokenizer_spec",
     "window_from_settings",
 ]
-
-CounterSpec = TokenCounter | Callable[[str], int] | Literal["heuristic", "tiktoken", "llama_index"]
-"""How to count: the heuristic (default), tiktoken, LlamaIndex's configured tokenizer,
-a ``TokenCounter`` or any ``str -> int`` callable."""
 
 MemoryStoreSpec = MemoryStore | bool | Literal["chat_store"] | None
 """A memory store, ``True``/``"chat_store"`` (one over the memory's chat store), or None."""
@@ -72,57 +62,18 @@ DIGEST_ROLES: tuple[DigestRole, ...] = ("system", "pair", "user")
 
 
 def default_policy(
-    window: int, *, output_reserved: bool = False, store: bool = False
+    window: int, *, output_reserved: bool = False, store: bool = False, model: str | None = None
 ) -> BudgetPolicy:
     """The policy used when none is given: :meth:`BudgetPolicy.for_window`.
 
     Its prompt ceiling only with a memory ``store`` (the compactions it brings would push early
-    facts out of a digest with no store behind it).
+    facts out of a digest with no store behind it); a lower one when the prices of ``model``
+    (an id) say its cache is weak (:func:`~window_budget.budget.cache_read_share`).
     """
-    return BudgetPolicy.for_window(window, output_reserved=output_reserved, cache_aware=store)
-
-
-def _llama_index_counter(context: object) -> TokenCounter:
-    from llama_index.core.utils import get_tokenizer
-
-    return CallableCounter(lambda text: len(get_tokenizer()(text)), name="llama_index")
-
-
-bridge.register_counter("llama_index", _llama_index_counter)
-
-
-def resolve_counter(counter: CounterSpec | str | None) -> tuple[TokenCounter | None, str]:
-    """The counter and the name it is serialized under (the bridge's one registry)."""
-    return bridge.resolve_counter_spec(counter)
-
-
-def serializable_counter(name: str) -> bool:
-    """True for a counter name that rebuilds the same counter anywhere."""
-    return name in ("heuristic", "tiktoken", "llama_index") or name.startswith("tiktoken:")
-
-
-@dataclass(frozen=True, slots=True)
-class _TokenizerLength:
-    """``len(tokenizer_fn(text))``: a LlamaIndex tokenizer function as a ``str -> int`` counter."""
-
-    tokenizer_fn: Callable[[str], Sequence[Any]]
-
-    def __call__(self, text: str) -> int:
-        return len(self.tokenizer_fn(text))
-
-
-def tokenizer_counter(tokenizer_fn: Callable[[str], Sequence[Any]]) -> TokenCounter:
-    """The counter for a peers' ``tokenizer_fn`` (a ``str -> list of tokens`` function)."""
-    return CallableCounter(_TokenizerLength(tokenizer_fn), name="tokenizer_fn")
-
-
-def tokenizer_spec(tokenizer_fn: Callable[[str], Sequence[Any]]) -> CounterSpec:
-    """``"llama_index"`` for LlamaIndex's own tokenizer (saved by name), else its counter."""
-    import llama_index.core
-
-    if tokenizer_fn is llama_index.core.global_tokenizer:
-        return "llama_index"
-    return tokenizer_counter(tokenizer_fn)
+    share = cache_read_share(model)
+    return BudgetPolicy.for_window(
+        window, output_reserved=output_reserved, cache_aware=store, cache_read=share
+    )
 
 
 def policy_for_token_limit(token_limit: int, context_window: int) -> BudgetPolicy:
@@ -489,8 +440,9 @@ class MemoryBuilding:
         memory._memory_store = resolve_memory_store(memory_store, chat_store)
         memory._seal_key = None  # from now on the memory store's (none was read before it)
         store = memory._memory_store is not None
+        named = getattr(getattr(llm, "metadata", None), "model_name", None) or model
         policy = policy or default_policy(
-            context_window, output_reserved=output_reserved, store=store
+            context_window, output_reserved=output_reserved, store=store, model=named
         )
         if precompact is not None:
             policy = dataclasses.replace(policy, precompact_ratio=precompact)

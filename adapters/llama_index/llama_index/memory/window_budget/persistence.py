@@ -22,13 +22,9 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store import BaseChatStore
 
-from llama_index.memory.window_budget.building import (
-    DIGEST_ROLES,
-    CounterSpec,
-    default_policy,
-    serializable_counter,
-)
+from llama_index.memory.window_budget.building import DIGEST_ROLES, default_policy
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX, StoredConversation
+from llama_index.memory.window_budget.counters import CounterSpec, serializable_counter
 from llama_index.memory.window_budget.memory_store import reseal, saved_seal
 from llama_index.memory.window_budget.restore import (
     Runtime,

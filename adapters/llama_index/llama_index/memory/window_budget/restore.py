@@ -25,8 +25,8 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
-from llama_index.memory.window_budget.building import serializable_counter, tokenizer_counter
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
+from llama_index.memory.window_budget.counters import serializable_counter, tokenizer_counter
 from window_budget.contract import TokenCounter
 from window_budget.stores import ConditionalRewrite
 
