@@ -14,9 +14,10 @@ no usage (so every gate counts the thread), nothing summarized:
 The configurations take turns (round robin, a collection before each sample), so a load spike
 or a collection lands on each alike. Reported: medians of wall time and of this process's CPU
 time, the cost each middleware adds, ``(b) - (a)`` and ``(c) - (a)``, and the ratio
-``(c) / (b)`` (target <= 1.0), and the objects each worker's cyclic collector tracks after
-the warm-up. The whole invoke counts: the hooks, the graph's nodes, the
-checkpoint writes, and the garbage collections the invoke's new objects trigger over
+``(c) / (b)`` (target <= 1.0), the same from each configuration's lower quartile (steadier
+on a loaded machine: other processes only ever add time), and the objects each worker's
+cyclic collector tracks after the warm-up. The whole invoke counts: the hooks, the graph's
+nodes, the checkpoint writes, and the garbage collections the invoke's new objects trigger over
 everything alive, what a middleware keeps between turns included.
 """
 
@@ -219,6 +220,12 @@ def report(n: int, samples: dict[str, list[Sample]]) -> None:
         pairs = zip(samples[name], samples[NONE], strict=True)
         return float(stat([getattr(s, field) - getattr(b, field) for s, b in pairs]))
 
+    def quartile(name: str, field: str) -> float:
+        def low(of: str) -> float:
+            return statistics.quantiles([getattr(s, field) for s in samples[of]], n=4)[0]
+
+        return low(name) - low(NONE)
+
     base = samples[NONE]
     print(
         f"\n{n:,} messages, {len(base)} rounds: invoke without middleware "
@@ -231,6 +238,10 @@ def report(n: int, samples: dict[str, list[Sample]]) -> None:
         "added CPU, mean": lambda name: added(name, "cpu", statistics.fmean),
         "added CPU outside collections, median": lambda name: added(name, "mutator"),
         "collections: ms per invoke, mean": lambda name: added(name, "gc_ms", statistics.fmean),
+        # Load from other processes only ever adds time: the fastest rounds are the least
+        # disturbed, so the difference of the lower quartiles is the steadier figure.
+        "added CPU, lower quartile": lambda name: quartile(name, "cpu"),
+        "added wall, lower quartile": lambda name: quartile(name, "wall"),
     }
     print(f"  {'':<40} {'peer':>8} {'ours':>8} {'ours/peer':>10}")
     for label, figure in rows.items():

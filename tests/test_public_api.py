@@ -48,6 +48,7 @@ PINNED: dict[str, list[str]] = {
         "Cost",
         "EncodingUnavailable",
         "HeuristicCounter",
+        "KeyedCounts",
         "ModelLimits",
         "ModelPrices",
         "PriceTier",

@@ -64,13 +64,14 @@ def test_conversations_taking_turns_each_cost_only_what_was_appended(
         for tag, thread in threads.items():
             thread.append(HumanMessage(f"turn {turn}", id=f"{tag}-new{turn}"))
             converted[0] = 0
-            estimated = engine.condenser.estimated
+            # Estimates: the ledger's (full path) and the warm gate's (one per conversion).
+            estimated = engine.condenser.estimated + engine.warm.converted
             out = engine.run(reload(thread))
             assert not out.changed
             # The other conversations ran in between; this one is still recognised.
             assert engine.reused_prefix == len(thread) - 1
             assert converted[0] == 1
-            assert engine.condenser.estimated == estimated + 1
+            assert engine.condenser.estimated + engine.warm.converted == estimated + 1
 
 
 def test_the_middleware_keeps_every_thread_warm_while_threads_interleave(
@@ -96,11 +97,12 @@ def test_the_middleware_keeps_every_thread_warm_while_threads_interleave(
     for i in range(2):
         for config in configs:
             converted[0] = 0
-            estimated = middleware.engine.condenser.estimated
+            engine = middleware.engine
+            estimated = engine.condenser.estimated + engine.warm.converted
             agent.invoke({"messages": [HumanMessage(f"next {i}")]}, config)
             assert middleware.engine.reused_prefix >= 400
             assert converted[0] <= 2  # the new question (and the last reply)
-            assert middleware.engine.condenser.estimated - estimated <= 2
+            assert engine.condenser.estimated + engine.warm.converted - estimated <= 2
 
 
 def test_remembered_conversations_are_bounded_by_count_and_by_messages(
@@ -116,7 +118,9 @@ def test_remembered_conversations_are_bounded_by_count_and_by_messages(
     monkeypatch.setattr(_sessions, "SESSION_MESSAGES", 50)
     for k in range(4):
         engine.run(reload(thread_of(f"v{k}", 5)))  # 20 messages each
-        assert sum(len(s.seen) for s in engine._sessions.by_key.values()) <= 50
+        # What each remembers: the full path's stand-ins, the warm gate's counts.
+        held = sum(len(s.seen) + len(s.counts or ()) for s in engine._sessions.by_key.values())
+        assert held <= 50
     assert len(engine._sessions.by_key) == 2
     engine.run(reload(thread_of("big", 30)))  # alone over the bound: still remembered
     assert len(engine._sessions.by_key) == 1

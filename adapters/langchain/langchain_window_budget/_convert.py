@@ -471,6 +471,11 @@ class Converter:
         self._untrusted.forget()
 
     @property
+    def first_core(self) -> AgentMessage | None:
+        """The first core message of the last conversion (what the condenser knows it by)."""
+        return self._view[1].core[0] if self._view is not None and self._view[1].core else None
+
+    @property
     def codec(self) -> LangChainCodec:
         """The codec for messages whose usage figures are trusted."""
         return self._trusted

@@ -27,12 +27,8 @@ from langchain_window_budget._keep import UserSizes
 from langchain_window_budget._mapping import ArchiveFn, map_back
 from langchain_window_budget._result import HeadView, LangChainResult, Prepared
 from langchain_window_budget._retry import provider_error
-from langchain_window_budget._sessions import (
-    Session,
-    Sessions,
-    as_message_list,
-    conversation_key,
-)
+from langchain_window_budget._sessions import Session, Sessions, ahead_name, as_message_list
+from langchain_window_budget._warm import WarmGate
 from langchain_window_budget._window import (
     UNKNOWN_WINDOW,
     UNKNOWN_WINDOW_DIGEST,
@@ -55,7 +51,7 @@ from window_budget.pipeline import (
     create_condenser,
 )
 
-__all__ = ["ArchiveFn", "LangChainCondenser", "ahead_name"]
+__all__ = ["ArchiveFn", "LangChainCondenser"]
 
 
 class LangChainCondenser:
@@ -214,6 +210,7 @@ class LangChainCondenser:
         # Per conversation (a middleware's thread, say) what the engine saw last turn, so
         # one engine serving many conversations that take turns keeps each one warm.
         self._sessions = Sessions(self._new_converter)
+        self.warm = WarmGate(self.condenser, self.sizes, self.counter)  # turns that do not fire
         # What makes two digests of one head interchangeable: the writer and the policy.
         self._digest_seed = (
             "langchain",
@@ -322,6 +319,9 @@ class LangChainCondenser:
 
         """
         stored_as = self.store_name(conversation)
+        warm = self._warm_run(messages, force, extra_pinned_tokens, conversation, own_objects)
+        if warm is not None:
+            return warm
         prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
         try:
             result = self.condenser.run_sync(
@@ -366,6 +366,10 @@ class LangChainCondenser:
                 conversation=conversation,
             )
         stored_as = self.store_name(conversation)
+        if self.ahead is None:  # the background digest watches every turn's figure
+            warm = self._warm_run(messages, force, extra_pinned_tokens, conversation, own_objects)
+            if warm is not None:
+                return warm
         prep = self._prepare(messages, force, extra_pinned_tokens, conversation)
         try:
             if self.ahead is not None and prep.cut is None:  # the core's own slice
@@ -387,6 +391,20 @@ class LangChainCondenser:
         except SummarizerError as error:
             raise provider_error(error) from error.__cause__
         return self._complete(prep, result, archive, own_objects)
+
+    def _warm_run(
+        self,
+        messages: Sequence[Any],
+        force: bool,
+        extra_pinned_tokens: int,
+        conversation: Hashable | None,
+        own_objects: bool,
+    ) -> LangChainResult | None:  # the result when the warm gate says nothing is to be done
+        if force or self.remember_digests:
+            self._sessions.reused_prefix = 0
+            return None
+        session = self._sessions.get(messages, conversation)
+        return self.warm.run(messages, session, self._sessions, extra_pinned_tokens, own_objects)
 
     def _prepare(
         self,
@@ -473,21 +491,6 @@ class LangChainCondenser:
     def count_messages(self, messages: Sequence[Any]) -> int:
         """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
         return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
-
-
-def ahead_name(
-    stored_as: str | None, conversation: Hashable | None, messages: Sequence[BaseMessage]
-) -> str:
-    """The name a conversation's background digest is kept under (its store name if any).
-
-    Without a conversation name, the id of its first message stands in (as for the engine's
-    sessions); a wrong guess costs a digest, never a wrong one: each is checked by content.
-    """
-    if stored_as is not None:
-        return stored_as
-    if conversation is not None:
-        return str(conversation)
-    return f"\x00{conversation_key(messages)!r}"
 
 
 def _writer_name(writer: object) -> str | None:

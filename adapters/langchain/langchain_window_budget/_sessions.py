@@ -19,12 +19,14 @@ from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messa
 
 from langchain_window_budget._convert import Converted, Converter
 from langchain_window_budget._identity import MessageFields, message_fields
+from window_budget.budget import KeyedCounts
 
 __all__ = [
     "SESSIONS",
     "SESSION_MESSAGES",
     "Session",
     "Sessions",
+    "ahead_name",
     "as_message_list",
     "conversation_key",
     "holds_objects",
@@ -54,6 +56,10 @@ class Session:
     """Those fingerprints."""
     chain_pinned: int = 0
     """Leading system messages when they were taken."""
+    counts: KeyedCounts | None = None
+    """What the warm gate learned of its messages, by fingerprint (plain ints only)."""
+    converted: bool = False
+    """Whether ``converter`` holds a conversion (the full path ran since the last warm turn)."""
 
 
 def conversation_key(messages: Sequence[Any]) -> Hashable:
@@ -64,6 +70,21 @@ def conversation_key(messages: Sequence[Any]) -> Hashable:
         mid = getattr(m, "id", None)
         return ("id", mid) if isinstance(mid, str) else None
     return None
+
+
+def ahead_name(
+    stored_as: str | None, conversation: Hashable | None, messages: Sequence[BaseMessage]
+) -> str:
+    """The name a conversation's background digest is kept under (its store name if any).
+
+    Without a conversation name, the id of its first message stands in (as for the engine's
+    sessions); a wrong guess costs a digest, never a wrong one: each is checked by content.
+    """
+    if stored_as is not None:
+        return stored_as
+    if conversation is not None:
+        return str(conversation)
+    return f"\x00{conversation_key(messages)!r}"
 
 
 def holds_objects(messages: Sequence[object], known: Sequence[object]) -> bool:
@@ -171,15 +192,15 @@ class Sessions:
                 session = sessions[key] = Session(self._make_converter())
             else:
                 sessions.move_to_end(key)
-            self._bound()
+            self.bound()
             return session
 
-    def _bound(self) -> None:
+    def bound(self) -> None:
         """Forget the least recently used conversations past the bounds (lock held)."""
         sessions = self.by_key
         while len(sessions) > 1 and (
             len(sessions) > SESSIONS
-            or sum(len(s.seen) for s in sessions.values()) > SESSION_MESSAGES
+            or sum(len(s.seen) + len(s.counts or ()) for s in sessions.values()) > SESSION_MESSAGES
         ):
             sessions.popitem(last=False)
 
@@ -212,7 +233,8 @@ class Sessions:
             k = len(last)
             canon: Sequence[BaseMessage] = messages
             fields = None
-            self.reused_prefix = 0
+            if last:  # else a warm gate's count of this run stands (see ``_warm``)
+                self.reused_prefix = 0
             if holds_objects(messages, last):
                 # The previous run's very objects (the caller's list again, perhaps grown):
                 # one comparison of pointers, nothing read from the messages themselves.
@@ -241,10 +263,22 @@ class Sessions:
             # it is freed by whoever dropped it, not by this engine on the next turn.
             session.seen = list(canon)
             session.seen_fields = fields
-            self._bound()
+            self.bound()
             return canon
 
     def convert(self, messages: Sequence[BaseMessage], session: Session) -> Converted:
         """``session``'s conversion of ``messages`` (its converter is a per-conversation cache)."""
         with self.lock:  # the converter is a per-conversation cache
+            session.converted = True
             return session.converter.convert(messages)
+
+    def cool(self, session: Session) -> None:
+        """Drop what the full path keeps of ``session`` (lock held).
+
+        Its stand-ins and conversion: a warm turn (``_warm``) keeps only the counts.
+        """
+        if session.seen or session.converted or session.chain_src:
+            session.seen, session.seen_fields = [], None
+            session.chain_src, session.chain_last = [], []
+            session.converter = self._make_converter()
+            session.converted = False

@@ -28,7 +28,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from langchain_window_budget._engine import ahead_name
+from langchain_window_budget._sessions import ahead_name
 from langchain_window_budget.completer import Summarizer
 from langchain_window_budget.condense import (
     CounterSpec,

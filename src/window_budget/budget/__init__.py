@@ -50,6 +50,7 @@ from window_budget.budget._estimate import (
 )
 from window_budget.budget._groups import ToolGroups as ToolGroups
 from window_budget.budget._groups import ToolShape
+from window_budget.budget._keyed import KeyedCounts
 from window_budget.budget._ledger import TokenLedger
 from window_budget.budget._models import (
     ModelLimits,
@@ -75,6 +76,7 @@ __all__ = [
     "Cost",
     "EncodingUnavailable",
     "HeuristicCounter",
+    "KeyedCounts",
     "ModelLimits",
     "ModelPrices",
     "PriceTier",

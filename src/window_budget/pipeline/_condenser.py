@@ -139,6 +139,11 @@ class WindowCondenser:
         slots.insert(0, (first, ledger))
         return ledger
 
+    def forget(self, first: object) -> None:
+        """Drop the token ledger of the conversation whose first core message is ``first``."""
+        with self._lock:
+            self._ledgers = [slot for slot in self._ledgers if slot[0] is not first]
+
     @property
     def policy(self) -> BudgetPolicy:
         """The policy in force."""
