@@ -189,6 +189,23 @@ def test_a_fingerprint_changes_with_every_field_the_conversion_reads() -> None:
     assert fingerprint(reload([tool])[0]) == fingerprint(tool)  # new objects, same print
 
 
+def test_arguments_and_usage_equal_only_as_numbers_print_apart() -> None:
+    # Arguments and usage of str and int values hash as tuples of their items, where 1, 1.0
+    # and True would hash alike: a bool or a float takes the repr instead.
+    call = {"name": "f", "args": {"q": 1}, "id": "c", "type": "tool_call"}
+    base = AIMessage("x", id="m", tool_calls=[call])
+    args = [{"q": True}, {"q": 1.0}, {"q": "1"}, {"q": [1]}, {"q": 1, "r": None}, {"r": 1}]
+    variants = [base.model_copy(update={"tool_calls": [{**call, "args": a}]}) for a in args]
+    assert len({fingerprint(base), *map(fingerprint, variants)}) == len(args) + 1
+    usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+    used = AIMessage("x", id="m", usage_metadata=usage)  # type: ignore[arg-type]
+    odd = used.model_copy(update={"usage_metadata": {**usage, "input_tokens": True}})
+    assert fingerprint(used) != fingerprint(odd)
+    # A call with no arguments or id (what the conversion tolerates) prints, never raises.
+    bare = base.model_copy(update={"tool_calls": [{"name": "f", "args": None}]})
+    assert isinstance(fingerprint(bare), int)
+
+
 @pytest.fixture
 def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts conversions to core messages."""

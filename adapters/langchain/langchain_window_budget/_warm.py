@@ -61,6 +61,21 @@ def _human(m: Any) -> int:
     )
 
 
+def _flat(d: Any) -> tuple[tuple[str, Any], ...] | str:
+    """``d``'s items when it is a dict of str and int values, else its ``repr`` (slower).
+
+    Exact: a bool or a float never takes the tuple form, where ``1``, ``1.0`` and ``True``
+    would hash alike.
+    """
+    if type(d) is not dict:
+        return repr(d)
+    for v in d.values():
+        kind = type(v)
+        if kind is not str and kind is not int:
+            return repr(d)
+    return tuple(d.items())
+
+
 def _ai(m: Any) -> int:
     d = m.__dict__
     extra, meta, calls = d["additional_kwargs"], d["response_metadata"], d["tool_calls"]
@@ -72,9 +87,12 @@ def _ai(m: Any) -> int:
             c if type(c) is str else repr(c),
             d["name"],
             repr(extra) if extra else "",
-            repr(calls) if calls else "",
+            # What the conversion reads of a call: its id, name and arguments.
+            tuple([(x.get("id"), x.get("name"), _flat(x.get("args"))) for x in calls])
+            if calls
+            else (),
             repr(bad) if bad else "",
-            repr(usage) if usage else "",
+            _flat(usage) if usage else (),
             repr([meta.get(k) for k in _META]) if meta else "",
         )
     )
