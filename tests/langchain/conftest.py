@@ -133,6 +133,26 @@ class RecordingChatModel(BaseChatModel):
 
 
 @pytest.fixture
+def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts conversions to core messages (fresh process-wide conversion caches)."""
+    from langchain_window_budget import _convert
+    from window_budget import bridge
+    from window_budget.budget import ContentCache
+
+    count = [0]
+    real = _convert.to_core
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_convert, "to_core", counted)
+    monkeypatch.setattr(bridge.codec, "CONVERSIONS", ContentCache())
+    monkeypatch.setattr(bridge, "RECOGNISED", bridge.codec.Recognised())
+    return count
+
+
+@pytest.fixture
 def recording_model() -> RecordingChatModel:
     return RecordingChatModel(sizes=[], summary_calls=[])
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dict, messages_to_dict
 
-from langchain_window_budget import LangChainCondenser, _convert, _sessions
+from langchain_window_budget import LangChainCondenser, _sessions
 from window_budget import BudgetPolicy
 from window_budget.pipeline import _condenser
 
@@ -32,25 +32,6 @@ def reload(messages: list[BaseMessage]) -> list[BaseMessage]:
 def thread_of(tag: str, turns: int) -> list[BaseMessage]:
     """A tool-using thread whose message ids are its own (as LangGraph's UUIDs are)."""
     return [m.model_copy(update={"id": f"{tag}-{m.id}"}) for m in tool_loop(turns)]
-
-
-@pytest.fixture
-def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts conversions to core messages (fresh process-wide caches)."""
-    count = [0]
-    real = _convert.to_core
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        count[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(_convert, "to_core", counted)
-    from window_budget import bridge
-    from window_budget.budget import ContentCache
-
-    monkeypatch.setattr(bridge.codec, "CONVERSIONS", ContentCache())
-    monkeypatch.setattr(bridge, "RECOGNISED", bridge.codec.Recognised())
-    return count
 
 
 def test_conversations_taking_turns_each_cost_only_what_was_appended(

@@ -22,7 +22,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from langchain_window_budget import LangChainCondenser, _convert
+from langchain_window_budget import LangChainCondenser
 from langchain_window_budget._digest import DIGEST_KEY, build_digest
 from langchain_window_budget._warm import fingerprint
 
@@ -204,20 +204,6 @@ def test_arguments_and_usage_equal_only_as_numbers_print_apart() -> None:
     # A call with no arguments or id (what the conversion tolerates) prints, never raises.
     bare = base.model_copy(update={"tool_calls": [{"name": "f", "args": None}]})
     assert isinstance(fingerprint(bare), int)
-
-
-@pytest.fixture
-def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts conversions to core messages."""
-    count = [0]
-    real = _convert.to_core
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        count[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(_convert, "to_core", counted)
-    return count
 
 
 def test_a_warm_turn_converts_only_what_was_appended(converted: list[int]) -> None:

@@ -9,7 +9,7 @@ as new objects every turn.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -17,6 +17,7 @@ from langchain_window_budget._digest import DIGEST_KEY
 
 __all__ = [
     "KEYED",
+    "META_KEYS",
     "MessageFields",
     "message_fields",
     "message_key",
@@ -24,7 +25,7 @@ __all__ = [
     "same_messages",
 ]
 
-_META_KEYS = (
+META_KEYS: Final = (
     "model_name",
     "model",
     "model_id",
@@ -46,7 +47,7 @@ def _ai_key(m: AIMessage, content: str, kwargs: str) -> Hashable:
         repr(m.tool_calls) if m.tool_calls else "",
         repr(m.invalid_tool_calls) if m.invalid_tool_calls else "",
         repr(m.usage_metadata) if m.usage_metadata else "",
-        repr([meta.get(k) for k in _META_KEYS]) if meta else "",
+        repr([meta.get(k) for k in META_KEYS]) if meta else "",
     )
 
 

@@ -29,7 +29,8 @@ from typing import Any, Final
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_window_budget._digest import DIGEST_KEY, digest_record
+from langchain_window_budget._digest import digest_record
+from langchain_window_budget._identity import META_KEYS
 from langchain_window_budget._keep import UserSizes
 from langchain_window_budget._result import LangChainResult
 from langchain_window_budget._sessions import Session, Sessions
@@ -38,18 +39,6 @@ from window_budget.contract import CondensePlan, CondenseResult, TokenCounter
 from window_budget.pipeline import WindowCondenser, budget_limit
 
 __all__ = ["WarmGate", "fingerprint", "fingerprints"]
-
-_META: Final = (
-    "model_name",
-    "model",
-    "model_id",
-    "model_provider",
-    "finish_reason",
-    "stop_reason",
-    DIGEST_KEY,
-)
-"""The ``response_metadata`` entries the conversion reads (reply model, provider, stop
-reason, the stale-usage mark)."""
 
 
 def _human(m: Any) -> int:
@@ -93,7 +82,7 @@ def _ai(m: Any) -> int:
             else (),
             repr(bad) if bad else "",
             _flat(usage) if usage else (),
-            repr([meta.get(k) for k in _META]) if meta else "",
+            repr([meta.get(k) for k in META_KEYS]) if meta else "",
         )
     )
 
