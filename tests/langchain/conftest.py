@@ -132,6 +132,13 @@ class RecordingChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
 
+def reload(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """What a checkpointer or a store hands back every turn: equal messages, new objects."""
+    from langchain_core.messages import messages_from_dict, messages_to_dict
+
+    return messages_from_dict(messages_to_dict(list(messages)))
+
+
 @pytest.fixture
 def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts conversions to core messages (fresh process-wide conversion caches)."""

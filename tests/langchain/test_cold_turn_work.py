@@ -16,22 +16,15 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     ToolMessage,
-    messages_from_dict,
-    messages_to_dict,
 )
 
 from langchain_window_budget import LangChainCondenser, _convert, condense_messages
 from langchain_window_budget._identity import same_messages
 from window_budget import BudgetPolicy
 
-from .conftest import tool_loop
+from .conftest import reload, tool_loop
 
 WINDOW = 50_000_000
-
-
-def reload(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """What a checkpointer or a store hands back: equal messages, new objects."""
-    return messages_from_dict(messages_to_dict(messages))
 
 
 @pytest.fixture

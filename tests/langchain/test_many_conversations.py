@@ -19,14 +19,9 @@ from langchain_window_budget import LangChainCondenser, _sessions
 from window_budget import BudgetPolicy
 from window_budget.pipeline import _condenser
 
-from .conftest import tool_loop
+from .conftest import reload, tool_loop
 
 WINDOW = 50_000_000
-
-
-def reload(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """What a checkpointer hands back: equal messages, new objects."""
-    return messages_from_dict(messages_to_dict(messages))
 
 
 def thread_of(tag: str, turns: int) -> list[BaseMessage]:

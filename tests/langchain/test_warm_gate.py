@@ -6,7 +6,6 @@ Counted, never timed: conversions performed, objects the collector tracks.
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -18,22 +17,15 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    messages_from_dict,
-    messages_to_dict,
 )
 
 from langchain_window_budget import LangChainCondenser
 from langchain_window_budget._digest import DIGEST_KEY, build_digest
 from langchain_window_budget._warm import fingerprint
 
-from .conftest import RecordingChatModel, tool_loop
+from .conftest import RecordingChatModel, reload, tool_loop
 
 WINDOW = 50_000_000
-
-
-def reload(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """What a checkpointer hands back every turn: equal messages, new objects."""
-    return messages_from_dict(messages_to_dict(list(messages)))
 
 
 class FullPath(LangChainCondenser):
