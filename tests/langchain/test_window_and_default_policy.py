@@ -80,3 +80,6 @@ def test_a_model_whose_cache_is_weak_gets_the_lower_ceiling() -> None:
     assert LangChainCondenser(_named("gpt-4o")).policy.prompt_ceiling is None
     given = BudgetPolicy.for_window(128_000)
     assert LangChainCondenser(_named("gpt-4o"), memory=store, policy=given).policy == given
+    # A model whose cache read the data prices above its input builds too (no discount).
+    odd = LangChainCondenser(_named("gpt-3.5-turbo"), memory=store)
+    assert odd.policy == BudgetPolicy.for_window(odd.context_window, cache_read=1.0)

@@ -241,3 +241,8 @@ def test_the_cache_read_share_comes_from_the_models_prices() -> None:
     assert cache_read_share("claude-sonnet-4-5") == 0.1
     assert cache_read_share("no-such-model-anywhere") is None
     assert cache_read_share(None) is None
+    # The data lists gpt-3.5-turbo's cache read above its input price: no discount, a share of
+    # 1 (a policy refuses a share over 1, so this once made its default policy raise).
+    assert cache_read_share("gpt-3-5-turbo") == 1.0
+    weak = BudgetPolicy.for_window(16_385, cache_read=cache_read_share("gpt-3-5-turbo"))
+    assert weak == BudgetPolicy.for_window(16_385, cache_read=0.5)

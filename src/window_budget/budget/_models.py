@@ -181,7 +181,9 @@ def prices_for(model_id: str | None) -> ModelPrices | None:
 def cache_read_share(model_id: str | None) -> float | None:
     """What a cached input token of ``model_id`` costs as a share of an uncached one, or None.
 
-    None when the model or either price is not known (an uncached price of 0 included).
+    None when the model or either price is not known (an uncached price of 0 included); at
+    most 1, a cache read priced above an uncached token (as the data lists gpt-3.5-turbo's)
+    being no discount at all.
 
     >>> cache_read_share("claude-sonnet-4-5"), cache_read_share("gpt-4o")
     (0.1, 0.5)
@@ -189,7 +191,7 @@ def cache_read_share(model_id: str | None) -> float | None:
     prices = prices_for(model_id)
     if prices is None or not prices.input or prices.cache_read is None:
         return None
-    return round(prices.cache_read / prices.input, 4)
+    return min(1.0, round(prices.cache_read / prices.input, 4))
 
 
 def model_data_version() -> str:
