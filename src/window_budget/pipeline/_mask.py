@@ -47,8 +47,8 @@ from there just as after a digest; it pays only when it buys enough room before 
 compaction, else the gate fires again a few calls later and breaks the cache again
 (Anthropic's ``clear_at_least`` intends the same). Chosen with ``bench/bench_session_cost.py``
 (``docs/benchmarks.md``) among 0.5, 0.65, 0.7, 0.8 and masking off under the default
-``prompt_ceiling``: at 32k-200k windows 0.7 was within 5 % of the cheapest run keeping as many
-planted facts under all four price shapes, where 0.5 missed that by 6-8 % under exact-prefix
+``prompt_ceiling``: at 32k-200k windows 0.7 was within 5 % of the cheapest of them keeping as
+many planted facts under all four price shapes, where 0.5 missed that by 6-8 % under exact-prefix
 and OpenAI 0.1x prices at 128k and 200k, and masking off by 5-10 %; at 1M all were within 6 %.
 Without a ceiling the policy keeps :data:`MASK_TARGET_UNCAPPED` (not measured otherwise)."""
 
