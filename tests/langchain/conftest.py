@@ -139,6 +139,24 @@ def reload(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     return messages_from_dict(messages_to_dict(list(messages)))
 
 
+def checkpointed_agent(turns: int, window: int) -> tuple[Any, Any, dict[str, Any]]:
+    """``(agent, middleware, config)``: ``create_agent`` with the middleware over an
+    ``InMemorySaver`` thread of ``tool_loop(turns)``, a model that never calls a tool."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_window_budget import WindowBudgetMiddleware
+
+    model = RecordingChatModel(sizes=[], summary_calls=[])
+    model.window = window
+    model.tool_rounds = 0
+    middleware = WindowBudgetMiddleware(model=model, context_window=window)
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
+    config: dict[str, Any] = {"configurable": {"thread_id": "t"}}
+    agent.update_state(config, {"messages": tool_loop(turns)})
+    return agent, middleware, config
+
+
 @pytest.fixture
 def converted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts conversions to core messages (fresh process-wide conversion caches)."""

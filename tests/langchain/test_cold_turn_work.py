@@ -208,20 +208,9 @@ def test_the_engine_keeps_no_turns_list_alive_when_asked_not_to() -> None:
 
 
 def test_the_middleware_recognises_a_checkpointed_thread_every_turn(work: dict[str, int]) -> None:
-    from langchain.agents import create_agent
-    from langgraph.checkpoint.memory import InMemorySaver
+    from .conftest import checkpointed_agent
 
-    from langchain_window_budget import WindowBudgetMiddleware
-
-    from .conftest import RecordingChatModel
-
-    model = RecordingChatModel(sizes=[], summary_calls=[])
-    model.window = WINDOW
-    model.tool_rounds = 0
-    middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW)
-    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    agent.update_state(config, {"messages": tool_loop(100)})
+    agent, middleware, config = checkpointed_agent(100, WINDOW)
     agent.invoke({"messages": [HumanMessage("first")]}, config)
     for i in range(3):
         work.update(keys=0, compared=0, converted=0)

@@ -23,7 +23,7 @@ from langchain_window_budget import LangChainCondenser
 from langchain_window_budget._digest import DIGEST_KEY, build_digest
 from langchain_window_budget._warm import fingerprint
 
-from .conftest import RecordingChatModel, reload, tool_loop
+from .conftest import RecordingChatModel, checkpointed_agent, reload, tool_loop
 
 WINDOW = 50_000_000
 
@@ -238,18 +238,7 @@ def _tracked_from(root: object) -> int:
 
 @pytest.mark.parametrize("turns", [500, 1_000])
 def test_a_middleware_keeps_no_tracked_object_per_message_between_turns(turns: int) -> None:
-    from langchain.agents import create_agent
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from langchain_window_budget import WindowBudgetMiddleware
-
-    model = RecordingChatModel(sizes=[], summary_calls=[])
-    model.window = WINDOW
-    model.tool_rounds = 0
-    middleware = WindowBudgetMiddleware(model=model, context_window=WINDOW)
-    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    agent.update_state(config, {"messages": tool_loop(turns)})  # 2,000 or 4,000 messages
+    agent, middleware, config = checkpointed_agent(turns, WINDOW)  # 2,000 or 4,000 messages
     for i in range(3):
         agent.invoke({"messages": [HumanMessage(f"turn {i}")]}, config)
     assert middleware.compactions == 0

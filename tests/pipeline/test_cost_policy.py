@@ -246,3 +246,18 @@ def test_the_cache_read_share_comes_from_the_models_prices() -> None:
     assert cache_read_share("gpt-3-5-turbo") == 1.0
     weak = BudgetPolicy.for_window(16_385, cache_read=cache_read_share("gpt-3-5-turbo"))
     assert weak == BudgetPolicy.for_window(16_385, cache_read=0.5)
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [123, b"gpt-4o", "", " ", "gpt-4o\u2028", "gpt-4o\r\n", "x" * 100_000, ["gpt-4o"]],
+)
+def test_a_hostile_model_id_has_no_cache_price_and_leaves_the_default(model_id: object) -> None:
+    # An LLM's metadata is the caller's data: never an error, at most "unknown" (None), and a
+    # policy built from whatever it answers is a valid one.
+    from window_budget.budget import cache_read_share
+
+    share = cache_read_share(model_id)  # type: ignore[arg-type]
+    assert share is None or 0 <= share <= 1
+    policy = BudgetPolicy.for_window(200_000, cache_read=share)
+    assert policy.prompt_ceiling is not None
