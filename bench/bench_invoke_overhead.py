@@ -1,6 +1,6 @@
 """What a middleware adds to a whole ``agent.invoke``, measured the way a user meets it.
 
-Run by hand:  python bench/bench_invoke_overhead.py [--sizes 2000,10000] [--runs 25]
+Run by hand:  python bench/bench_invoke_overhead.py [--sizes 2000,10000] [--runs 25] [--sets 8]
               python bench/bench_invoke_overhead.py --profile 10000   (cProfile, ours vs peer)
 
 ``create_agent`` + ``InMemorySaver``, a thread seeded with N messages (a tool-using agent's),
@@ -129,13 +129,26 @@ TRACKED: dict[str, int] = {}
 what every full collection walks (a middleware's share is what it keeps between turns)."""
 
 
-def measure(n: int, runs: int) -> dict[str, list[Sample]]:
+def measure(n: int, runs: int, sets: int = 1) -> dict[str, list[Sample]]:
     """(wall ms, CPU ms) of each invoke, per configuration, in the order they ran.
 
     Each configuration lives in its own worker process (what one keeps alive between turns
     is then collected in its own process only, as for a user), and the workers take turns.
-    Fills :data:`TRACKED`.
+    ``sets`` fresh sets of workers share the ``runs`` rounds: what stays fixed for one
+    process's life (where its heap and its hash seed put things) and a slow spell of the
+    machine, each a few ms on an invoke, then weigh ``1 / sets`` on each configuration
+    instead of being the whole of its difference; pyperf spawns many worker processes for
+    the same reason. Fills :data:`TRACKED` (the last set's).
     """
+    samples: dict[str, list[Sample]] = {name: [] for name in CONFIGS}
+    per_set = -(-runs // sets)
+    for first in range(0, runs, per_set):
+        _one_set(n, range(first, min(runs, first + per_set)), samples)
+    return samples
+
+
+def _one_set(n: int, turns: range, samples: dict[str, list[Sample]]) -> None:
+    """One worker per configuration, built and warmed, then one invoke each per turn."""
     workers = {
         name: subprocess.Popen(
             [sys.executable, __file__, "--worker", name, "--sizes", str(n), *_shape_args()],
@@ -145,11 +158,10 @@ def measure(n: int, runs: int) -> dict[str, list[Sample]]:
         )
         for name in CONFIGS
     }
-    samples: dict[str, list[Sample]] = {name: [] for name in workers}
     try:
         for name, proc in workers.items():  # built and warm
             TRACKED[name] = int(_ask(proc, "ready").split()[1])
-        for turn in range(runs):
+        for turn in turns:
             order = list(workers.items())
             if turn % 2:  # alternate the order too: no configuration always runs first
                 order.reverse()
@@ -159,7 +171,6 @@ def measure(n: int, runs: int) -> dict[str, list[Sample]]:
         for proc in workers.values():
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait()
-    return samples
 
 
 def _ask(proc: subprocess.Popen[str], line: str) -> str:
@@ -212,8 +223,12 @@ def worker(name: str, n: int) -> None:
         print(f"{wall:.4f} {cpu:.4f} {spent['ms']:.4f} {spent['full']}", flush=True)
 
 
-def report(n: int, samples: dict[str, list[Sample]]) -> None:
-    """Print, per middleware, what it adds to an invoke, and its ratio to the peer's."""
+def report(n: int, samples: dict[str, list[Sample]], sets: int = 1) -> None:
+    """Print, per middleware, what it adds to an invoke, and its ratio to the peer's.
+
+    With several ``sets`` of workers, also the ratio of added CPU medians set by set: the
+    spread that one process per configuration would have shown.
+    """
 
     def added(name: str, field: str, stat: Any = statistics.median) -> float:
         # Per-round differences: a slow spell of the machine hits both sides of a pair.
@@ -252,6 +267,19 @@ def report(n: int, samples: dict[str, list[Sample]]) -> None:
         full = statistics.fmean(s.full for s in samples[name])
         gc_ms = statistics.fmean(s.gc_ms for s in samples[name])
         print(f"  {name:<30} full collections per invoke {full:.2f}, {gc_ms:.1f} ms collecting")
+    if sets > 1:
+        per_set = -(-len(base) // sets)
+        ratios = []
+        for first in range(0, len(base), per_set):
+            part = {k: v[first : first + per_set] for k, v in samples.items()}
+            diff = {
+                name: statistics.median(
+                    s.cpu - b.cpu for s, b in zip(part[name], part[NONE], strict=True)
+                )
+                for name in (PEER, OURS)
+            }
+            ratios.append(f"{diff[OURS] / diff[PEER]:.2f}" if diff[PEER] > 0 else "n/a")
+        print(f"  ours/peer added CPU, set by set: {' '.join(ratios)}")
     if TRACKED:
         extra = {name: TRACKED[name] - TRACKED[NONE] for name in (PEER, OURS)}
         print(
@@ -285,6 +313,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="2000,10000", help="thread sizes, comma-separated")
     parser.add_argument("--runs", type=int, default=25, help="samples per configuration")
+    parser.add_argument(
+        "--sets",
+        type=int,
+        default=8,
+        help="fresh worker processes per configuration, sharing the rounds (1: one each)",
+    )
     parser.add_argument("--profile", type=int, metavar="N", help="profile at N messages instead")
     parser.add_argument("--model", choices=("quiet", "generic"), default="quiet")
     parser.add_argument("--thread", choices=("tools", "chat"), default="tools")
@@ -303,7 +337,7 @@ def main() -> None:
         profile(args.profile, max(3, args.runs // 3))
         return
     for n in (int(s) for s in args.sizes.split(",")):
-        report(n, measure(n, args.runs))
+        report(n, measure(n, args.runs, args.sets), sets=args.sets)
 
 
 if __name__ == "__main__":
