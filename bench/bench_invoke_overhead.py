@@ -31,6 +31,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -141,10 +142,17 @@ def measure(n: int, runs: int, sets: int = 1) -> dict[str, list[Sample]]:
     the same reason. Fills :data:`TRACKED` (the last set's).
     """
     samples: dict[str, list[Sample]] = {name: [] for name in CONFIGS}
-    per_set = -(-runs // sets)
-    for first in range(0, runs, per_set):
-        _one_set(n, range(first, min(runs, first + per_set)), samples)
+    for turns in _sets(runs, sets):
+        _one_set(n, turns, samples)
     return samples
+
+
+def _sets(runs: int, sets: int) -> list[range]:
+    """The rounds of each set: ``runs`` split as evenly as can be among ``sets`` (at most
+    one set per round)."""
+    sets = max(1, min(sets, runs))
+    edges = [round(k * runs / sets) for k in range(sets + 1)]
+    return [range(a, b) for a, b in pairwise(edges)]
 
 
 def _one_set(n: int, turns: range, samples: dict[str, list[Sample]]) -> None:
@@ -268,10 +276,9 @@ def report(n: int, samples: dict[str, list[Sample]], sets: int = 1) -> None:
         gc_ms = statistics.fmean(s.gc_ms for s in samples[name])
         print(f"  {name:<30} full collections per invoke {full:.2f}, {gc_ms:.1f} ms collecting")
     if sets > 1:
-        per_set = -(-len(base) // sets)
         ratios = []
-        for first in range(0, len(base), per_set):
-            part = {k: v[first : first + per_set] for k, v in samples.items()}
+        for turns in _sets(len(base), sets):
+            part = {k: v[turns.start : turns.stop] for k, v in samples.items()}
             diff = {
                 name: statistics.median(
                     s.cpu - b.cpu for s, b in zip(part[name], part[NONE], strict=True)
