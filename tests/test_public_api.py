@@ -144,6 +144,7 @@ PINNED: dict[str, list[str]] = {
         "SummarizerError",
         "UsageError",
         "WindowBudgetError",
+        "provider_error",
     ],
     "window_budget.memory": [
         "InProcessMemoryStore",

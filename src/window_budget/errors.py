@@ -13,6 +13,7 @@ The tree::
     └── CancelledByToken    a ``CancelToken`` was cancelled (window_budget.cancel)
 
 Each message is one sentence that carries the numbers and how to fix the call.
+:func:`provider_error` gives a ``SummarizerError`` back as the provider's own exception too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "SummarizerError",
     "UsageError",
     "WindowBudgetError",
+    "provider_error",
 ]
 
 
@@ -80,3 +82,43 @@ class StoreError(WindowBudgetError):
     Raised instead of going on with a store that multiplies or drops messages: nothing more
     is written to it by that call.
     """
+
+
+_BOTH: dict[type[BaseException], type[BaseException]] = {}
+"""Per provider exception class, its combination with :class:`SummarizerError`."""
+
+
+def provider_error(error: SummarizerError) -> BaseException:
+    """The provider's own exception behind ``error``, catchable as its type *and* as ours.
+
+    With ``on_summarizer_error="raise"``, code that catches ``openai.RateLimitError`` (or
+    LangChain's ``ModelRateLimitError``) around an agent or a chat engine catches it as it
+    would without window-budget, and code that catches ``SummarizerError`` keeps working:
+    the result is an instance of a class deriving from both, carrying the provider error's
+    arguments, attributes (``status_code``, ``response``, ...) and traceback, with
+    ``error``'s sentence as a note. Falls back to ``error`` itself when it has no provider
+    exception as its cause, and to the provider's exception (the sentence as a note) when
+    its class cannot be combined. Raise it ``from error.__cause__``.
+    """
+    cause = error.__cause__
+    if not isinstance(cause, Exception) or isinstance(cause, WindowBudgetError):
+        return error
+    kind = type(cause)
+    try:
+        both = _BOTH.get(kind)
+        if both is None:
+            both = _BOTH[kind] = type(
+                kind.__name__,
+                (kind, SummarizerError),
+                {"__module__": kind.__module__, "__doc__": kind.__doc__},
+            )
+        combined = both.__new__(both, *cause.args)
+        combined.__dict__.update(getattr(cause, "__dict__", {}))
+        combined.args = cause.args
+    except TypeError:  # a C-level layout that cannot be mixed in: the original, unwrapped
+        cause.add_note(str(error))
+        return cause
+    combined.add_note(str(error))
+    combined.__cause__ = cause.__cause__
+    combined.__traceback__ = cause.__traceback__
+    return combined

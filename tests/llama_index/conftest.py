@@ -54,7 +54,8 @@ class ScriptedLLM(MockFunctionCallingLLM):
     """Answers chat turns, calls a tool when tools are offered, writes short digests.
 
     Every request is measured with the heuristic; one above ``window`` raises.
-    ``fail_summaries`` makes every summary request raise (a failing summarizer).
+    ``fail_summaries`` makes every summary request raise (a failing summarizer): a
+    ``RuntimeError``, or ``summary_error`` when given.
     ``react`` switches the answers to ReAct's text protocol.
     """
 
@@ -63,6 +64,7 @@ class ScriptedLLM(MockFunctionCallingLLM):
     reply_words: int = 20
     react: bool = False
     fail_summaries: bool = False
+    summary_error: Any = None
 
     _sizes: list[int] = PrivateAttr(default_factory=list)
     _summary_prompts: list[str] = PrivateAttr(default_factory=list)
@@ -118,7 +120,7 @@ class ScriptedLLM(MockFunctionCallingLLM):
         ):
             self._summary_prompts.append(messages[-1].content or "")
             if self.fail_summaries:
-                raise RuntimeError("summarizer is down")
+                raise self.summary_error or RuntimeError("summarizer is down")
             n = len(self._summary_prompts)
             # The digest restates the latest ask it was shown, else keeps the carried digest's
             # last line, as a model merging it would: a reply that names no fact of the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
@@ -108,4 +109,47 @@ def test_failed_put_with_raise_policy_stores_nothing() -> None:
     before = [m.content for m in memory.get_all()]
     with pytest.raises(SummarizerError):
         memory.put(user(99, words=2000))
+    assert [m.content for m in memory.get_all()] == before
+
+
+class RateLimitError(Exception):
+    """A provider SDK's own error, shaped as ``openai.RateLimitError`` is."""
+
+    def __init__(self, message: str, *, status_code: int = 429) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def _raising_memory() -> Any:
+    import dataclasses
+
+    from llama_index.memory.window_budget import default_policy
+
+    llm = ScriptedLLM(fail_summaries=True, summary_error=RateLimitError("429 slow down"))
+    policy = dataclasses.replace(default_policy(2000), on_summarizer_error="raise")
+    memory = small_memory(llm, policy=policy)
+    fill(memory, 6)  # under the gate: no summary yet
+    return memory
+
+
+def test_raise_gives_the_providers_own_exception() -> None:
+    from window_budget.errors import SummarizerError
+
+    memory = _raising_memory()
+    before = [m.content for m in memory.get_all()]
+    with pytest.raises(RateLimitError, match="429 slow down") as caught:
+        memory.put(user(99, words=2000))
+    assert isinstance(caught.value, SummarizerError)  # still catchable as before
+    assert caught.value.status_code == 429
+    assert [m.content for m in memory.get_all()] == before
+
+
+async def test_raise_gives_the_providers_own_exception_async() -> None:
+    from window_budget.errors import SummarizerError
+
+    memory = _raising_memory()
+    before = [m.content for m in memory.get_all()]
+    with pytest.raises(RateLimitError) as caught:
+        await memory.aput(user(99, words=2000))
+    assert isinstance(caught.value, SummarizerError)
     assert [m.content for m in memory.get_all()] == before

@@ -26,7 +26,6 @@ from langchain_window_budget._convert import (
 from langchain_window_budget._keep import UserSizes
 from langchain_window_budget._mapping import ArchiveFn, map_back
 from langchain_window_budget._result import HeadView, LangChainResult, Prepared
-from langchain_window_budget._retry import provider_error
 from langchain_window_budget._sessions import Session, Sessions, ahead_name, as_message_list
 from langchain_window_budget._warm import WarmGate
 from langchain_window_budget._window import (
@@ -43,7 +42,7 @@ from langchain_window_budget.completer import Summarizer, make_completers
 from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes, needs_window
 from window_budget.budget import cache_read_share, estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, MemoryStore, Model
-from window_budget.errors import ConfigError, SummarizerError
+from window_budget.errors import ConfigError, SummarizerError, provider_error
 from window_budget.pipeline import (
     AheadCompactor,
     WindowCondenser,

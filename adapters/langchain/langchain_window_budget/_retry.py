@@ -4,7 +4,8 @@ A rate limit, a timeout or a 5xx-like error is retried after a bounded wait (at 
 :data:`ATTEMPTS` calls, never past ``summary_timeout``); a context-overflow error is retried
 at once with the middle of the scrollback cut out, as ``SummarizationMiddleware`` does. Any
 other error (authentication, a bad request) propagates at the first attempt; with
-``on_summarizer_error="raise"`` it reaches the caller as its own type (:func:`provider_error`).
+``on_summarizer_error="raise"`` it reaches the caller as its own type
+(:func:`window_budget.errors.provider_error`).
 """
 
 from __future__ import annotations
@@ -16,15 +17,12 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from window_budget.errors import SummarizerError, WindowBudgetError
-
 __all__ = [
     "ATTEMPTS",
     "RETRY_DELAYS",
     "is_overflow",
     "is_transient",
     "next_attempt",
-    "provider_error",
 ]
 
 ATTEMPTS: Final = 3
@@ -119,38 +117,3 @@ def next_attempt(
     if timeout is not None and time.monotonic() - started + delay >= timeout:
         return None
     return list(prompt), delay
-
-
-_BOTH: dict[type[BaseException], type[BaseException]] = {}
-
-
-def provider_error(error: SummarizerError) -> BaseException:
-    """The provider's own exception behind ``error``, catchable as its type *and* as ours.
-
-    ``on_summarizer_error="raise"``: code that catches ``openai.RateLimitError`` (or
-    LangChain's ``ModelRateLimitError``) around an agent catches it as it would without the
-    middleware, and code that catches ``SummarizerError`` keeps working. Falls back to
-    ``error`` itself when there is no provider exception or its class cannot be combined.
-    """
-    cause = error.__cause__
-    if not isinstance(cause, Exception) or isinstance(cause, WindowBudgetError):
-        return error
-    kind = type(cause)
-    try:
-        both = _BOTH.get(kind)
-        if both is None:
-            both = _BOTH[kind] = type(
-                kind.__name__,
-                (kind, SummarizerError),
-                {"__module__": kind.__module__, "__doc__": kind.__doc__},
-            )
-        combined = both.__new__(both, *cause.args)
-        combined.__dict__.update(getattr(cause, "__dict__", {}))
-        combined.args = cause.args
-    except TypeError:  # a C-level layout that cannot be mixed in: the original, unwrapped
-        cause.add_note(str(error))
-        return cause
-    combined.add_note(str(error))
-    combined.__cause__ = cause.__cause__
-    combined.__traceback__ = cause.__traceback__
-    return combined

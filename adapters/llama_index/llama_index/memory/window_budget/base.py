@@ -422,8 +422,9 @@ class WindowBudgetMemory(MemoryPersistence, MemoryBuilding, BaseMemory):  # type
         """Append a message (a deep copy is stored); compacts when the gate fires.
 
         Safe to call from a streaming response's writer thread. With
-        ``on_summarizer_error="raise"`` a failing summary raises ``SummarizerError``
-        and the message is taken back out, so a retry does not store it twice.
+        ``on_summarizer_error="raise"`` a failing summary raises the provider's own
+        exception, also a ``SummarizerError``, and the message is taken back out (a
+        retry does not store it twice).
         """
         self.put_messages([message])
 

@@ -36,7 +36,7 @@ from llama_index.memory.window_budget.views import Pass, ViewPlanner
 from window_budget import bridge
 from window_budget.budget import estimate_message_tokens
 from window_budget.contract import CondenseResult, TokenCounter
-from window_budget.errors import BudgetError
+from window_budget.errors import BudgetError, SummarizerError, provider_error
 from window_budget.messages import AgentMessage
 from window_budget.pipeline import AheadCompactor, WindowCondenser, provider_boundary
 from window_budget.pipeline.summarize import ledger_of
@@ -108,6 +108,8 @@ class Compactor:
             except BudgetError as exc:
                 logger.debug("window-budget: %s", exc)
                 continue
+            except SummarizerError as exc:  # ``on_summarizer_error="raise"``: as the provider's
+                raise provider_error(exc) from exc.__cause__
             return Pass(snapshot, cores, n, result, extra, pinned_extra == extra)
         return Pass(snapshot, cores, n, None, extra, False)
 
@@ -130,6 +132,8 @@ class Compactor:
             except BudgetError as exc:
                 logger.debug("window-budget: %s", exc)
                 continue
+            except SummarizerError as exc:  # ``on_summarizer_error="raise"``: as the provider's
+                raise provider_error(exc) from exc.__cause__
             return Pass(snapshot, cores, n, result, extra, pinned_extra == extra)
         return Pass(snapshot, cores, n, None, extra, False)
 
