@@ -61,7 +61,7 @@ def test_without_a_provider_cause_it_is_the_error_itself() -> None:
     assert provider_error(ours) is ours
 
 
-def test_a_class_that_cannot_be_combined_comes_back_unwrapped() -> None:
+def test_a_class_that_cannot_be_combined_leaves_ours() -> None:
     class Sealed(Exception):
         def __init_subclass__(cls, **kwargs: Any) -> None:
             raise TypeError("Sealed cannot be subclassed")
@@ -69,5 +69,6 @@ def test_a_class_that_cannot_be_combined_comes_back_unwrapped() -> None:
     cause = Sealed("sealed failure")
     error = _raised(cause)
     got = provider_error(error)
-    assert got is cause
-    assert str(error) in got.__notes__
+    assert got is error  # still a SummarizerError: code catching ours keeps working
+    assert got.__cause__ is cause
+    assert not getattr(cause, "__notes__", None)  # the provider's exception is not touched

@@ -96,9 +96,9 @@ def provider_error(error: SummarizerError) -> BaseException:
     would without window-budget, and code that catches ``SummarizerError`` keeps working:
     the result is an instance of a class deriving from both, carrying the provider error's
     arguments, attributes (``status_code``, ``response``, ...) and traceback, with
-    ``error``'s sentence as a note. Falls back to ``error`` itself when it has no provider
-    exception as its cause, and to the provider's exception (the sentence as a note) when
-    its class cannot be combined. Raise it ``from error.__cause__``.
+    ``error``'s sentence as a note. Always a ``SummarizerError``: ``error`` itself when it
+    has no provider exception as its cause or that exception's class cannot be combined.
+    Raise it ``from error.__cause__``.
     """
     cause = error.__cause__
     if not isinstance(cause, Exception) or isinstance(cause, WindowBudgetError):
@@ -115,9 +115,8 @@ def provider_error(error: SummarizerError) -> BaseException:
         combined = both.__new__(both, *cause.args)
         combined.__dict__.update(getattr(cause, "__dict__", {}))
         combined.args = cause.args
-    except TypeError:  # a C-level layout that cannot be mixed in: the original, unwrapped
-        cause.add_note(str(error))
-        return cause
+    except TypeError:  # a class that refuses the mix (a C-level layout, a sealed class)
+        return error
     combined.add_note(str(error))
     combined.__cause__ = cause.__cause__
     combined.__traceback__ = cause.__traceback__

@@ -120,12 +120,12 @@ class RateLimitError(Exception):
         self.status_code = status_code
 
 
-def _raising_memory() -> Any:
+def _raising_memory(error: Exception | None = None) -> Any:
     import dataclasses
 
     from llama_index.memory.window_budget import default_policy
 
-    llm = ScriptedLLM(fail_summaries=True, summary_error=RateLimitError("429 slow down"))
+    llm = ScriptedLLM(fail_summaries=True, summary_error=error or RateLimitError("429 slow down"))
     policy = dataclasses.replace(default_policy(2000), on_summarizer_error="raise")
     memory = small_memory(llm, policy=policy)
     fill(memory, 6)  # under the gate: no summary yet
@@ -152,4 +152,19 @@ async def test_raise_gives_the_providers_own_exception_async() -> None:
     with pytest.raises(RateLimitError) as caught:
         await memory.aput(user(99, words=2000))
     assert isinstance(caught.value, SummarizerError)
+    assert [m.content for m in memory.get_all()] == before
+
+
+def test_raise_with_an_unmixable_provider_error_still_takes_the_message_back() -> None:
+    from window_budget.errors import SummarizerError
+
+    class Sealed(Exception):
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            raise TypeError("Sealed cannot be subclassed")
+
+    memory = _raising_memory(Sealed("sealed failure"))
+    before = [m.content for m in memory.get_all()]
+    with pytest.raises(SummarizerError) as caught:
+        memory.put(user(99, words=2000))
+    assert isinstance(caught.value.__cause__, Sealed)
     assert [m.content for m in memory.get_all()] == before
