@@ -1,6 +1,7 @@
 """What a middleware adds to a whole ``agent.invoke``, measured the way a user meets it.
 
 Run by hand:  python bench/bench_invoke_overhead.py [--sizes 2000,10000] [--runs 25] [--sets 8]
+              python bench/bench_invoke_overhead.py --sizes 2000 --one-process (one process)
               python bench/bench_invoke_overhead.py --profile 10000   (cProfile, ours vs peer)
 
 ``create_agent`` + ``InMemorySaver``, a thread seeded with N messages (a tool-using agent's),
@@ -231,11 +232,14 @@ def worker(name: str, n: int) -> None:
         print(f"{wall:.4f} {cpu:.4f} {spent['ms']:.4f} {spent['full']}", flush=True)
 
 
-def report(n: int, samples: dict[str, list[Sample]], sets: int = 1) -> None:
+def report(
+    n: int, samples: dict[str, list[Sample]], sets: int = 1, collections: bool = True
+) -> None:
     """Print, per middleware, what it adds to an invoke, and its ratio to the peer's.
 
     With several ``sets`` of workers, also the ratio of added CPU medians set by set: the
-    spread that one process per configuration would have shown.
+    spread that one process per configuration would have shown. ``collections=False``:
+    the samples did not time the collector (``--one-process``), its rows are left out.
     """
 
     def added(name: str, field: str, stat: Any = statistics.median) -> float:
@@ -266,12 +270,15 @@ def report(n: int, samples: dict[str, list[Sample]], sets: int = 1) -> None:
         "added CPU, lower quartile": lambda name: quartile(name, "cpu"),
         "added wall, lower quartile": lambda name: quartile(name, "wall"),
     }
+    if not collections:
+        for label in ("added CPU outside collections, median", "collections: ms per invoke, mean"):
+            del rows[label]
     print(f"  {'':<40} {'peer':>8} {'ours':>8} {'ours/peer':>10}")
     for label, figure in rows.items():
         peer, ours = figure(PEER), figure(OURS)
         ratio = f"{ours / peer:10.2f}" if peer > 0 else f"{'n/a':>10}"
         print(f"  {label:<40} {peer:+8.2f} {ours:+8.2f} {ratio}")
-    for name in CONFIGS:
+    for name in CONFIGS if collections else ():
         full = statistics.fmean(s.full for s in samples[name])
         gc_ms = statistics.fmean(s.gc_ms for s in samples[name])
         print(f"  {name:<30} full collections per invoke {full:.2f}, {gc_ms:.1f} ms collecting")
@@ -294,6 +301,27 @@ def report(n: int, samples: dict[str, list[Sample]], sets: int = 1) -> None:
             f"peer {extra[PEER]:+,}, ours {extra[OURS]:+,} "
             f"({extra[OURS] / n:+.1f} per message)"
         )
+
+
+def one_process(n: int, runs: int) -> dict[str, list[Sample]]:
+    """The three configurations in this one process, invokes interleaved (a diagnostic).
+
+    No process's luck differs between them, but they share one heap and one collector:
+    use it where no full collection falls in an invoke (2k messages, not 10k).
+    """
+    from langchain_core.messages import HumanMessage
+
+    agents = build(n)
+    samples: dict[str, list[Sample]] = {name: [] for name in CONFIGS}
+    for turn in range(runs):
+        order = CONFIGS if turn % 2 == 0 else CONFIGS[::-1]
+        for name in order:
+            agent, config = agents[name]
+            w, c = time.perf_counter(), time.process_time()
+            agent.invoke({"messages": [HumanMessage(f"turn {turn}")]}, config)
+            cpu, wall = (time.process_time() - c) * 1000, (time.perf_counter() - w) * 1000
+            samples[name].append(Sample(wall, cpu, 0.0, 0))
+    return samples
 
 
 def profile(n: int, runs: int) -> None:
@@ -326,6 +354,11 @@ def main() -> None:
         default=8,
         help="fresh worker processes per configuration, sharing the rounds (1: one each)",
     )
+    parser.add_argument(
+        "--one-process",
+        action="store_true",
+        help="diagnostic: the three configurations in this process (no collections counted)",
+    )
     parser.add_argument("--profile", type=int, metavar="N", help="profile at N messages instead")
     parser.add_argument("--model", choices=("quiet", "generic"), default="quiet")
     parser.add_argument("--thread", choices=("tools", "chat"), default="tools")
@@ -344,7 +377,11 @@ def main() -> None:
         profile(args.profile, max(3, args.runs // 3))
         return
     for n in (int(s) for s in args.sizes.split(",")):
-        report(n, measure(n, args.runs, args.sets), sets=args.sets)
+        if args.one_process:
+            TRACKED.clear()
+            report(n, one_process(n, args.runs), collections=False)
+        else:
+            report(n, measure(n, args.runs, args.sets), sets=args.sets)
 
 
 if __name__ == "__main__":
