@@ -168,3 +168,15 @@ def test_raise_with_an_unmixable_provider_error_still_takes_the_message_back() -
         memory.put(user(99, words=2000))
     assert isinstance(caught.value.__cause__, Sealed)
     assert [m.content for m in memory.get_all()] == before
+
+
+def test_raise_from_get_gives_the_providers_own_exception() -> None:
+    from window_budget.errors import SummarizerError
+
+    memory = _raising_memory()
+    history = [m for i in range(100) for m in (user(i), bot(i))]
+    memory.chat_store.set_messages(memory.chat_store_key, list(history))
+    with pytest.raises(RateLimitError) as caught:
+        memory.get()
+    assert isinstance(caught.value, SummarizerError)
+    assert len(memory.get_all()) == len(history)  # the store is left as it was
