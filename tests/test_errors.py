@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.providers import RateLimitError
 from window_budget.errors import BudgetError, SummarizerError, provider_error
-
-
-class RateLimitError(Exception):
-    """A provider SDK's own error, shaped as ``openai.RateLimitError`` is."""
-
-    def __init__(self, message: str, *, status_code: int = 429) -> None:
-        super().__init__(message)
-        self.status_code = status_code
 
 
 def _raised(cause: BaseException | None) -> SummarizerError:

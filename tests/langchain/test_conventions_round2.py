@@ -89,9 +89,9 @@ class FlakyModel(BaseChatModel):
 @pytest.fixture(autouse=True)
 def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
     # No waiting between retries here (the delays themselves are not what is tested).
-    from langchain_window_budget import _retry
+    from window_budget.bridge import retry
 
-    monkeypatch.setattr(_retry, "RETRY_DELAYS", (0.0, 0.0))
+    monkeypatch.setattr(retry, "RETRY_DELAYS", (0.0, 0.0))
 
 
 # -- 1. a trigger only decides when ------------------------------------------

@@ -40,6 +40,14 @@ def fresh_conversion_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bridge.codec, "CONVERSIONS", ContentCache())
 
 
+@pytest.fixture(autouse=True)
+def _no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retried summary call does not wait here (the waits are tested in the bridge's tests)."""
+    from window_budget.bridge import retry
+
+    monkeypatch.setattr(retry, "RETRY_DELAYS", (0.0, 0.0))
+
+
 class WindowExceeded(AssertionError):
     """A request to the scripted LLM was larger than its window."""
 
@@ -55,7 +63,8 @@ class ScriptedLLM(MockFunctionCallingLLM):
 
     Every request is measured with the heuristic; one above ``window`` raises.
     ``fail_summaries`` makes every summary request raise (a failing summarizer): a
-    ``RuntimeError``, or ``summary_error`` when given.
+    ``RuntimeError``, or ``summary_error`` when given; ``flaky_summaries=n`` makes only the
+    first ``n`` raise.
     ``react`` switches the answers to ReAct's text protocol.
     """
 
@@ -65,6 +74,7 @@ class ScriptedLLM(MockFunctionCallingLLM):
     react: bool = False
     fail_summaries: bool = False
     summary_error: Any = None
+    flaky_summaries: int = 0
 
     _sizes: list[int] = PrivateAttr(default_factory=list)
     _summary_prompts: list[str] = PrivateAttr(default_factory=list)
@@ -119,7 +129,7 @@ class ScriptedLLM(MockFunctionCallingLLM):
             and (messages[0].content or "").startswith(CONDENSER_BRIEF[:40])
         ):
             self._summary_prompts.append(messages[-1].content or "")
-            if self.fail_summaries:
+            if self.fail_summaries or len(self._summary_prompts) <= self.flaky_summaries:
                 raise self.summary_error or RuntimeError("summarizer is down")
             n = len(self._summary_prompts)
             # The digest restates the latest ask it was shown, else keeps the carried digest's

@@ -12,6 +12,7 @@ from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.memory.window_budget import (
     is_digest,
 )
+from tests.providers import RateLimitError
 
 from .conftest import ScriptedLLM, bot, fill, small_memory, user
 
@@ -112,14 +113,6 @@ def test_failed_put_with_raise_policy_stores_nothing() -> None:
     assert [m.content for m in memory.get_all()] == before
 
 
-class RateLimitError(Exception):
-    """A provider SDK's own error, shaped as ``openai.RateLimitError`` is."""
-
-    def __init__(self, message: str, *, status_code: int = 429) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-
-
 def _raising_memory(error: Exception | None = None) -> Any:
     import dataclasses
 
@@ -142,6 +135,7 @@ def test_raise_gives_the_providers_own_exception() -> None:
     assert isinstance(caught.value, SummarizerError)  # still catchable as before
     assert caught.value.status_code == 429
     assert [m.content for m in memory.get_all()] == before
+    assert len(memory.llm.summary_prompts) == 3  # a rate limit is retried, three calls in all
 
 
 async def test_raise_gives_the_providers_own_exception_async() -> None:
@@ -180,3 +174,46 @@ def test_raise_from_get_gives_the_providers_own_exception() -> None:
         memory.get()
     assert isinstance(caught.value, SummarizerError)
     assert len(memory.get_all()) == len(history)  # the store is left as it was
+
+
+# -- retries of a summary call (the bridge's policy, as the LangChain adapter has it) --------
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_rate_limited_summary_is_retried_and_the_models_digest_kept(use_async: bool) -> None:
+    llm = ScriptedLLM(flaky_summaries=2, summary_error=RateLimitError("429 slow down"))
+    memory = small_memory(llm)
+    fill(memory, 6)
+    if use_async:
+        asyncio.run(memory.aput(user(99, words=2000)))
+    else:
+        memory.put(user(99, words=2000))
+    assert len(llm.summary_prompts) == 3
+    assert llm.summary_prompts[0] == llm.summary_prompts[2]  # the same request again
+    account = memory.last_compaction
+    assert account is not None
+    assert not account.fallback
+    assert account.audit is not None  # the digest is the model's, audited
+
+
+def test_an_overflowing_summary_request_is_retried_smaller() -> None:
+    error = RuntimeError("This model's maximum context length is 4096 tokens")
+    llm = ScriptedLLM(flaky_summaries=1, summary_error=error)
+    memory = small_memory(llm)
+    fill(memory, 6)
+    memory.put(user(99, words=2000))
+    first, second = llm.summary_prompts
+    assert len(second) < 0.6 * len(first)
+    assert "[... middle of the conversation omitted ...]" in second
+    assert memory.last_compaction is not None
+    assert not memory.last_compaction.fallback
+
+
+def test_an_error_a_retry_cannot_mend_is_not_retried() -> None:
+    llm = ScriptedLLM(flaky_summaries=1, summary_error=RateLimitError("bad key", status_code=401))
+    memory = small_memory(llm)
+    fill(memory, 6)
+    memory.put(user(99, words=2000))
+    assert len(llm.summary_prompts) == 1
+    assert memory.last_compaction is not None
+    assert memory.last_compaction.fallback

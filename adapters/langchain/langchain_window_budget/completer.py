@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
@@ -18,7 +17,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import coerce_to_runnable
 
-from langchain_window_budget._retry import next_attempt
 from langchain_window_budget._usage import usage as _usage
 from langchain_window_budget._usage import usage_is_stale
 from langchain_window_budget.counting import messages_counter
@@ -90,16 +88,14 @@ def _max_tokens_kwargs(
 
 
 class _SummaryCalls:
-    """Summary calls to a chat model, a ``Runnable`` or a function, with retries.
+    """Summary calls to a chat model, a ``Runnable`` or a function.
 
     The request is the brief as a ``SystemMessage`` and the escaped scrollback as a
-    ``HumanMessage``; a transient failure is retried and an overflow shrinks the request
-    (see ``_retry``).
+    ``HumanMessage``; the retries are the bridge's (:mod:`window_budget.bridge.retry`).
     """
 
-    def __init__(self, writer: Summarizer, *, timeout: float | None = None) -> None:
+    def __init__(self, writer: Summarizer) -> None:
         self.writer = writer
-        self.timeout = timeout
         self._runnable: Runnable[Any, Any] | None = None
         self._async_only = False
         if not isinstance(writer, BaseChatModel):
@@ -110,7 +106,7 @@ class _SummaryCalls:
         text = "\n\n".join(message_text(m) for m in context.messages)
         return [SystemMessage(content=context.system_prompt), HumanMessage(content=text)]
 
-    def _invoke(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
+    def call(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
         if self._runnable is None:
             chat = cast(BaseChatModel, self.writer)
             return chat.invoke(prompt, config=summary_config(), **_max_tokens_kwargs(chat, options))
@@ -122,38 +118,12 @@ class _SummaryCalls:
                 ).result()
         return self._runnable.invoke(prompt, config=summary_config())
 
-    async def _ainvoke(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
+    async def acall(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
         if self._runnable is None:
             chat = cast(BaseChatModel, self.writer)
             cap = _max_tokens_kwargs(chat, options)
             return await chat.ainvoke(prompt, config=summary_config(), **cap)
         return await self._runnable.ainvoke(prompt, config=summary_config())
-
-    def call(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
-        started, attempt = time.monotonic(), 0
-        while True:
-            attempt += 1
-            try:
-                return self._invoke(prompt, options)
-            except Exception as exc:
-                step = next_attempt(prompt, exc, attempt, started, self.timeout)
-                if step is None:
-                    raise
-                prompt, delay = step
-                time.sleep(delay)
-
-    async def acall(self, prompt: list[BaseMessage], options: CompleteOptions | None) -> Any:
-        started, attempt = time.monotonic(), 0
-        while True:
-            attempt += 1
-            try:
-                return await self._ainvoke(prompt, options)
-            except Exception as exc:
-                step = next_attempt(prompt, exc, attempt, started, self.timeout)
-                if step is None:
-                    raise
-                prompt, delay = step
-                await asyncio.sleep(delay)
 
     def reply(self, reply: Any, model: Model) -> AssistantMessage:
         if isinstance(reply, str):
@@ -202,7 +172,7 @@ def make_completers(
     within ``summary_timeout``; a context overflow is retried with a smaller request.
     """
     check_summarizer(chat_model)
-    return bridge.make_completers(_SummaryCalls(chat_model, timeout=summary_timeout))
+    return bridge.make_completers(_SummaryCalls(chat_model), timeout=summary_timeout)
 
 
 def model_token_counter(chat_model: BaseChatModel) -> TokenCounter:

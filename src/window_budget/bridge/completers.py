@@ -1,9 +1,12 @@
-"""The completer pair (async and sync) built from a framework's model calls."""
+"""The completer pair (async and sync) built from a framework's model calls, with retries."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Protocol, TypeVar
 
+from window_budget.bridge.retry import next_attempt
 from window_budget.contract import CompleteFn, CompleteOptions, Context, Model, SyncCompleteFn
 from window_budget.messages import AssistantMessage
 
@@ -33,26 +36,51 @@ class ModelCalls(Protocol[P, R]):
         ...
 
 
-def make_completers(calls: ModelCalls[P, R]) -> tuple[CompleteFn, SyncCompleteFn]:
+def make_completers(
+    calls: ModelCalls[P, R], *, timeout: float | None = None
+) -> tuple[CompleteFn, SyncCompleteFn]:
     """The core's ``(complete, complete_sync)`` pair over a framework's model calls.
 
     Both check the run's cancel token before calling out (a cancelled run makes no model
-    call); the core's summarizer applies its timeout and watches the token during the
-    call, and falls back to the network-free digest on an empty or failed reply.
+    call). A transient failure (rate limit, timeout, 5xx) is retried after a bounded wait
+    that never ends past ``timeout`` (the policy's ``summary_timeout``), and a context
+    overflow at once with a smaller request (:mod:`window_budget.bridge.retry`); anything
+    else propagates. The core's summarizer applies the timeout and watches the token during
+    the call, and falls back to the network-free digest on an empty or failed reply.
     """
 
     async def complete(
         model: Model, context: Context, options: CompleteOptions | None = None
     ) -> AssistantMessage:
-        if options is not None and options.signal is not None:
-            options.signal.raise_if_cancelled()
-        return calls.reply(await calls.acall(calls.prompt(context), options), model)
+        started, attempt = time.monotonic(), 0
+        while True:
+            if options is not None and options.signal is not None:
+                options.signal.raise_if_cancelled()
+            attempt += 1
+            try:
+                return calls.reply(await calls.acall(calls.prompt(context), options), model)
+            except Exception as exc:
+                step = next_attempt(context, exc, attempt, started, timeout)
+                if step is None:
+                    raise
+                context, delay = step
+                await asyncio.sleep(delay)
 
     def complete_sync(
         model: Model, context: Context, options: CompleteOptions | None = None
     ) -> AssistantMessage:
-        if options is not None and options.signal is not None:
-            options.signal.raise_if_cancelled()
-        return calls.reply(calls.call(calls.prompt(context), options), model)
+        started, attempt = time.monotonic(), 0
+        while True:
+            if options is not None and options.signal is not None:
+                options.signal.raise_if_cancelled()
+            attempt += 1
+            try:
+                return calls.reply(calls.call(calls.prompt(context), options), model)
+            except Exception as exc:
+                step = next_attempt(context, exc, attempt, started, timeout)
+                if step is None:
+                    raise
+                context, delay = step
+                time.sleep(delay)
 
     return complete, complete_sync

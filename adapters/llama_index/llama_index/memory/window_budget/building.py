@@ -246,7 +246,11 @@ def condensers_for(
         0, int(getattr(meta, "num_output", 0) or 0)
     )
     summarizer = Model(model_id, max(context_window, llm_window))
-    complete, complete_sync = completers_from_llm(llm) if llm is not None else (None, None)
+    complete, complete_sync = (
+        completers_from_llm(llm, summary_timeout=policy.summary_timeout)
+        if llm is not None
+        else (None, None)
+    )
 
     def condenser() -> WindowCondenser:
         return create_condenser(

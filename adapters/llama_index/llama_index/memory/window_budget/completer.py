@@ -51,12 +51,16 @@ class _LLMCalls:
         return AssistantMessage((TextBlock(reply.message.content or ""),), model=model.id)
 
 
-def completers_from_llm(llm: LLM) -> tuple[CompleteFn, SyncCompleteFn]:
+def completers_from_llm(
+    llm: LLM, *, summary_timeout: float | None = None
+) -> tuple[CompleteFn, SyncCompleteFn]:
     """``(complete, complete_sync)`` calling ``await llm.achat`` and ``llm.chat``.
 
     Each call runs under the instrument tag ``{"window_budget": "summary"}`` so its
-    LLM events can be told from the application's. The output cap is not forwarded:
-    LlamaIndex LLMs take it at construction, not per call; the core shortens an
-    over-long digest itself.
+    LLM events can be told from the application's. A transient failure (rate limit,
+    timeout, 5xx) is retried with a bounded wait within ``summary_timeout``, a context
+    overflow with a smaller request (:mod:`window_budget.bridge.retry`). The output cap is
+    not forwarded: LlamaIndex LLMs take it at construction, not per call; the core shortens
+    an over-long digest itself.
     """
-    return bridge.make_completers(_LLMCalls(llm))
+    return bridge.make_completers(_LLMCalls(llm), timeout=summary_timeout)
