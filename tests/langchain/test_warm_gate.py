@@ -149,6 +149,8 @@ def test_the_warm_gate_counts_and_decides_as_the_full_path(
         assert figure is not None  # only the four message classes, no provider compaction
         expected = full.estimate(reload(thread), extra_pinned_tokens=extra, conversation="c")
         assert figure == expected
+        assert warm.estimate(reload(thread), extra_pinned_tokens=extra, conversation="c") == figure
+        assert full.estimate(reload(thread), extra_pinned_tokens=extra, conversation="c") == figure
         assert outcome(warm, reload(thread), extra) == outcome(full, reload(thread), extra)
 
 
@@ -245,6 +247,27 @@ def test_a_middleware_keeps_no_tracked_object_per_message_between_turns(turns: i
     gc.collect()
     # What the middleware holds does not grow with the thread: well under one per message.
     assert _tracked_from(middleware) < 300
+
+
+def test_estimate_keeps_no_tracked_object_per_message(converted: list[int]) -> None:
+    thread = tool_loop(500)  # 2,000 messages, new objects every call (as a checkpointer's)
+    engine = LangChainCondenser(context_window=WINDOW)
+    first = engine.estimate(reload(thread), conversation="c")
+    gc.collect()
+    assert _tracked_from(engine) < 300  # the conversion's stand-ins are not kept
+    thread.append(HumanMessage("one more", id="late"))
+    converted[0] = 0
+    assert engine.estimate(reload(thread), conversation="c") > first
+    assert converted[0] == 1  # the process-wide cache still knows the rest
+    # A conversation the warm gate has counts for is estimated from them, as cheaply.
+    assert not engine.run(reload(thread), conversation="c").changed
+    thread.append(HumanMessage("and another", id="later"))
+    converted[0] = 0
+    warm = engine.estimate(reload(thread), conversation="c")
+    assert converted[0] == 1
+    assert warm == FullPath(context_window=WINDOW).estimate(reload(thread), conversation="c")
+    gc.collect()
+    assert _tracked_from(engine) < 300
 
 
 def test_usage_among_a_digests_kept_turns_never_anchors_past_a_later_summary() -> None:

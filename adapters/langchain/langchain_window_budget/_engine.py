@@ -31,12 +31,12 @@ from langchain_window_budget._warm import WarmGate
 from langchain_window_budget._window import (
     UNKNOWN_WINDOW,
     UNKNOWN_WINDOW_DIGEST,
-    UNKNOWN_WINDOW_SUMMARIZER,
     CounterSpec,
     OnSummarizerError,
     resolve_counter,
     resolve_window,
     size_blind,
+    summarizer_window,
 )
 from langchain_window_budget.completer import Summarizer, make_completers
 from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes, needs_window
@@ -171,24 +171,13 @@ class LangChainCondenser:
         self.counter = None if blind else resolved
         """The resolved token counter (None is the heuristic; a constant counter is kept
         for the trigger only, see ``size_blind``)."""
-        summarizer_model = None
-        if known is None:  # the summary requests are chunked for a modest window
-            summarizer_model = Model(model_id or "langchain", UNKNOWN_WINDOW_SUMMARIZER)
-        if summarizer is not None and summarizer is not model:
-            try:
-                summarizer_window = resolve_window(summarizer, None)
-            except ConfigError:  # no profile: the guarded window is the best guess
-                summarizer_window = window
-            summarizer_model = Model(
-                chat_model_id(summarizer) or "langchain-summarizer", summarizer_window
-            )
         self.condenser: WindowCondenser = create_condenser(
             model=Model(model_id or "langchain", window),
             complete=complete,
             complete_sync=complete_sync,
             policy=policy,
             counter=self.counter,
-            summarizer_model=summarizer_model,
+            summarizer_model=summarizer_window(model, summarizer, known, window),
             memory=memory,  # None: the digest's bounded record carries the ledger
             recall_offered=recall,  # the digest points at `recall` only when the model has it
         )
@@ -214,7 +203,7 @@ class LangChainCondenser:
         self._digest_seed = (
             "langchain",
             model_id,
-            _writer_name(writer),
+            _remembered.writer_name(writer),
             repr(self.condenser.policy),
             window,
             None if memory is None else id(memory),  # its key seals the digest
@@ -419,9 +408,7 @@ class LangChainCondenser:
         canon = sessions.canonical(messages, session)
         fired = self.sizes.fired(
             canon,
-            lambda: self.estimate(
-                canon, extra_pinned_tokens=extra_pinned_tokens, conversation=conversation
-            ),
+            lambda: self._converted_estimate(canon, extra_pinned_tokens, session),
         )
         try:
             recall = self._head_view(messages, force or fired, session, canon)
@@ -474,26 +461,39 @@ class LangChainCondenser:
         extra_pinned_tokens: int = 0,
         conversation: Hashable | None = None,
     ) -> int:
-        """The gate's token figure for ``messages`` (pinned system messages included)."""
+        """The gate's token figure for ``messages`` (pinned system messages included).
+
+        From the warm gate's counts when the conversation has them (only new messages are
+        converted), else from a conversion that is then dropped: nothing of the thread is
+        kept alive between calls (the process-wide conversion cache makes the next one cheap).
+        """
         sessions = self._sessions
         session = sessions.get(messages, conversation)
+        if session.counts and not self.remember_digests:
+            with sessions.lock:
+                got = self.warm.figure(messages, session, sessions, extra_pinned_tokens)
+            if got is not None:
+                return got[0]
+        canon = sessions.canonical(sessions.message_list(messages, session), session)
         try:
-            listed = sessions.message_list(messages, session)
-            conv = sessions.convert(sessions.canonical(listed, session), session)
+            return self._converted_estimate(canon, extra_pinned_tokens, session)
+        finally:
+            with sessions.lock:
+                if session.converted:  # the condenser's ledger of it goes too
+                    self.condenser.forget(session.converter.first_core)
+                sessions.cool(session)
+
+    def _converted_estimate(
+        self, canon: Sequence[BaseMessage], extra_pinned_tokens: int, session: Session
+    ) -> int:
+        """The gate's figure from the session's conversion of ``canon`` (the full path's)."""
+        try:
+            conv = self._sessions.convert(canon, session)
         finally:
             session.converter.forget()
-        decision = self.condenser.decide(
-            conv.core, pinned_tokens=conv.pinned_tokens + extra_pinned_tokens
-        )
-        return int(decision.tokens_before)
+        pinned = conv.pinned_tokens + extra_pinned_tokens
+        return int(self.condenser.decide(conv.core, pinned_tokens=pinned).tokens_before)
 
     def count_messages(self, messages: Sequence[Any]) -> int:
         """Heuristic (or counter) tokens of ``messages``, every message counted, no anchor."""
         return estimate_tokens([to_core(m) for m in as_message_list(messages)], self.counter)
-
-
-def _writer_name(writer: object) -> str | None:
-    """What names the digests' writer in the remembered digests' seed."""
-    if writer is None:
-        return None
-    return chat_model_id(writer) or getattr(writer, "__qualname__", None) or type(writer).__name__

@@ -15,13 +15,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, FunctionMessage, ToolMessage
 
+from langchain_window_budget._convert import chat_model_id
 from langchain_window_budget._result import HeadView, LangChainResult
 from langchain_window_budget._sessions import Session, holds_objects
 from window_budget import bridge
 from window_budget.budget import ToolShape
 from window_budget.pipeline import blocked_cuts
 
-__all__ = ["head_view", "remember", "tool_shape"]
+__all__ = ["head_view", "remember", "tool_shape", "writer_name"]
 
 
 def tool_shape(message: BaseMessage) -> ToolShape:
@@ -120,3 +121,10 @@ def remember(view: HeadView | None, out: LangChainResult, seed: Hashable) -> Lan
     if not reused:
         return out
     return replace(out, dropped=[*view.head, *dropped], reused=True)
+
+
+def writer_name(writer: object) -> str | None:
+    """What names the digests' writer in the remembered digests' seed."""
+    if writer is None:
+        return None
+    return chat_model_id(writer) or getattr(writer, "__qualname__", None) or type(writer).__name__

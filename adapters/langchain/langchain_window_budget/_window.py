@@ -18,7 +18,7 @@ from langchain_window_budget.completer import model_token_counter
 from langchain_window_budget.counting import recognise
 from window_budget.bridge import register_counter, register_counter_kind, resolve_counter_spec
 from window_budget.budget import lookup_model, model_for
-from window_budget.contract import TokenCounter
+from window_budget.contract import Model, TokenCounter
 from window_budget.errors import ConfigError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "resolve_counter",
     "resolve_window",
     "size_blind",
+    "summarizer_window",
 ]
 
 UNKNOWN_WINDOW: Final = 1 << 30
@@ -137,3 +138,23 @@ def size_blind(counter: TokenCounter | None) -> bool:
         return counter.count(_SHORT) == counter.count(_LONG)
     except Exception:  # a counter that fails on a probe is judged when it is used
         return False
+
+
+def summarizer_window(
+    model: BaseChatModel | None, summarizer: object, known: int | None, window: int
+) -> Model | None:
+    """The model the summary requests are sized for; None: the guarded ``model`` itself.
+
+    A separate ``summarizer`` by its own profile's window (the guarded one when it states
+    none); without a known window, a modest one, so a long head is summarized in chunks.
+    """
+    if summarizer is not None and summarizer is not model:
+        try:
+            own = resolve_window(summarizer, None)
+        except ConfigError:  # no profile: the guarded window is the best guess
+            own = window
+        return Model(chat_model_id(summarizer) or "langchain-summarizer", own)
+    if known is None:
+        name = chat_model_id(model) if model is not None else None
+        return Model(name or "langchain", UNKNOWN_WINDOW_SUMMARIZER)
+    return None
