@@ -226,3 +226,21 @@ def _complete(calls: Any, context: Context, *, use_async: bool) -> AssistantMess
     if use_async:
         return asyncio.run(complete(MODEL, context))
     return complete_sync(MODEL, context)
+
+
+class Unprintable(Exception):
+    """A provider error whose message and attributes raise when read."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+    @property
+    def is_retryable(self) -> bool:
+        raise RuntimeError("no flag")
+
+
+def test_an_error_that_cannot_be_read_is_raised_as_it_is() -> None:
+    calls = Calls(Unprintable())
+    with pytest.raises(Unprintable):
+        _complete(calls, _context(), use_async=False)
+    assert len(calls.prompts) == 1

@@ -99,10 +99,14 @@ def next_attempt(
     """
     if attempt >= ATTEMPTS:
         return None
-    if is_overflow(exc):
+    try:
+        overflow, transient = is_overflow(exc), is_transient(exc)
+    except Exception:  # an exception whose str() or attributes raise: not ours to retry
+        return None
+    if overflow:
         smaller = _shrunk(context)
         return None if smaller is None else (smaller, 0.0)
-    if not is_transient(exc):
+    if not transient:
         return None
     delay = RETRY_DELAYS[min(attempt - 1, len(RETRY_DELAYS) - 1)] if RETRY_DELAYS else 0.0
     if timeout is not None and time.monotonic() - started + delay >= timeout:
