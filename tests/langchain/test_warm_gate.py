@@ -150,7 +150,6 @@ def test_the_warm_gate_counts_and_decides_as_the_full_path(
         expected = full.estimate(reload(thread), extra_pinned_tokens=extra, conversation="c")
         assert figure == expected
         assert warm.estimate(reload(thread), extra_pinned_tokens=extra, conversation="c") == figure
-        assert full.estimate(reload(thread), extra_pinned_tokens=extra, conversation="c") == figure
         assert outcome(warm, reload(thread), extra) == outcome(full, reload(thread), extra)
 
 
