@@ -86,3 +86,12 @@ def test_what_it_keeps_is_never_tracked_by_the_collector() -> None:
     assert not any(map(gc.is_tracked, (counts._tokens, counts._info, counts._digests)))
     counts.keep_only([7])
     assert len(counts) == 1
+
+
+def test_lookup_gives_the_estimates_and_every_key_not_learned() -> None:
+    counts = KeyedCounts()
+    for key in (1, 3, 4):
+        counts.learn(key, UserMessage("hello"), 6)
+    assert counts.lookup([1, 2, 3, 4, 5]) == ([6, None, 6, 6, None], [1, 4])
+    assert counts.lookup([1, 3]) == ([6, 6], [])
+    assert counts.missing([9, 1, 8]) == [0, 2]

@@ -167,11 +167,7 @@ class WarmGate:
         counts = session.counts
         if counts is None:
             counts = session.counts = KeyedCounts()
-        tokens = counts.estimates(keys)
-        missing: list[int] = []
-        if None in tokens:  # what was appended, as a rule: at the end
-            first = tokens.index(None)
-            missing = [i for i in range(first, len(tokens)) if tokens[i] is None]
+        tokens, missing = counts.lookup(keys)  # what was appended, as a rule: at the end
         if missing:
             codec = session.converter.codec  # the engine's conversion, usage trusted
             cores = [codec.to_core(messages[i]) for i in missing]

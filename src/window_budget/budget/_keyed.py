@@ -80,7 +80,12 @@ class KeyedCounts:
 
     def missing(self, keys: Sequence[int]) -> list[int]:
         """Indices of the keys not learned yet."""
-        return _nones(self.estimates(keys))
+        return self.lookup(keys)[1]
+
+    def lookup(self, keys: Sequence[int]) -> tuple[list[int | None], list[int]]:
+        """:meth:`estimates` of ``keys`` and :meth:`missing` ``keys``, in one pass."""
+        looked = self.estimates(keys)
+        return looked, _nones(looked)
 
     def learn(
         self, key: int, message: AgentMessage, tokens: int, model: Model | None = None, tag: int = 0
