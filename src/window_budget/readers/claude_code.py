@@ -249,6 +249,68 @@ def read_claude_code(
     )
 
 
+def _assistant_line(msg: AssistantMessage, i: int) -> dict[str, Any]:
+    """The ``message`` of an assistant line: Anthropic's API response, usage included."""
+    body: dict[str, Any] = {
+        "id": f"msg_wb_{i}",
+        "type": "message",
+        "role": "assistant",
+        "model": msg.model or "unknown",
+        "content": content_to_anthropic(msg.content)
+        if not isinstance(msg.content, str)
+        else [{"type": "text", "text": msg.content}],
+        "stop_reason": msg.stop_reason,
+    }
+    if msg.usage is not None:
+        u = msg.usage
+        body["usage"] = {
+            "input_tokens": u.input_tokens,
+            "cache_creation_input_tokens": u.cache_creation_tokens,
+            "cache_read_input_tokens": u.cache_read_tokens,
+            "output_tokens": u.output_tokens,
+        }
+    return body
+
+
+def _digest_lines(
+    msg: AgentMessage, base: dict[str, Any], boundary_id: str, tokens_before: int | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A digest as Claude Code writes a compaction: the boundary line, then the summary line."""
+    pre = getattr(msg, "tokens_before", None)
+    if tokens_before is not None and (not pre or isinstance(msg, UserMessage)):
+        pre = tokens_before
+    metadata: dict[str, Any] = {"trigger": "manual", "preTokens": pre or 0}
+    info = digest_info(msg)
+    if info is not None:
+        metadata[DIGEST_KEY] = info
+    boundary = {
+        **base,
+        "uuid": boundary_id,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+        "compactMetadata": metadata,
+    }
+    text = content_text(msg.content) if isinstance(msg, UserMessage) else render_as_text(msg)
+    summary = {
+        **base,
+        "parentUuid": boundary_id,
+        "type": "user",
+        "isCompactSummary": True,
+        "message": {"role": "user", "content": text},
+    }
+    return boundary, summary
+
+
+def _user_line(msg: AgentMessage) -> dict[str, Any]:
+    """The ``message`` of a user line: a tool result, the content, or another kind as text."""
+    if isinstance(msg, ToolResultMessage):
+        return {"role": "user", "content": [tool_result_to_anthropic(msg)]}
+    if isinstance(msg, UserMessage):
+        return {"role": "user", "content": content_to_anthropic(msg.content)}
+    return {"role": "user", "content": render_as_text(msg)}
+
+
 def write_claude_code(
     messages: Iterable[AgentMessage],
     stream: IO[str],
@@ -291,69 +353,12 @@ def write_claude_code(
             "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}")),
         }
         if isinstance(msg, AssistantMessage):
-            body: dict[str, Any] = {
-                "id": f"msg_wb_{i}",
-                "type": "message",
-                "role": "assistant",
-                "model": msg.model or "unknown",
-                "content": content_to_anthropic(msg.content)
-                if not isinstance(msg.content, str)
-                else [{"type": "text", "text": msg.content}],
-                "stop_reason": msg.stop_reason,
-            }
-            if msg.usage is not None:
-                u = msg.usage
-                body["usage"] = {
-                    "input_tokens": u.input_tokens,
-                    "cache_creation_input_tokens": u.cache_creation_tokens,
-                    "cache_read_input_tokens": u.cache_read_tokens,
-                    "output_tokens": u.output_tokens,
-                }
-            line = {**base, "type": "assistant", "message": body}
-        elif isinstance(msg, ToolResultMessage):
-            line = {
-                **base,
-                "type": "user",
-                "message": {"role": "user", "content": [tool_result_to_anthropic(msg)]},
-            }
-        elif is_digest(msg):
-            pre = getattr(msg, "tokens_before", None)
-            if tokens_before is not None and (not pre or isinstance(msg, UserMessage)):
-                pre = tokens_before
-            metadata: dict[str, Any] = {"trigger": "manual", "preTokens": pre or 0}
-            info = digest_info(msg)
-            if info is not None:
-                metadata[DIGEST_KEY] = info
-            boundary = {
-                **base,
-                "type": "system",
-                "subtype": "compact_boundary",
-                "content": "Conversation compacted",
-                "compactMetadata": metadata,
-            }
-            boundary["uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}/boundary"))
+            line = {**base, "type": "assistant", "message": _assistant_line(msg, i)}
+        elif is_digest(msg) and not isinstance(msg, ToolResultMessage):
+            boundary_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{session}/{i}/boundary"))
+            boundary, line = _digest_lines(msg, base, boundary_id, tokens_before)
             stream.write(json.dumps(boundary, ensure_ascii=False) + "\n")
-            text = (
-                content_text(msg.content) if isinstance(msg, UserMessage) else render_as_text(msg)
-            )
-            line = {
-                **base,
-                "parentUuid": boundary["uuid"],
-                "type": "user",
-                "isCompactSummary": True,
-                "message": {"role": "user", "content": text},
-            }
-        elif isinstance(msg, UserMessage):
-            line = {
-                **base,
-                "type": "user",
-                "message": {"role": "user", "content": content_to_anthropic(msg.content)},
-            }
         else:
-            line = {
-                **base,
-                "type": "user",
-                "message": {"role": "user", "content": render_as_text(msg)},
-            }
+            line = {**base, "type": "user", "message": _user_line(msg)}
         stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         parent = line["uuid"]
