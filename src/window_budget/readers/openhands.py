@@ -93,6 +93,53 @@ def _runs(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
+def _document(text: str, path: str, run: int, meta: dict[str, Any]) -> Any:
+    """The JSON document, or run ``run`` of a JSONL file (noted in ``meta``)."""
+    try:
+        doc: Any = loads(text)
+    except ValueError:
+        doc = None
+    if doc is not None:
+        return doc
+    # JSONL: one run a line; only the chosen one is decoded.
+    where = path or "<input>"
+    lines = list(_runs(text.splitlines(keepends=True)))
+    if not 0 <= run < len(lines):
+        raise ReadError(
+            f"{where}: there is no run {run}; the file holds {len(lines):,} "
+            f"runs, numbered 0 to {max(len(lines) - 1, 0):,} — pick one with "
+            f"{PICK_RUN}",
+            path=path,
+        )
+    number, line = lines[run]
+    try:
+        doc = loads(line)
+    except ValueError as exc:
+        raise ReadError(
+            f"{where}, line {number}: run {run} is not valid JSON ({exc}) — "
+            "fix the file or pick another run",
+            path=path,
+            line=number,
+        ) from None
+    meta.update({"run": run, "runs": len(lines)})
+    return doc
+
+
+def _events(doc: Any, path: str, meta: dict[str, Any]) -> list[Any]:
+    """The events of a run (its ``instance_id`` noted in ``meta``) or of a list of events."""
+    if is_openhands_run(doc):
+        if isinstance(doc.get("instance_id"), str):
+            meta["instance_id"] = doc["instance_id"]
+        return list(doc["history"])
+    if isinstance(doc, list):
+        return doc
+    raise mismatch(
+        path,
+        "openhands",
+        "it holds neither a list of events nor runs with a 'history' of events",
+    )
+
+
 def read_openhands(
     stream: IO[str],
     *,
@@ -116,48 +163,11 @@ def read_openhands(
             an observation (skipped instead with ``skip_bad``).
 
     """
-    where = path or "<input>"
     text = stream.read()
     text = text[1:] if text.startswith(BOM) else text
-    lines = list(_runs(text.splitlines(keepends=True)))
     meta: dict[str, Any] = {}
+    events = _events(_document(text, path, run, meta), path, meta)
     unit = "event"
-    try:
-        doc: Any = loads(text)
-    except ValueError:
-        doc = None
-    if doc is None:
-        # JSONL: one run a line; only the chosen one is decoded.
-        if not 0 <= run < len(lines):
-            raise ReadError(
-                f"{where}: there is no run {run}; the file holds {len(lines):,} "
-                f"runs, numbered 0 to {max(len(lines) - 1, 0):,} — pick one with "
-                f"{PICK_RUN}",
-                path=path,
-            )
-        number, line = lines[run]
-        try:
-            doc = loads(line)
-        except ValueError as exc:
-            raise ReadError(
-                f"{where}, line {number}: run {run} is not valid JSON ({exc}) — "
-                "fix the file or pick another run",
-                path=path,
-                line=number,
-            ) from None
-        meta.update({"run": run, "runs": len(lines)})
-    if is_openhands_run(doc):
-        if isinstance(doc.get("instance_id"), str):
-            meta["instance_id"] = doc["instance_id"]
-        events = list(doc["history"])
-    elif isinstance(doc, list):
-        events = doc
-    else:
-        raise mismatch(
-            path,
-            "openhands",
-            "it holds neither a list of events nor runs with a 'history' of events",
-        )
     tally = FieldTally(_FIELDS, path)
     for event in events:
         tally.add(event)
@@ -201,6 +211,45 @@ def _usage_out(msg: AssistantMessage) -> dict[str, Any] | None:
     }
 
 
+def _model_response(msg: AssistantMessage, response_id: str, text: str) -> dict[str, Any]:
+    """The ``model_response`` an assistant reply's actions share: text, calls, model, usage."""
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {
+                "name": c.name,
+                "arguments": json.dumps(dict(c.arguments), ensure_ascii=False),
+            },
+        }
+        for c in msg.tool_calls
+    ]
+    return {
+        "id": response_id,
+        "model": msg.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text or None, "tool_calls": calls},
+            }
+        ],
+        "usage": _usage_out(msg),
+    }
+
+
+def _user_args(msg: UserMessage) -> dict[str, Any]:
+    """A user message's ``args``: its text, its images as URLs, a digest's record."""
+    args: dict[str, Any] = {"content": content_text(msg.content)}
+    if not isinstance(msg.content, str):
+        images = [image_to_url(b) for b in msg.content if isinstance(b, ImageBlock)]
+        if images:
+            args["image_urls"] = images
+    info = digest_info(msg)
+    if info is not None:
+        args[DIGEST_KEY] = info
+    return args
+
+
 def write_openhands(
     messages: Iterable[AgentMessage], stream: IO[str], *, system: Iterable[str] = ()
 ) -> None:
@@ -224,33 +273,7 @@ def write_openhands(
     for i, msg in enumerate(messages):
         if isinstance(msg, AssistantMessage) and msg.tool_calls:
             text = content_text(msg.content)
-            response: dict[str, Any] = {
-                "id": f"wb-{i}",
-                "model": msg.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {
-                            "role": "assistant",
-                            "content": text or None,
-                            "tool_calls": [
-                                {
-                                    "id": c.id,
-                                    "type": "function",
-                                    "function": {
-                                        "name": c.name,
-                                        "arguments": json.dumps(
-                                            dict(c.arguments), ensure_ascii=False
-                                        ),
-                                    },
-                                }
-                                for c in msg.tool_calls
-                            ],
-                        },
-                    }
-                ],
-                "usage": _usage_out(msg),
-            }
+            response = _model_response(msg, f"wb-{i}", text)
             for call in msg.tool_calls:
                 calls[call.id] = add(
                     {
@@ -287,14 +310,7 @@ def write_openhands(
                 }
             )
         elif isinstance(msg, UserMessage):
-            args: dict[str, Any] = {"content": content_text(msg.content)}
-            if not isinstance(msg.content, str):
-                images = [image_to_url(b) for b in msg.content if isinstance(b, ImageBlock)]
-                if images:
-                    args["image_urls"] = images
-            info = digest_info(msg)
-            if info is not None:
-                args[DIGEST_KEY] = info
+            args = _user_args(msg)
             add({"source": "user", "action": "message", "args": args})
         elif isinstance(msg, CustomMessage):
             # An observation answering no action: read back as the note it was.
