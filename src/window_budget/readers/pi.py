@@ -109,6 +109,36 @@ def _summary_of(kind: str, obj: Mapping[str, Any]) -> AgentMessage:
     return BranchSummaryMessage(obj["summary"], from_id=tag(obj.get("fromId")))
 
 
+def _entry(
+    obj: Mapping[str, Any], kind: str | None, index: int, meta: dict[str, Any]
+) -> tuple[_Entry, bool]:
+    """The tree entry of a line other than the header, and whether the model never sees it.
+
+    A model change or a session name is noted in ``meta``.
+    """
+    entry = _Entry(index, tag(obj.get("id")), tag(obj.get("parentId")))
+    if kind in _NOT_IN_CONTEXT:
+        if kind == "model_change":
+            meta["model"] = obj.get("modelId") or obj.get("model")
+        elif kind == "session_info" and isinstance(obj.get("name"), str):
+            meta["name"] = obj["name"]
+        return entry, True
+    if kind == "message":
+        entry.msg = _context_message(obj["message"])
+        return entry, entry.msg is None  # None: a `!!` shell run, shown, never sent
+    if kind in ("compaction", "branch_summary"):
+        entry.msg = _summary_of(kind, obj)
+        if kind == "compaction":
+            entry.compaction = obj
+    elif kind == "custom_message":
+        entry.msg = message_from_dict({**obj, "role": "custom"})
+    else:
+        raise ValueError(
+            f"unknown entry type {kind!r} (expected one of {', '.join(sorted(PI_TYPES))})"
+        )
+    return entry, False
+
+
 def read_pi(
     stream: IO[str], *, path: str = "", skip_bad: bool = False, whole_file: bool = False
 ) -> Transcript:
@@ -146,27 +176,8 @@ def read_pi(
             if isinstance(prompts, list):
                 system.extend(str(p) for p in prompts)
             return
-        entry = _Entry(position - 1, tag(obj.get("id")), tag(obj.get("parentId")))
-        if kind in _NOT_IN_CONTEXT:
-            if kind == "model_change":
-                meta["model"] = obj.get("modelId") or obj.get("model")
-            elif kind == "session_info" and isinstance(obj.get("name"), str):
-                meta["name"] = obj["name"]
-            ignored += 1
-        elif kind == "message":
-            entry.msg = _context_message(obj["message"])
-            if entry.msg is None:
-                ignored += 1  # a `!!` shell run: shown, never sent
-        elif kind in ("compaction", "branch_summary"):
-            entry.msg = _summary_of(kind, obj)
-            if kind == "compaction":
-                entry.compaction = obj
-        elif kind == "custom_message":
-            entry.msg = message_from_dict({**obj, "role": "custom"})
-        else:
-            raise ValueError(
-                f"unknown entry type {kind!r} (expected one of {', '.join(sorted(PI_TYPES))})"
-            )
+        entry, hidden = _entry(obj, kind, position - 1, meta)
+        ignored += hidden
         entries.append(entry)
 
     for number, obj in iter_json_lines(stream, collector):
