@@ -13,17 +13,22 @@ Only the model's own prose counts as found: lines it copied from the carried dig
 facts (they are not pinned again) but are counted apart, and a path or name it invented (see
 ``_reply``) states nothing. The ``# Objective`` section says what the user asked for: where it
 disagrees with the ledger's objective, the ledger's replaces it.
+
+:func:`audit_reply` takes a model's reply from there: cut to the budget, rules the user never
+gave dropped, made-up names marked, then audited.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
 from window_budget.budget import count_text
 from window_budget.contract import DigestAudit, TokenCounter
-from window_budget.pipeline.summarize._invented import mask_names
+from window_budget.pipeline.summarize._guardrails import drop_rules, unsupported_rules
+from window_budget.pipeline.summarize._invented import invented_names, mark_invented, mask_names
 from window_budget.pipeline.summarize._prompt import cut_to_tokens
 from window_budget.pipeline.summarize._reply import drop_pins_sections, own_prose
 from window_budget.pipeline.summarize.facts import (
@@ -38,10 +43,13 @@ from window_budget.pipeline.summarize.facts import (
 __all__ = [
     "PINNED_HEADING",
     "audit_digest",
+    "audit_reply",
     "check_digest",
     "is_floor_fact",
     "mentions",
 ]
+
+logger = logging.getLogger("window_budget.pipeline.summarize")
 
 PINNED_HEADING: Final = "# Pinned facts"
 """The heading the audit appends the omitted facts under."""
@@ -286,3 +294,52 @@ def check_digest(text: str, ledger: FactLedger) -> DigestAudit:
     pinned = text.split(f"{PINNED_HEADING}\n", 1)[1] if f"{PINNED_HEADING}\n" in text else ""
     appended = sum(1 for line in pinned.splitlines() if line.startswith("- "))
     return DigestAudit(len(ledger.facts), len(key), found, appended, len(key) - found)
+
+
+def audit_reply(
+    digest: str,
+    ledger: FactLedger,
+    entries: Sequence[str],
+    carried: str,
+    body_tokens: int,
+    counter: TokenCounter | None,
+) -> tuple[str, DigestAudit]:
+    """The model's digest cut to ``body_tokens``, made-up names marked and rules dropped, audited.
+
+    ``entries`` are the folded turns as the prompt showed them, ``carried`` the digest that
+    was carried in: a name none of them (nor the ledger) holds is marked as the model's own.
+    """
+    body = cut_to_tokens(digest, body_tokens, counter)
+    body, rules = _without_invented_rules(body, ledger, carried)
+    # Checked after the cut, so a runaway reply costs no more than a digest's worth of names.
+    sources = "\n".join([*entries, carried, *(f.text for f in ledger.facts)])
+    # A name the cut split ("tomllib.TOMLDecodeErro") is the model's whole name, not a new one.
+    invented = tuple(
+        name
+        for name in invented_names(body, sources, carried=carried)
+        if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w./-])", digest)
+    )
+    body = mark_invented(body, invented, carried=carried)
+    return audit_digest(
+        body,
+        ledger,
+        max_tokens=body_tokens,
+        counter=counter,
+        carried=carried,
+        invented=invented,
+        invented_rules=rules,
+    )
+
+
+def _without_invented_rules(
+    body: str, ledger: FactLedger, carried: str
+) -> tuple[str, tuple[str, ...]]:
+    """``body`` without the guardrails the user never gave, and those lines.
+
+    A rule binds every later turn: one the model made up must not read as the user's.
+    """
+    rules = unsupported_rules(body, ledger, carried=carried)
+    if not rules:
+        return body, rules
+    logger.debug("window-budget: %d guardrail line(s) the user never gave were dropped", len(rules))
+    return drop_rules(body, rules), rules

@@ -44,10 +44,8 @@ from window_budget.messages import (
     UserMessage,
 )
 from window_budget.pipeline._fit import water_level
-from window_budget.pipeline.summarize._audit import audit_digest
+from window_budget.pipeline.summarize._audit import audit_digest, audit_reply
 from window_budget.pipeline.summarize._drive import SummaryRequest, drive_async, drive_sync
-from window_budget.pipeline.summarize._guardrails import drop_rules, unsupported_rules
-from window_budget.pipeline.summarize._invented import invented_names, mark_invented
 from window_budget.pipeline.summarize._local import local_ledger, render_local_digest
 from window_budget.pipeline.summarize._memory import archive_start, carried_ledger, store_digest
 from window_budget.pipeline.summarize._prompt import (
@@ -356,26 +354,7 @@ def _summary_flow(
             return unusable(why)
         digest = text
     assert digest is not None
-    body = cut_to_tokens(digest, body_tokens, deps.counter)
-    body, rules = _without_invented_rules(body, ledger, carried)
-    # Checked after the cut, so a runaway reply costs no more than a digest's worth of names.
-    sources = "\n".join([*entries, carried, *(f.text for f in ledger.facts)])
-    # A name the cut split ("tomllib.TOMLDecodeErro") is the model's whole name, not a new one.
-    invented = tuple(
-        name
-        for name in invented_names(body, sources, carried=carried)
-        if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w./-])", digest)
-    )
-    body = mark_invented(body, invented, carried=carried)
-    body, audit = audit_digest(
-        body,
-        ledger,
-        max_tokens=body_tokens,
-        counter=deps.counter,
-        carried=carried,
-        invented=invented,
-        invented_rules=rules,
-    )
+    body, audit = audit_reply(digest, ledger, entries, carried, body_tokens, deps.counter)
     if audit.checked and not audit.found + audit.copied:
         # Nothing the audit looks for, in the model's words or copied: the 0.5B shape of a
         # digest that restates the template, kept as the objective with every fact pinned.
@@ -393,20 +372,6 @@ def _summary_flow(
         scope,
         audit,
     )
-
-
-def _without_invented_rules(
-    body: str, ledger: FactLedger, carried: str
-) -> tuple[str, tuple[str, ...]]:
-    """``body`` without the guardrails the user never gave, and those lines.
-
-    A rule binds every later turn: one the model made up must not read as the user's.
-    """
-    rules = unsupported_rules(body, ledger, carried=carried)
-    if not rules:
-        return body, rules
-    logger.debug("window-budget: %d guardrail line(s) the user never gave were dropped", len(rules))
-    return drop_rules(body, rules), rules
 
 
 def _cleaned(text: str, sent: SentPrompt) -> tuple[str | None, str]:
