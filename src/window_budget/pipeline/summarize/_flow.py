@@ -267,6 +267,44 @@ def _call_for(
     return prefix, SentPrompt(own_words, chunk, carried)
 
 
+def _ledgers(
+    messages: Sequence[AgentMessage], deps: SummarizeDeps
+) -> tuple[list[AgentMessage], str | None, FactLedger | None, FactLedger]:
+    """The fold without its carried digests, their text and ledger, and the fold's ledger."""
+    body_messages = list(messages)
+    prior, prior_ledger, counted_masks = _carry_digests(body_messages, deps.prior_digest, deps)
+    # Originals of outputs masked since the carried digest went to the archive when they were
+    # masked, ahead of what is folded now: the pointers start after them.
+    handed_back = max(0, deps.masked_total - counted_masks)
+    if handed_back:
+        base = prior_ledger or FactLedger()
+        prior_ledger = replace(base, archived=base.archived + handed_back)
+    prior_ledger = archive_start(deps, prior_ledger)
+    ledger = local_ledger(body_messages, prior_facts=prior_ledger, prior_digest=deps.prior_digest)
+    return body_messages, prior, prior_ledger, replace(ledger, masked_kept=deps.masked_kept)
+
+
+def _call_failure(exc: Exception, on_error: str) -> str:
+    """What a failed summary call says, logged; raised instead when ``on_error`` is "raise"."""
+    failure = _describe(exc)
+    if on_error == "raise":
+        raise SummarizerError(
+            f"the summarizer failed ({failure}); the transcript was left unchanged"
+        ) from exc
+    _log_fallback(type(exc).__name__, failure)
+    return failure
+
+
+def _unusable(why: str, on_error: str) -> str:
+    """``why`` a reply was unusable, logged; raised instead when ``on_error`` is "raise"."""
+    if on_error == "raise":
+        raise SummarizerError(
+            f"the summarizer's reply was unusable ({why}); the transcript was left unchanged"
+        )
+    _log_fallback("unusable reply: " + re.sub(r"[\d,]+", "N", why), f"unusable reply: {why}")
+    return why
+
+
 def _summary_flow(
     messages: Sequence[AgentMessage],
     deps: SummarizeDeps,
@@ -278,17 +316,7 @@ def _summary_flow(
     max_tokens = deps.max_tokens or policy.digest_max_tokens or 2000
     # The whole digest message stays within max_tokens: header, blank line and framing too.
     body_tokens = max(16, max_tokens - count_text(DIGEST_HEADERS[scope] + "\n\n", deps.counter) - 6)
-    body_messages = list(messages)
-    prior, prior_ledger, counted_masks = _carry_digests(body_messages, deps.prior_digest, deps)
-    # Originals of outputs masked since the carried digest went to the archive when they were
-    # masked, ahead of what is folded now: the pointers start after them.
-    handed_back = max(0, deps.masked_total - counted_masks)
-    if handed_back:
-        base = prior_ledger or FactLedger()
-        prior_ledger = replace(base, archived=base.archived + handed_back)
-    prior_ledger = archive_start(deps, prior_ledger)
-    ledger = local_ledger(body_messages, prior_facts=prior_ledger, prior_digest=deps.prior_digest)
-    ledger = replace(ledger, masked_kept=deps.masked_kept)
+    body_messages, prior, prior_ledger, ledger = _ledgers(messages, deps)
     covered = len(messages)
 
     def fallback(reason: str) -> Summary:
@@ -314,9 +342,8 @@ def _summary_flow(
     if model is None or (deps.complete is None and deps.complete_sync is None):
         return fallback("no model bound")
 
-    entries: list[str] = []
-    for m in body_messages:
-        entries.extend(flatten_message(m, tool_output_chars=policy.tool_output_chars))
+    chars = policy.tool_output_chars
+    entries = [e for m in body_messages for e in flatten_message(m, tool_output_chars=chars)]
     digest = _carried_text(prior, prior_ledger, max_tokens, deps.counter)
     carried = digest.strip() if digest else ""
     prefix = prefix_context(messages, deps, carried=carried, max_tokens=max_tokens)
@@ -326,12 +353,7 @@ def _summary_flow(
     )
 
     def unusable(why: str) -> Summary:
-        if policy.on_summarizer_error == "raise":
-            raise SummarizerError(
-                f"the summarizer's reply was unusable ({why}); the transcript was left unchanged"
-            )
-        _log_fallback("unusable reply: " + re.sub(r"[\d,]+", "N", why), f"unusable reply: {why}")
-        return fallback(why)
+        return fallback(_unusable(why, policy.on_summarizer_error))
 
     for chunk in chunks:
         context, sent = _call_for(chunk, digest, prefix, deps, carried)
@@ -340,13 +362,7 @@ def _summary_flow(
         except CancelledByToken:
             raise
         except Exception as exc:
-            failure = _describe(exc)
-            if policy.on_summarizer_error == "raise":
-                raise SummarizerError(
-                    f"the summarizer failed ({failure}); the transcript was left unchanged"
-                ) from exc
-            _log_fallback(type(exc).__name__, failure)
-            return fallback(f"model call failed: {failure}")
+            return fallback(f"model call failed: {_call_failure(exc, policy.on_summarizer_error)}")
         text, why = reply_text(reply, max_tokens)
         if text is not None:
             text, why = _cleaned(text, sent)
@@ -364,14 +380,8 @@ def _summary_flow(
         )
     body = _without_tags(body, body_tokens, deps.counter)
     message = make_digest_message(body, scope, covered_count=covered)
-    return Summary(
-        store_digest(message, ledger, body_messages, deps, record_tokens=deps.record_tokens),
-        covered,
-        False,
-        None,
-        scope,
-        audit,
-    )
+    message = store_digest(message, ledger, body_messages, deps, record_tokens=deps.record_tokens)
+    return Summary(message, covered, False, None, scope, audit)
 
 
 def _cleaned(text: str, sent: SentPrompt) -> tuple[str | None, str]:
