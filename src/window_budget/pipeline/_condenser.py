@@ -28,11 +28,17 @@ from window_budget.contract import (
     SummarizeDeps,
     Summary,
 )
-from window_budget.errors import BudgetError
 from window_budget.memory import InProcessMemoryStore
 from window_budget.messages import AgentMessage, AssistantMessage, DigestMessage, message_to_dict
 from window_budget.pipeline._boundary import past_boundary
-from window_budget.pipeline._decision import CondenseDecision, decide_at
+from window_budget.pipeline._decision import (
+    CondenseDecision,
+    check_room,
+    decide_at,
+    decide_forced,
+    noop,
+    slice_for,
+)
 from window_budget.pipeline._fit import fit_messages, fit_tail
 from window_budget.pipeline._gate import (
     MIN_DIGEST_TOKENS,
@@ -40,7 +46,7 @@ from window_budget.pipeline._gate import (
     digest_budget,
 )
 from window_budget.pipeline._mask import is_masked, mask_target, mask_tool_outputs
-from window_budget.pipeline._slice import plan_at, plan_force_slice, plan_slice
+from window_budget.pipeline._slice import plan_at
 from window_budget.pipeline._trim import trim_result
 from window_budget.pipeline.summarize import (
     record_budget,
@@ -183,46 +189,16 @@ class WindowCondenser:
         model = deps.model
         ledger = self._ledger_for(messages)
         if force:
-            plan = plan_force_slice(
-                messages,
-                blocked=ledger.blocked(messages),
-                policy=policy,
-                prefix=ledger.prefix(messages),
-            )
-            before = ledger.total(messages) + pinned_tokens
-            limit = budget_limit(model, policy, pinned_tokens) if model else math.inf
-            if plan.cut == 0:
-                return self._noop(messages, plan, before, limit, "nothing-condensable")
-            room = int(limit) - pinned_tokens if model else None
-            cap = digest_budget(model.context_window if model else 0, policy.digest_max_tokens)
-            budget = cap if room is None else min(cap, max(MIN_DIGEST_TOKENS, room // 4))
-            return CondenseDecision(None, plan, limit, before, pinned_tokens, room, budget)
+            return decide_forced(messages, deps, ledger, pinned_tokens)
         if model is None:
-            return self._noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
+            return noop(messages, plan_at(messages, 0), 0, math.inf, "no-model")
         limit = budget_limit(model, policy, pinned_tokens)
         before = ledger.context(messages, model, pinned_tokens=pinned_tokens).context_tokens
         prefix = ledger.prefix(messages)
         if before <= limit:
-            return self._noop(messages, plan_at(messages, 0), before, limit, "under-budget")
+            return noop(messages, plan_at(messages, 0), before, limit, "under-budget")
         room = int(limit) - pinned_tokens
-        if room < 2 * MIN_DIGEST_TOKENS:
-            how = (
-                f"{model.context_window:,} window, {policy.reserve_tokens or 0:,} reserved, "
-                f"ratio {policy.trigger_ratio}"
-            )
-            if pinned_tokens <= limit / 2:
-                raise BudgetError(
-                    f"the limit is only {limit:,.0f} tokens ({how}), too little for a digest "
-                    "and a tail — lower reserve_tokens or raise the window",
-                    needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS,
-                    available=int(limit),
-                )
-            raise BudgetError(
-                f"pinned messages (system prompt) need {pinned_tokens:,} tokens but the limit "
-                f"is {limit:,.0f} ({how}) — shorten the system prompt or raise the window",
-                needed=pinned_tokens + 2 * MIN_DIGEST_TOKENS,
-                available=int(limit),
-            )
+        check_room(room, limit, pinned_tokens, model, policy)
         budget = min(
             digest_budget(model.context_window, policy.digest_max_tokens),
             max(MIN_DIGEST_TOKENS, room // 4),
@@ -240,27 +216,7 @@ class WindowCondenser:
             return CondenseDecision(
                 None, plan_at(messages, 0), limit, before, pinned_tokens, trim_room, 0
             )
-        blocked = ledger.blocked(messages)
-        if policy.keep_unit != "tokens":  # turns or messages: the tail also fits the room
-            turn_plan = plan_slice(messages, policy, blocked=blocked)
-            token_plan = plan_slice(
-                messages,
-                replace(policy, keep_unit="tokens"),
-                prefix=prefix,
-                tail_budget=token_budget,
-                blocked=blocked,
-            )
-            plan = turn_plan if turn_plan.cut >= token_plan.cut else token_plan
-        else:
-            # At most half of what the digest leaves, so a compaction leaves headroom instead
-            # of refilling a small window to the brim and firing again on the next turn.
-            plan = plan_slice(
-                messages,
-                policy,
-                prefix=prefix,
-                blocked=blocked,
-                tail_budget=min(policy.keep_recent, token_budget // 2),
-            )
+        plan = slice_for(messages, policy, prefix, ledger.blocked(messages), token_budget)
         if plan.cut > 0 and policy.mask_keep_outputs is not None:
             masked = self._mask(messages, plan, before, limit, pinned_tokens, scale, prefix)
             if masked is not None:
@@ -269,7 +225,7 @@ class WindowCondenser:
             # No legal cut (one tool group holds everything): shorten oversized messages.
             kept, shortened = fit_messages(list(messages), int(room * scale), deps.counter)
             if not shortened:
-                return self._noop(messages, plan, before, limit, "nothing-condensable")
+                return noop(messages, plan, before, limit, "nothing-condensable")
             after = estimate_tokens(kept, deps.counter) + pinned_tokens
             result = CondenseResult(kept, plan, None, before, after, limit, "shortened", shortened)
             return CondenseDecision(result, plan, limit, before, pinned_tokens, room, 0)
@@ -319,17 +275,6 @@ class WindowCondenser:
         return CondenseResult(
             out, masked_plan, None, before, after, limit, "masked", masked=tuple(replaced)
         )
-
-    def _noop(
-        self,
-        messages: Sequence[AgentMessage],
-        plan: CondensePlan,
-        before: int,
-        limit: float,
-        reason: str,
-    ) -> CondenseDecision:
-        result = CondenseResult(messages, plan, None, before, before, limit, reason)
-        return CondenseDecision(result, plan, limit, before, 0, None, 0)
 
     def summarize_deps(
         self, decision: CondenseDecision, conversation: str | None = None
