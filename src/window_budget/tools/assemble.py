@@ -202,18 +202,11 @@ def assemble_prompt(
             included.append(section.label)
             continue
         stopped = True
-
-        # Counting the whole candidate text (not summing pieces) keeps the guarantee
-        # exact for tokenizers whose counts are not additive across a join.
-        def cut(keep: int, content: str = section.content) -> str:
-            return cut_text(content, keep, keep_tail=False, marker=marker)
-
-        def fits(keep: int, before: str = text + joint) -> bool:
-            return tc.count(before + cut(keep)) <= budget
-
-        keep = _longest_prefix(len(section.content), fits)
-        if keep and tc.count(section.content[:keep]) >= max(min_truncated_tokens, 1):
-            text = text + joint + cut(keep)
+        shortened = _shortened(
+            text + joint, section.content, budget, tc, marker, min_truncated_tokens
+        )
+        if shortened is not None:
+            text = shortened
             included.append(section.label)
             truncated.append(section.label)
         else:
@@ -232,6 +225,28 @@ def assemble_prompt(
     )
     _emit(result, extra, on_event)
     return result
+
+
+def _shortened(
+    before: str, content: str, budget: int, tc: TokenCounter, marker: str, min_tokens: int
+) -> str | None:
+    """``before`` and the longest head of ``content`` that fits ``budget``, marked as cut.
+
+    None when less than ``min_tokens`` (at least one) of the section's own text would remain.
+    Counting the whole text (not summing pieces) keeps the guarantee exact for tokenizers
+    whose counts are not additive across a join.
+    """
+
+    def cut(keep: int) -> str:
+        return cut_text(content, keep, keep_tail=False, marker=marker)
+
+    def fits(keep: int) -> bool:
+        return tc.count(before + cut(keep)) <= budget
+
+    keep = _longest_prefix(len(content), fits)
+    if keep and tc.count(content[:keep]) >= max(min_tokens, 1):
+        return before + cut(keep)
+    return None
 
 
 def _checked(
