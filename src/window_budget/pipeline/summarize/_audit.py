@@ -216,14 +216,30 @@ def audit_digest(
 
     if not missing:
         return cut_to_tokens(text, max_tokens, counter), figures(0, 0)
+    out, appended, left_out = _with_pins(text, key, missing, root, max_tokens, counter, view)
+    return out, figures(appended, left_out)
+
+
+def _with_pins(
+    text: str,
+    key: Sequence[Fact],
+    missing: list[Fact],
+    root: str | None,
+    max_tokens: int,
+    counter: TokenCounter | None,
+    view: Callable[[str], str],
+) -> tuple[str, int, int]:
+    """``text`` cut to make room, then the pins of ``missing``; facts pinned and left out.
+
+    Making room for the pins cuts the model's text from its end, and a fact the model did
+    write may sit in what is cut (its newest material comes last): such facts are pinned
+    too, until what the kept text holds and what is pinned cover every key fact.
+    """
     size = count_text(text, counter)
-    # Making room for the pins cuts the model's text from its end, and a fact the model
-    # did write may sit in what is cut (its newest material comes last): such facts are
-    # pinned too, until what the kept text holds and what is pinned cover every key fact.
     while True:
         pins, appended = _pins(missing, root, size, max_tokens, counter)
         if not pins:
-            return cut_to_tokens(text, max_tokens, counter), figures(0, len(missing))
+            return cut_to_tokens(text, max_tokens, counter), 0, len(missing)
         block = f"{PINNED_HEADING}\n" + "\n".join(pins)
         body_room = max_tokens - count_text("\n\n" + block, counter)
         body = cut_to_tokens(text, max(body_room, 1), counter)
@@ -236,7 +252,7 @@ def audit_digest(
         pending.update(map(id, lost))
         missing = [f for f in key if id(f) in pending]
     out = f"{body}\n\n{block}" if body else block
-    return cut_to_tokens(out, max_tokens, counter), figures(appended, len(missing) - appended)
+    return cut_to_tokens(out, max_tokens, counter), appended, len(missing) - appended
 
 
 def _pins(
