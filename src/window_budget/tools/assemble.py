@@ -24,7 +24,7 @@ Replace tabs with spaces.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -181,7 +181,20 @@ def assemble_prompt(
     ordered = sorted(
         (_to_section(i, s) for i, s in enumerate(sections)), key=lambda s: s.priority
     )  # sorted() is stable: ties keep input order
+    result = _packed(ordered, budget, tc, separator, marker, min_truncated_tokens)
+    _emit(result, extra, on_event)
+    return result
 
+
+def _packed(
+    ordered: Sequence[Section],
+    budget: int,
+    tc: TokenCounter,
+    separator: str,
+    marker: str,
+    min_truncated_tokens: int,
+) -> AssembledPrompt:
+    """The sections in order while they fit; the first that does not is cut short or dropped."""
     text = ""
     included: list[str] = []
     truncated: list[str] = []
@@ -212,10 +225,9 @@ def assemble_prompt(
         else:
             dropped.append(section.label)
 
-    used = tc.count(text) if text else 0
-    result = AssembledPrompt(
+    return AssembledPrompt(
         text=text,
-        used_tokens=used,
+        used_tokens=tc.count(text) if text else 0,
         budget_tokens=budget,
         included=tuple(included),
         truncated=tuple(truncated),
@@ -223,8 +235,6 @@ def assemble_prompt(
         empty=tuple(empty),
         counter_name=tc.name,
     )
-    _emit(result, extra, on_event)
-    return result
 
 
 def _shortened(
