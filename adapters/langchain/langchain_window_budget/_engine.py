@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,23 +29,21 @@ from langchain_window_budget._sessions import Session, Sessions, ahead_name, as_
 from langchain_window_budget._warm import WarmGate
 from langchain_window_budget._window import (
     UNKNOWN_WINDOW,
-    UNKNOWN_WINDOW_DIGEST,
     CounterSpec,
     OnSummarizerError,
+    engine_policy,
     resolve_counter,
-    resolve_window,
     size_blind,
     summarizer_window,
 )
 from langchain_window_budget.completer import Summarizer, make_completers
-from langchain_window_budget.sizes import ContextSize, TriggerSpec, apply_sizes, needs_window
-from window_budget.budget import cache_read_share, estimate_tokens
+from langchain_window_budget.sizes import ContextSize, TriggerSpec
+from window_budget.budget import estimate_tokens
 from window_budget.contract import BudgetPolicy, CondenseResult, MemoryStore, Model
 from window_budget.errors import ConfigError, SummarizerError, provider_error
 from window_budget.pipeline import (
     AheadCompactor,
     WindowCondenser,
-    check_window,
     create_condenser,
 )
 
@@ -126,27 +123,18 @@ class LangChainCondenser:
         recall: bool = False,
         precompact: float | None = None,
     ) -> None:
-        try:
-            known: int | None = resolve_window(model, context_window)
-        except ConfigError:
-            if needs_window(trigger, keep):
-                raise
-            known = None  # counted sizes only: the window guard is off (as the peer's)
+        known, policy, size_trigger, keep_rule = engine_policy(
+            model,
+            context_window,
+            policy,
+            trigger=trigger,
+            keep=keep,
+            cache_aware=memory is not None,
+            on_summarizer_error=on_summarizer_error,
+            precompact=precompact,
+        )
         window = known if known is not None else UNKNOWN_WINDOW
         model_id = chat_model_id(model) if model is not None else None
-        if policy is None:  # a weak cache (gpt-4o's, half price) gets a lower ceiling
-            share = cache_read_share(model_id)
-            policy = BudgetPolicy.for_window(
-                window, cache_aware=memory is not None, cache_read=share
-            )
-            if known is None:
-                policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
-        if on_summarizer_error is not None:
-            policy = replace(policy, on_summarizer_error=on_summarizer_error)
-        if precompact is not None:
-            policy = replace(policy, precompact_ratio=precompact)
-        policy, size_trigger, keep_rule = apply_sizes(policy, known, trigger=trigger, keep=keep)
-        check_window(window, policy)
         self.window_known = known is not None
         """False when no window was found and the sizes given need none (the guard is off)."""
         self.remember_digests = remember_digests
@@ -154,21 +142,15 @@ class LangChainCondenser:
         self.chat_model = model
         """The guarded chat model."""
         writer = summarizer if summarizer is not None else model
-        complete = complete_sync = None
-        if writer is not None:
-            complete, complete_sync = make_completers(
-                writer, summary_timeout=policy.summary_timeout
-            )
-        resolved = resolve_counter(counter, model)
-        blind = size_blind(resolved)
-        self.sizes = UserSizes(
-            size_trigger,
-            keep_rule,
-            blind=resolved if blind else None,
-            messages_counter=counter,
+        timeout = policy.summary_timeout
+        complete, complete_sync = (
+            (None, None) if writer is None else make_completers(writer, summary_timeout=timeout)
         )
+        resolved = resolve_counter(counter, model)
+        blind = resolved if size_blind(resolved) else None
+        self.sizes = UserSizes(size_trigger, keep_rule, blind=blind, messages_counter=counter)
         """The user's ``trigger`` and ``keep``, as ``SummarizationMiddleware`` reads them."""
-        self.counter = None if blind else resolved
+        self.counter = None if blind is not None else resolved
         """The resolved token counter (None is the heuristic; a constant counter is kept
         for the trigger only, see ``size_blind``)."""
         self.condenser: WindowCondenser = create_condenser(
@@ -182,11 +164,8 @@ class LangChainCondenser:
             recall_offered=recall,  # the digest points at `recall` only when the model has it
         )
         """The core condenser doing the work."""
-        self.ahead = (
-            AheadCompactor(self.condenser, timeout=policy.summary_timeout or 300.0)
-            if policy.precompact_ratio is not None
-            else None
-        )
+        ahead = policy.precompact_ratio is not None
+        self.ahead = AheadCompactor(self.condenser, timeout=timeout or 300.0) if ahead else None
         """The background digests of :meth:`arun`, one per conversation (None without
         ``precompact``); ``ahead.state(name)`` / ``cancel(name)`` / ``aclose()``, ``name``
         being the ``conversation`` given, as a str."""
@@ -199,14 +178,8 @@ class LangChainCondenser:
         # one engine serving many conversations that take turns keeps each one warm.
         self._sessions = Sessions(self._new_converter)
         self.warm = WarmGate(self.condenser, self.sizes, self.counter)  # turns that do not fire
-        # What makes two digests of one head interchangeable: the writer and the policy.
-        self._digest_seed = (
-            "langchain",
-            model_id,
-            _remembered.writer_name(writer),
-            repr(self.condenser.policy),
-            window,
-            None if memory is None else id(memory),  # its key seals the digest
+        self._digest_seed = _remembered.digest_seed(
+            model_id, writer, self.condenser.policy, window, memory
         )
 
     def _new_converter(self) -> Converter:

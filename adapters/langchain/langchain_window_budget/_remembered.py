@@ -20,9 +20,10 @@ from langchain_window_budget._result import HeadView, LangChainResult
 from langchain_window_budget._sessions import Session, holds_objects
 from window_budget import bridge
 from window_budget.budget import ToolShape
+from window_budget.contract import BudgetPolicy
 from window_budget.pipeline import blocked_cuts
 
-__all__ = ["head_view", "remember", "tool_shape", "writer_name"]
+__all__ = ["digest_seed", "head_view", "remember", "tool_shape"]
 
 
 def tool_shape(message: BaseMessage) -> ToolShape:
@@ -123,8 +124,19 @@ def remember(view: HeadView | None, out: LangChainResult, seed: Hashable) -> Lan
     return replace(out, dropped=[*view.head, *dropped], reused=True)
 
 
-def writer_name(writer: object) -> str | None:
+def _writer_name(writer: object) -> str | None:
     """What names the digests' writer in the remembered digests' seed."""
     if writer is None:
         return None
     return chat_model_id(writer) or getattr(writer, "__qualname__", None) or type(writer).__name__
+
+
+def digest_seed(
+    model_id: str | None, writer: object, policy: BudgetPolicy, window: int, memory: object
+) -> tuple[Hashable, ...]:
+    """What makes two digests of one head interchangeable: the writer and the policy.
+
+    And the memory store, whose key seals the digest.
+    """
+    store = None if memory is None else id(memory)
+    return ("langchain", model_id, _writer_name(writer), repr(policy), window, store)

@@ -1,4 +1,4 @@
-"""Which window an engine guards and how it counts: the window lookup and the counter specs.
+"""Which window an engine guards and how it counts: the window, the policy, the counter specs.
 
 A LangChain chat model states its window in its profile (``max_input_tokens``) or names a
 model window-budget's table of models knows; counters are given by name (``"tiktoken"``,
@@ -8,7 +8,8 @@ model window-budget's table of models knows; counters are given by name (``"tikt
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Final, Literal
+from dataclasses import replace
+from typing import Any, Final, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -16,10 +17,12 @@ from langchain_core.messages import BaseMessage
 from langchain_window_budget._convert import chat_model_id
 from langchain_window_budget.completer import model_token_counter
 from langchain_window_budget.counting import recognise
+from langchain_window_budget.sizes import KeepRule, SizeTrigger, apply_sizes, needs_window
 from window_budget.bridge import register_counter, register_counter_kind, resolve_counter_spec
-from window_budget.budget import lookup_model, model_for
-from window_budget.contract import Model, TokenCounter
+from window_budget.budget import cache_read_share, lookup_model, model_for
+from window_budget.contract import BudgetPolicy, Model, TokenCounter
 from window_budget.errors import ConfigError
+from window_budget.pipeline import check_window
 
 __all__ = [
     "UNKNOWN_WINDOW",
@@ -27,6 +30,7 @@ __all__ = [
     "UNKNOWN_WINDOW_SUMMARIZER",
     "CounterSpec",
     "OnSummarizerError",
+    "engine_policy",
     "resolve_counter",
     "resolve_window",
     "size_blind",
@@ -53,9 +57,8 @@ CounterSpec = (
     | None
 )
 """How to count tokens: the heuristic (None), ``"tiktoken"``, ``"model"`` (the chat model's
-``get_num_tokens_from_messages``), a :class:`~window_budget.contract.TokenCounter`, a ``str ->
-int``,
-or LangChain's message counters (``count_tokens_approximately``, a model's
+``get_num_tokens_from_messages``), a :class:`~window_budget.contract.TokenCounter`, a
+``str -> int``, or LangChain's message counters (``count_tokens_approximately``, a model's
 ``get_num_tokens_from_messages``, any ``list[BaseMessage] -> int``; told apart by their
 signature, see :mod:`langchain_window_budget.counting`)."""
 
@@ -158,3 +161,46 @@ def summarizer_window(
         name = chat_model_id(model) if model is not None else None
         return Model(name or "langchain", UNKNOWN_WINDOW_SUMMARIZER)
     return None
+
+
+def engine_policy(
+    model: BaseChatModel | None,
+    context_window: int | None,
+    policy: BudgetPolicy | None,
+    *,
+    trigger: Any,
+    keep: Any,
+    cache_aware: bool,
+    on_summarizer_error: OnSummarizerError | None,
+    precompact: float | None,
+) -> tuple[int | None, BudgetPolicy, SizeTrigger | None, KeepRule | None]:
+    """The window an engine guards, its policy, and the user's trigger and keep rule.
+
+    The window is None when none is found and the sizes given need none (counted sizes
+    only: the window guard is off, as the peer's). Without ``policy``, the default for the
+    window; a weak prompt cache (gpt-4o's, half price) gets a lower ceiling.
+
+    Raises:
+        ConfigError: no window is found and the sizes need one, or the window leaves too
+            little beside the policy's reserve.
+
+    """
+    try:
+        known: int | None = resolve_window(model, context_window)
+    except ConfigError:
+        if needs_window(trigger, keep):
+            raise
+        known = None
+    window = known if known is not None else UNKNOWN_WINDOW
+    if policy is None:
+        share = cache_read_share(chat_model_id(model) if model is not None else None)
+        policy = BudgetPolicy.for_window(window, cache_aware=cache_aware, cache_read=share)
+        if known is None:
+            policy = replace(policy, digest_max_tokens=UNKNOWN_WINDOW_DIGEST)
+    if on_summarizer_error is not None:
+        policy = replace(policy, on_summarizer_error=on_summarizer_error)
+    if precompact is not None:
+        policy = replace(policy, precompact_ratio=precompact)
+    policy, size_trigger, keep_rule = apply_sizes(policy, known, trigger=trigger, keep=keep)
+    check_window(window, policy)
+    return known, policy, size_trigger, keep_rule
