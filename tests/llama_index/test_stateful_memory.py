@@ -1,0 +1,185 @@
+"""A memory driven through random sequences of LlamaIndex's calls keeps every message.
+
+Hypothesis' stateful testing puts turns (plain, with tool calls, oversized), reads views with
+and without a caller's prefix, hands the history back through ``set`` as chat engines do,
+starts over, compacts by hand, and saves and restores the memory. After every step:
+the whole original conversation (``get_all(include_archived=True)``) is what was put, in
+order; every view fits the limit, opens on neither a tool result nor an assistant message,
+and never parts a tool call from its result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.storage.chat_store import SimpleChatStore
+
+from llama_index.memory.window_budget import WindowBudgetMemory, is_digest
+
+from .conftest import ScriptedLLM
+
+WINDOW = 1500
+
+
+def _key(message: ChatMessage) -> tuple[str, str, tuple[str, ...]]:
+    calls = tuple(b.tool_call_id or "" for b in message.blocks if isinstance(b, ToolCallBlock))
+    return (str(message.role.value), message.content or "", calls)
+
+
+def _words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+class MemoryMachine(RuleBasedStateMachine):
+    """Random LlamaIndex calls against a memory; what was put is the reference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory: Any = None
+        self.expected: list[tuple[str, str, tuple[str, ...]]] = []
+        self.turn = 0
+        self.prefix = 0
+
+    @initialize(
+        digest_role=st.sampled_from(["pair", "system", "user"]),
+        writer=st.sampled_from(["none", "model", "flaky model"]),
+        memory_store=st.booleans(),
+        own_archive=st.booleans(),
+    )
+    def build(
+        self,
+        digest_role: Literal["pair", "system", "user"],
+        writer: str,
+        memory_store: bool,
+        own_archive: bool,
+    ) -> None:
+        llm = None
+        if writer != "none":
+            # A failing summary call falls back to the network-free digest (the default).
+            flaky = 2 if writer == "flaky model" else 0
+            llm = ScriptedLLM(window=WINDOW * 4, flaky_summaries=flaky)
+        self.memory = WindowBudgetMemory.from_defaults(
+            llm=llm,
+            context_window=WINDOW,
+            digest_role=digest_role,
+            memory_store=memory_store or None,
+            archive_store=SimpleChatStore() if own_archive else None,
+        )
+
+    def _put(self, messages: list[ChatMessage]) -> None:
+        self.memory.put_messages(messages)
+        self.expected += [_key(m) for m in messages]
+        self.turn += 1
+
+    @rule(words=st.integers(1, 200), reply=st.integers(1, 200))
+    def plain_turn(self, words: int, reply: int) -> None:
+        t = self.turn
+        self._put(
+            [
+                ChatMessage(role="user", content=_words(words, f"u{t}w")),
+                ChatMessage(role="assistant", content=_words(reply, f"a{t}w")),
+            ]
+        )
+
+    @rule(calls=st.integers(1, 3), words=st.integers(1, 150))
+    def tool_turn(self, calls: int, words: int) -> None:
+        t = self.turn
+        ids = [f"c{t}-{k}" for k in range(calls)]
+        turn = [
+            ChatMessage(role="user", content=_words(5, f"u{t}w")),
+            ChatMessage(
+                role="assistant",
+                blocks=[
+                    ToolCallBlock(tool_call_id=c, tool_name="lookup", tool_kwargs={"q": c})
+                    for c in ids
+                ],
+            ),
+            *(
+                ChatMessage(
+                    role="tool",
+                    content=_words(words, f"r{c}w"),
+                    additional_kwargs={"tool_call_id": c},
+                )
+                for c in ids
+            ),
+            ChatMessage(role="assistant", content=_words(10, f"a{t}w")),
+        ]
+        self._put(turn)
+
+    @rule(words=st.integers(1, 120))
+    def async_turn(self, words: int) -> None:
+        # Each call on a fresh event loop, as a notebook's asyncio.run cells make them.
+        t = self.turn
+        turn = [
+            ChatMessage(role="user", content=_words(words, f"u{t}w")),
+            ChatMessage(role="assistant", content=_words(words, f"a{t}w")),
+        ]
+        asyncio.run(self.memory.aput_messages(turn))
+        self.expected += [_key(m) for m in turn]
+        self.turn += 1
+        view = asyncio.run(self.memory.aget())
+        assert self.memory.count_tokens(view) <= self.memory.token_limit
+
+    @rule(words=st.integers(800, 3000))
+    def oversized_turn(self, words: int) -> None:
+        self._put([ChatMessage(role="user", content=_words(words, f"big{self.turn}w"))])
+
+    @rule(prefix=st.integers(0, 600))
+    def read_with_prefix(self, prefix: int) -> None:
+        self.prefix = prefix
+        view = self.memory.get(initial_token_count=prefix)
+        assert self.memory.count_tokens(view) + prefix <= self.memory.token_limit
+
+    @rule()
+    def engine_hands_history_back(self) -> None:
+        self.memory.set(self.memory.get_all())
+
+    @rule()
+    def start_over(self) -> None:
+        self.memory.reset()
+        self.expected = []
+
+    @precondition(lambda self: self.expected)
+    @rule()
+    def compact_now(self) -> None:
+        self.memory.compact()
+
+    @rule()
+    def save_and_restore(self) -> None:
+        before = [_key(m) for m in self.memory.get_all(include_archived=True)]
+        data = self.memory.to_dict()
+        self.memory = WindowBudgetMemory.from_dict(data)
+        assert [_key(m) for m in self.memory.get_all(include_archived=True)] == before
+
+    @invariant()
+    def nothing_is_lost(self) -> None:
+        if self.memory is None:
+            return
+        whole = self.memory.get_all(include_archived=True)
+        assert [_key(m) for m in whole if not is_digest(m)] == self.expected
+
+    @invariant()
+    def the_view_fits_and_keeps_pairs(self) -> None:
+        if self.memory is None:
+            return
+        view = self.memory.get()
+        assert self.memory.count_tokens(view) <= self.memory.token_limit
+        body = [m for m in view if m.role != MessageRole.SYSTEM]
+        if body:
+            assert body[0].role not in (MessageRole.TOOL, MessageRole.ASSISTANT), body[0]
+        open_calls: set[str] = set()
+        for m in view:
+            for b in m.blocks:
+                if isinstance(b, ToolCallBlock):
+                    open_calls.add(b.tool_call_id or "")
+            if m.role == MessageRole.TOOL:
+                assert m.additional_kwargs.get("tool_call_id") in open_calls, m
+
+
+MemoryMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=20, deadline=None)
+test_memory_machine = MemoryMachine.TestCase
