@@ -1,11 +1,14 @@
 """A memory driven through random sequences of LlamaIndex's calls keeps every message.
 
-Hypothesis' stateful testing puts turns (plain, with tool calls, oversized), reads views with
-and without a caller's prefix, hands the history back through ``set`` as chat engines do,
-starts over, compacts by hand, and saves and restores the memory. After every step:
-the whole original conversation (``get_all(include_archived=True)``) is what was put, in
-order; every view fits the limit, opens on neither a tool result nor an assistant message,
-and never parts a tool call from its result.
+Hypothesis' stateful testing builds memories with each digest role, with no LLM, an LLM that
+writes digests or one whose first summary calls fail, with and without a memory store and a
+separate archive store. It puts turns (plain, with tool calls, oversized; sync, and async on a
+fresh event loop each time, as ``asyncio.run`` cells make them), reads views with and without
+a caller's prefix, hands the history back through ``set`` as chat engines do, starts over,
+compacts by hand, and saves and restores the memory. After every step: the whole original
+conversation (``get_all(include_archived=True)``) is what was put, in order; every view fits
+the limit, opens on neither a tool result nor an assistant message, and never parts a tool
+call from its result.
 """
 
 from __future__ import annotations
