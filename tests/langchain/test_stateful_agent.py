@@ -1,0 +1,108 @@
+"""An agent with the middleware, driven through random turns, loses no message.
+
+Hypothesis' stateful testing runs ``create_agent`` with :class:`WindowBudgetMiddleware` over an
+``InMemorySaver`` thread: user turns of random size, with random numbers of tool rounds,
+through ``invoke`` and ``ainvoke`` (each on a fresh event loop), with the peer's ``trigger`` /
+``keep`` conventions or the default policy. The recording model fails any request larger than
+its window. After every turn: every message the thread held before is still in the archive the
+middleware wrote or in the thread, in order, and the thread never holds a tool result without
+its call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
+
+from langchain_window_budget import is_digest
+
+from .conftest import RecordingChatModel, provider_valid
+
+pytest.importorskip("langchain.agents")
+
+WINDOW = 4000
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}: " + "r" * 600
+
+
+def _key(message: BaseMessage) -> tuple[str, str, tuple[str, ...]]:
+    calls = (
+        tuple(str(c["id"]) for c in message.tool_calls) if isinstance(message, AIMessage) else ()
+    )
+    return (message.type, message.text, calls)
+
+
+def _in_order(expected: list[Any], found: list[Any]) -> bool:
+    """``expected`` is a subsequence of ``found``."""
+    rest = iter(found)
+    return all(any(k == f for f in rest) for k in expected)
+
+
+class AgentMachine(RuleBasedStateMachine):
+    """Random turns of a checkpointed agent; what the thread held is the reference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.agent: Any = None
+        self.model: Any = None
+        self.archived: list[BaseMessage] = []
+        self.seen: list[Any] = []
+        self.turn = 0
+        self.config: dict[str, Any] = {"configurable": {"thread_id": "t"}}
+
+    @initialize(sizes=st.sampled_from(["default", "peer"]))
+    def build(self, sizes: str) -> None:
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langchain_window_budget import WindowBudgetMiddleware
+
+        self.model = RecordingChatModel(sizes=[], summary_calls=[], window=WINDOW)
+        extra: dict[str, Any] = {}
+        if sizes == "peer":
+            extra = {"trigger": ("tokens", 2500), "keep": ("messages", 6)}
+        middleware = WindowBudgetMiddleware(
+            model=self.model, context_window=WINDOW, archive=self.archived.extend, **extra
+        )
+        self.agent = create_agent(
+            self.model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
+        )
+
+    def _ask(self, words: int, rounds: int) -> HumanMessage:
+        self.model.tool_rounds = rounds
+        self.turn += 1
+        return HumanMessage(" ".join(f"t{self.turn}w{i}" for i in range(words)))
+
+    @rule(words=st.integers(1, 400), rounds=st.integers(0, 3))
+    def turn_sync(self, words: int, rounds: int) -> None:
+        self.agent.invoke({"messages": [self._ask(words, rounds)]}, self.config)
+
+    @rule(words=st.integers(1, 400), rounds=st.integers(0, 2))
+    def turn_async(self, words: int, rounds: int) -> None:
+        ask = self._ask(words, rounds)
+        asyncio.run(self.agent.ainvoke({"messages": [ask]}, self.config))
+
+    @invariant()
+    def nothing_is_lost(self) -> None:
+        if self.agent is None:
+            return
+        thread = self.agent.get_state(self.config).values.get("messages", [])
+        assert provider_valid(thread)
+        now = [_key(m) for m in [*self.archived, *thread] if not is_digest(m)]
+        assert _in_order(self.seen, now)
+        self.seen = now
+
+
+AgentMachine.TestCase.settings = settings(max_examples=15, stateful_step_count=12, deadline=None)
+test_agent_machine = AgentMachine.TestCase
