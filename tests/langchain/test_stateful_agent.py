@@ -2,11 +2,11 @@
 
 Hypothesis' stateful testing runs ``create_agent`` with :class:`WindowBudgetMiddleware` over an
 ``InMemorySaver`` thread: user turns of random size, with random numbers of tool rounds,
-through ``invoke`` and ``ainvoke`` (each on a fresh event loop), with the peer's ``trigger`` /
-``keep`` conventions or the default policy. The recording model fails any request larger than
-its window. After every turn: every message the thread held before is still in the archive the
-middleware wrote or in the thread, in order, and the thread never holds a tool result without
-its call.
+through ``invoke`` and ``ainvoke`` (each on a fresh event loop), with the default policy, the
+peer's ``trigger`` / ``keep`` conventions, or ahead-of-time compaction. The recording model
+fails any request larger than its window. After every turn: every message the thread held
+before is still in the archive the middleware wrote or in the thread, in order, and the
+thread never holds a tool result without its call.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class AgentMachine(RuleBasedStateMachine):
         self.turn = 0
         self.config: dict[str, Any] = {"configurable": {"thread_id": "t"}}
 
-    @initialize(sizes=st.sampled_from(["default", "peer"]))
+    @initialize(sizes=st.sampled_from(["default", "peer", "precompact"]))
     def build(self, sizes: str) -> None:
         from langchain.agents import create_agent
         from langgraph.checkpoint.memory import InMemorySaver
@@ -72,6 +72,8 @@ class AgentMachine(RuleBasedStateMachine):
         extra: dict[str, Any] = {}
         if sizes == "peer":
             extra = {"trigger": ("tokens", 2500), "keep": ("messages", 6)}
+        elif sizes == "precompact":  # background digests on ainvoke, each on its own loop
+            extra = {"precompact": 0.4}
         middleware = WindowBudgetMiddleware(
             model=self.model, context_window=WINDOW, archive=self.archived.extend, **extra
         )
