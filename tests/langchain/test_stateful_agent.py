@@ -95,6 +95,13 @@ class AgentMachine(RuleBasedStateMachine):
         ask = self._ask(words, rounds)
         asyncio.run(self.agent.ainvoke({"messages": [ask]}, self.config))
 
+    @rule(rounds=st.integers(0, 2))
+    def same_question_again(self, rounds: int) -> None:
+        # The same words every time (and the model's same answers): nothing keyed by content
+        # may take one message for another.
+        self.model.tool_rounds = rounds
+        self.agent.invoke({"messages": [HumanMessage("same question")]}, self.config)
+
     @invariant()
     def nothing_is_lost(self) -> None:
         if self.agent is None:

@@ -87,6 +87,15 @@ class HistoryMachine(RuleBasedStateMachine):
         asyncio.run(self.history.aadd_messages(batch))
         self._wrote(batch)
 
+    @rule(words=st.integers(1, 40))
+    def repeated_turn(self, words: int) -> None:
+        # Equal messages again and again, without ids: nothing keyed by content may take one
+        # for another.
+        text = " ".join(["same"] * words)
+        batch: list[BaseMessage] = [HumanMessage(text), AIMessage("ok")]
+        self.history.add_messages(batch)
+        self._wrote(batch)
+
     @rule(chars=st.integers(9000, 20000))
     def oversized_message(self, chars: int) -> None:
         batch: list[BaseMessage] = [HumanMessage(f"paste {self.turn}: " + "x" * chars)]

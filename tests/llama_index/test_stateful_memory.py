@@ -128,6 +128,17 @@ class MemoryMachine(RuleBasedStateMachine):
         view = asyncio.run(self.memory.aget())
         assert self.memory.count_tokens(view) <= self.memory.token_limit
 
+    @rule(words=st.integers(1, 40))
+    def repeated_turn(self, words: int) -> None:
+        # Equal messages again and again ("ok", the same tool output): nothing keyed by
+        # content may take one for another.
+        self._put(
+            [
+                ChatMessage(role="user", content=_words(words, "same")),
+                ChatMessage(role="assistant", content="ok"),
+            ]
+        )
+
     @rule(words=st.integers(800, 3000))
     def oversized_turn(self, words: int) -> None:
         self._put([ChatMessage(role="user", content=_words(words, f"big{self.turn}w"))])
