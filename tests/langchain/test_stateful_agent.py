@@ -5,8 +5,11 @@ Hypothesis' stateful testing runs ``create_agent`` with :class:`WindowBudgetMidd
 through ``invoke`` and ``ainvoke`` (each on a fresh event loop), with the default policy, the
 peer's ``trigger`` / ``keep`` conventions, or ahead-of-time compaction. The recording model
 fails any request larger than its window. After every turn: every message the thread held
-before is still in the archive the middleware wrote or in the thread, in order, and the
-thread never holds a tool result without its call.
+before is still in the archive the middleware wrote or in the thread (by id, in order), every
+original text is there word for word (a kept message shortened to fit keeps its id in the
+thread; its original is archived), every question asked is in the thread or the memory store
+(what ``recall`` reads, without the archive callback), and the thread never holds a tool result
+without its call.
 """
 
 from __future__ import annotations
@@ -20,14 +23,17 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.store.memory import InMemoryStore
 
-from langchain_window_budget import is_digest
+from langchain_window_budget import LangGraphMemoryStore, is_digest
+from window_budget.messages import message_from_dict, message_text
 
 from .conftest import RecordingChatModel, provider_valid
 
 pytest.importorskip("langchain.agents")
 
 WINDOW = 4000
+SHORTENED = "removed by window-budget"
 
 
 @tool
@@ -58,6 +64,9 @@ class AgentMachine(RuleBasedStateMachine):
         self.model: Any = None
         self.archived: list[BaseMessage] = []
         self.seen: list[Any] = []
+        self.texts: set[Any] = set()
+        self.asked: set[str] = set()
+        self.memory = LangGraphMemoryStore(InMemoryStore())
         self.turn = 0
         self.config: dict[str, Any] = {"configurable": {"thread_id": "t"}}
 
@@ -75,7 +84,11 @@ class AgentMachine(RuleBasedStateMachine):
         elif sizes == "precompact":  # background digests on ainvoke, each on its own loop
             extra = {"precompact": 0.4}
         middleware = WindowBudgetMiddleware(
-            model=self.model, context_window=WINDOW, archive=self.archived.extend, **extra
+            model=self.model,
+            context_window=WINDOW,
+            archive=self.archived.extend,
+            memory=self.memory,
+            **extra,
         )
         self.agent = create_agent(
             self.model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
@@ -108,9 +121,20 @@ class AgentMachine(RuleBasedStateMachine):
             return
         thread = self.agent.get_state(self.config).values.get("messages", [])
         assert provider_valid(thread)
-        now = [_key(m) for m in [*self.archived, *thread] if not is_digest(m)]
+        key = self.memory.key
+        held = [m for m in [*self.archived, *thread] if not is_digest(m, key=key)]
+        # A kept message the window made the middleware shorten keeps its id in the thread,
+        # and its original goes to the archive (after the head dropped with it).
+        now = [(m.type, m.id) for m in held]
         assert _in_order(self.seen, now)
         self.seen = now
+        self.texts |= {_key(m) for m in held if SHORTENED not in m.text}
+        assert self.texts <= {_key(m) for m in held}  # every original, word for word
+        # The memory store alone (no archive callback) keeps every question too: recall's.
+        self.asked |= {m.text for m in thread if m.type == "human" and not is_digest(m, key=key)}
+        self.asked -= {m.text for m in thread if SHORTENED in m.text}
+        stored = {message_text(message_from_dict(dict(o))) for _, o in self.memory.originals("t")}
+        assert self.asked <= stored | {m.text for m in thread}
 
 
 AgentMachine.TestCase.settings = settings(max_examples=15, stateful_step_count=12, deadline=None)

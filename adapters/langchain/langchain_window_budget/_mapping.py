@@ -1,21 +1,27 @@
-"""The core's result mapped back onto the caller's LangChain messages (one digest message)."""
+"""The core's result mapped back onto the caller's LangChain messages (one digest message).
+
+And where the originals of kept messages go when a caller stores them shortened: the memory
+store (:func:`keep_originals`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_window_budget._convert import Converted, mark_usage_stale
+from langchain_window_budget._convert import Converted, mark_usage_stale, to_core
 from langchain_window_budget._digest import build_digest, digest_record
 from langchain_window_budget._result import LangChainResult
 from langchain_window_budget._shorten import shortened_copy
 from window_budget import bridge
-from window_budget.contract import CondenseResult
+from window_budget.contract import CondenseResult, MemoryStore
+from window_budget.messages import message_to_dict
 
-__all__ = ["ArchiveFn", "map_back"]
+__all__ = ["ArchiveFn", "akeep_originals", "keep_originals", "map_back"]
 
 ArchiveFn = Callable[[list[BaseMessage]], Mapping[str, Any] | None]
 """Called with the dropped messages before the digest is built; returns where they went."""
@@ -75,3 +81,28 @@ def map_back(
     digest = cast(HumanMessage | None, mapped.digest)
     out_list: list[BaseMessage] = [*messages[: conv.pinned], *out]
     return LangChainResult(out_list, mapped.dropped, digest, result, mapped.replaced)
+
+
+def keep_originals(
+    memory: MemoryStore | None, conversation: str | None, originals: Sequence[BaseMessage]
+) -> None:
+    """File in ``memory`` the originals of kept messages a stored result holds shortened.
+
+    A caller that stores the result (the middleware's thread, the chat history) keeps only
+    the shortened copy; the original goes after what the store holds, so ``recall`` gives it
+    back word for word and the next compaction numbers its originals after it.
+    """
+    if memory is None or conversation is None or not originals:
+        return
+    kept = [message_to_dict(to_core(m)) for m in originals]
+    memory.archive(conversation, memory.archived(conversation), kept)
+
+
+async def akeep_originals(
+    memory: MemoryStore | None, conversation: str | None, originals: Sequence[BaseMessage]
+) -> None:
+    """The async twin of :func:`keep_originals`: an async-only store is called from a thread."""
+    if originals and getattr(memory, "async_only", False):
+        await asyncio.to_thread(keep_originals, memory, conversation, originals)
+    else:
+        keep_originals(memory, conversation, originals)

@@ -28,6 +28,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from langchain_window_budget._mapping import akeep_originals, keep_originals
 from langchain_window_budget._sessions import ahead_name
 from langchain_window_budget.completer import Summarizer
 from langchain_window_budget.condense import (
@@ -281,6 +282,7 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             self.last_result = result
             if result.changed:
                 self._drive(self._rewrite(current, result, planned))
+                keep_originals(self.engine.memory, self._store_name(), result.replaced)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """The async twin of :meth:`add_messages` (wrapped history's async methods)."""
@@ -300,6 +302,11 @@ class CondensingChatMessageHistory(BaseChatMessageHistory):
             self.last_result = result
             if result.changed:
                 await self._adrive(self._rewrite(current, result, planned))
+                await akeep_originals(self.engine.memory, self._store_name(), result.replaced)
+
+    def _store_name(self) -> str | None:
+        """What this session is called in the engine's memory store (None without one)."""
+        return self.engine.store_name(self._conversation)
 
     def _rewrite(
         self, current: list[BaseMessage], result: LangChainResult, planned: _Planned

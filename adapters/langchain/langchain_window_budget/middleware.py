@@ -43,6 +43,7 @@ from langchain_window_budget._agent_memory import AgentMemory, MemorySpec
 from langchain_window_budget._agent_memory import thread_id_of as _thread_id
 from langchain_window_budget._convert import mark_usage_stale
 from langchain_window_budget._digest import register_node_name
+from langchain_window_budget._mapping import akeep_originals, keep_originals
 from langchain_window_budget.completer import Summarizer, check_summarizer
 from langchain_window_budget.condense import (
     CounterSpec,
@@ -269,12 +270,16 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread = self.thread_state(tid)
         tokens = thread.system_tokens
         self.gates += 1
-        result = self.memory.engine_for(getattr(runtime, "store", None), tid).run(
+        engine = self.memory.engine_for(getattr(runtime, "store", None), tid)
+        conversation = _conversation(tid)
+        result = engine.run(
             state["messages"],
             extra_pinned_tokens=tokens,
             own_objects=False,
-            conversation=_conversation(tid),
+            conversation=conversation,
         )
+        # The thread keeps a shortened copy: the original goes to the memory store.
+        keep_originals(engine.memory, engine.store_name(conversation), result.replaced)
         return self._update(thread, result, tokens, state["messages"])
 
     async def abefore_model(
@@ -287,13 +292,16 @@ class WindowBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread = self.thread_state(tid)
         tokens = thread.system_tokens
         self.gates += 1
-        result = await self.memory.engine_for(getattr(runtime, "store", None), tid).arun(
+        engine = self.memory.engine_for(getattr(runtime, "store", None), tid)
+        conversation = _conversation(tid)
+        result = await engine.arun(
             state["messages"],
             extra_pinned_tokens=tokens,
             own_objects=False,
-            conversation=_conversation(tid),
+            conversation=conversation,
             system_prompt=thread.system_key or "",
         )
+        await akeep_originals(engine.memory, engine.store_name(conversation), result.replaced)
         return self._update(thread, result, tokens, state["messages"])
 
     async def aclose(self) -> None:
