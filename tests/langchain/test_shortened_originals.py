@@ -65,7 +65,8 @@ def test_the_middleware_files_the_original_of_a_message_it_shortened(run_async: 
             asyncio.run(agent.ainvoke({"messages": [ask]}, config))
         else:
             agent.invoke({"messages": [ask]}, config)
-    assert middleware.last_result is not None and middleware.last_result.replaced
+    assert middleware.last_result is not None
+    assert middleware.last_result.replaced
     thread: list[BaseMessage] = agent.get_state(config).values["messages"]
     assert any(m.text.startswith("t8w0") and SHORTENED in m.text for m in thread)
     assert BIG in _originals(memory, "t")
