@@ -1,19 +1,22 @@
 """A memory driven through random sequences of LlamaIndex's calls keeps every message.
 
 Hypothesis' stateful testing builds memories with each digest role, with no LLM, an LLM that
-writes digests or one whose first summary calls fail, with and without a memory store and a
-separate archive store. It puts turns (plain, with tool calls, oversized; sync, and async on a
-fresh event loop each time, as ``asyncio.run`` cells make them), reads views with and without
-a caller's prefix, hands the history back through ``set`` as chat engines do, starts over,
-compacts by hand, and saves and restores the memory. After every step: the whole original
-conversation (``get_all(include_archived=True)``) is what was put, in order; every view fits
-the limit, opens on neither a tool result nor an assistant message, and never parts a tool
-call from its result.
+writes digests or one whose first summary calls fail, with and without a memory store, and
+the archive in the chat store, a separate store or a ``JsonlChatStore``. It puts turns (plain,
+with tool calls, repeated word for word, oversized; sync, and async on a fresh event loop
+each time, as ``asyncio.run`` cells make them), reads views under a caller's prefix up to the
+whole limit, hands the history back through ``set`` as chat engines do, starts over, compacts
+by hand, and saves and restores the memory (``to_dict`` and ``to_string``). After every step:
+the whole original conversation (``get_all(include_archived=True)``) is what was put, in
+order; every view fits the limit, opens on neither a tool result nor an assistant message,
+and never parts a tool call from its result.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
 from typing import Any, Literal
 
 from hypothesis import settings
@@ -22,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.storage.chat_store import SimpleChatStore
 
-from llama_index.memory.window_budget import WindowBudgetMemory, is_digest
+from llama_index.memory.window_budget import JsonlChatStore, WindowBudgetMemory, is_digest
 
 from .conftest import ScriptedLLM
 
@@ -46,20 +49,20 @@ class MemoryMachine(RuleBasedStateMachine):
         self.memory: Any = None
         self.expected: list[tuple[str, str, tuple[str, ...]]] = []
         self.turn = 0
-        self.prefix = 0
+        self.directory: str | None = None
 
     @initialize(
         digest_role=st.sampled_from(["pair", "system", "user"]),
         writer=st.sampled_from(["none", "model", "flaky model"]),
         memory_store=st.booleans(),
-        own_archive=st.booleans(),
+        archive=st.sampled_from(["chat store", "own", "jsonl"]),
     )
     def build(
         self,
         digest_role: Literal["pair", "system", "user"],
         writer: str,
         memory_store: bool,
-        own_archive: bool,
+        archive: str,
     ) -> None:
         llm = None
         if writer != "none":
@@ -71,8 +74,20 @@ class MemoryMachine(RuleBasedStateMachine):
             context_window=WINDOW,
             digest_role=digest_role,
             memory_store=memory_store or None,
-            archive_store=SimpleChatStore() if own_archive else None,
+            archive_store={
+                "chat store": None,
+                "own": SimpleChatStore(),
+                "jsonl": JsonlChatStore(directory=self._directory()),
+            }[archive],
         )
+
+    def _directory(self) -> str:
+        self.directory = tempfile.mkdtemp(prefix="wb-archive-")
+        return self.directory
+
+    def teardown(self) -> None:
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def _put(self, messages: list[ChatMessage]) -> None:
         self.memory.put_messages(messages)
@@ -143,9 +158,10 @@ class MemoryMachine(RuleBasedStateMachine):
     def oversized_turn(self, words: int) -> None:
         self._put([ChatMessage(role="user", content=_words(words, f"big{self.turn}w"))])
 
-    @rule(prefix=st.integers(0, 600))
-    def read_with_prefix(self, prefix: int) -> None:
-        self.prefix = prefix
+    @rule(share=st.floats(0, 1))
+    def read_with_prefix(self, share: float) -> None:
+        # A chat engine's prefix, up to the whole limit (ChatMemoryBuffer's edge).
+        prefix = int(share * self.memory.token_limit)
         view = self.memory.get(initial_token_count=prefix)
         assert self.memory.count_tokens(view) + prefix <= self.memory.token_limit
 
@@ -163,11 +179,13 @@ class MemoryMachine(RuleBasedStateMachine):
     def compact_now(self) -> None:
         self.memory.compact()
 
-    @rule()
-    def save_and_restore(self) -> None:
+    @rule(as_text=st.booleans())
+    def save_and_restore(self, as_text: bool) -> None:
         before = [_key(m) for m in self.memory.get_all(include_archived=True)]
-        data = self.memory.to_dict()
-        self.memory = WindowBudgetMemory.from_dict(data)
+        if as_text:
+            self.memory = WindowBudgetMemory.from_string(self.memory.to_string())
+        else:
+            self.memory = WindowBudgetMemory.from_dict(self.memory.to_dict())
         assert [_key(m) for m in self.memory.get_all(include_archived=True)] == before
 
     @invariant()
