@@ -328,3 +328,86 @@ def test_a_token_is_no_key_to_another_conversation() -> None:
     data["chat_store_key"], data["archive_key"] = "bob", ""
     with pytest.raises(ValueError, match="the LLM 'scripted'"):
         WindowBudgetMemory.from_dict(data)
+
+
+# ---------------------------------------------------------------- the memory store
+
+
+def _with_store(**kw: Any) -> WindowBudgetMemory:
+    memory = WindowBudgetMemory.from_defaults(context_window=2000, **kw)
+    fill(memory, 30)
+    assert memory.recall_tool().call(pointer="#0").content  # the store holds the head
+    return memory
+
+
+def test_a_memory_store_on_the_chat_store_comes_back_with_the_memory() -> None:
+    memory = _with_store(memory_store=True)
+    data = json.loads(memory.to_string())
+    assert data["memory_store"] == "chat_store"
+    data["instance"] = "saved elsewhere"  # as another process reads it
+    again = WindowBudgetMemory.from_dict(data)
+    assert again.memory_store is not None
+    assert again.memory_store is not memory.memory_store
+    assert "question 0" in again.recall_tool().call(pointer="#0").content
+    assert [m.model_dump() for m in again.get()] == [m.model_dump() for m in memory.get()]
+    fill(again, 10)  # the next compactions go on filing originals after the first ones
+    assert again.memory_store.archived(again.chat_store_key) > memory.memory_store.archived(
+        memory.chat_store_key
+    )
+
+
+def test_a_memory_store_alive_in_this_process_is_found_again() -> None:
+    memory = _with_store(memory_store=True)
+    again = WindowBudgetMemory.from_string(memory.to_string())
+    assert again.memory_store is memory.memory_store
+
+
+def test_a_memory_store_the_data_cannot_carry_is_asked_for_by_name(tmp_path: Path) -> None:
+    from window_budget.memory import SQLiteMemoryStore
+
+    store = SQLiteMemoryStore(str(tmp_path / "memory.sqlite"))
+    memory = _with_store(memory_store=store)
+    data = memory.to_dict()
+    assert data["memory_store"] == "SQLiteMemoryStore"
+    data["instance"] = "saved elsewhere"
+    with pytest.raises(ValueError, match=r"the memory store SQLiteMemoryStore \(memory_store="):
+        WindowBudgetMemory.from_dict(data)
+    again = WindowBudgetMemory.from_dict(data, memory_store=store)
+    assert again.memory_store is store
+    with WindowBudgetMemory.restoring(memory_store=None):
+        assert WindowBudgetMemory.from_dict(data).memory_store is None  # chosen: none
+
+
+def test_a_restored_memory_store_keeps_the_key_a_target_store_already_has() -> None:
+    memory = _with_store(memory_store=True)
+    data = memory.to_dict()
+    data["instance"] = "saved elsewhere"
+    target = SimpleChatStore()
+    other = WindowBudgetMemory.from_defaults(
+        context_window=2000, chat_store=target, chat_store_key="other", memory_store=True
+    )
+    fill(other, 30)
+    their_key = other.memory_store.key
+    again = WindowBudgetMemory.from_dict(data, chat_store=target)
+    assert again.memory_store.key == their_key  # the other conversation's digests still verify
+    assert is_digest(other.get_all()[0])
+    assert "question 0" in again.recall_tool().call(pointer="#0").content
+    assert is_digest(again.get_all()[0])  # resealed under the target's key
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ({"elsewhere": []}, "memory_entries must map"),
+        ([], "memory_entries must map"),
+        ({"window_budget:chat_history:originals": [{"role": 7}]}, "is not a list of messages"),
+    ],
+)
+def test_saved_memory_entries_that_are_not_ours_are_one_clear_sentence(
+    entries: object, message: str
+) -> None:
+    data = _with_store(memory_store=True).to_dict()
+    data["instance"] = "saved elsewhere"
+    data["memory_entries"] = entries
+    with pytest.raises(ValueError, match=message):
+        WindowBudgetMemory.from_dict(data)

@@ -15,6 +15,7 @@ and never parts a tool call from its result.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 from typing import Any, Literal
@@ -50,6 +51,7 @@ class MemoryMachine(RuleBasedStateMachine):
         self.expected: list[tuple[str, str, tuple[str, ...]]] = []
         self.turn = 0
         self.directory: str | None = None
+        self.has_store = False
 
     @initialize(
         digest_role=st.sampled_from(["pair", "system", "user"]),
@@ -64,6 +66,7 @@ class MemoryMachine(RuleBasedStateMachine):
         memory_store: bool,
         archive: str,
     ) -> None:
+        self.has_store = memory_store
         llm = None
         if writer != "none":
             # A failing summary call falls back to the network-free digest (the default).
@@ -179,14 +182,30 @@ class MemoryMachine(RuleBasedStateMachine):
     def compact_now(self) -> None:
         self.memory.compact()
 
-    @rule(as_text=st.booleans())
-    def save_and_restore(self, as_text: bool) -> None:
+    @rule(as_text=st.booleans(), elsewhere=st.booleans())
+    def save_and_restore(self, as_text: bool, elsewhere: bool) -> None:
         before = [_key(m) for m in self.memory.get_all(include_archived=True)]
+        filed = self._filed()
+        data = self.memory.to_dict()
+        given: dict[str, Any] = {}
+        if elsewhere:  # another process: the data alone, and what it cannot carry
+            data["instance"] = "saved elsewhere"
+            given["llm"] = self.memory.llm
+            if isinstance(self.memory.archive_store, JsonlChatStore):
+                given["archive_store"] = self.memory.archive_store
         if as_text:
-            self.memory = WindowBudgetMemory.from_string(self.memory.to_string())
+            self.memory = WindowBudgetMemory.from_string(json.dumps(data), **given)
         else:
-            self.memory = WindowBudgetMemory.from_dict(self.memory.to_dict())
+            self.memory = WindowBudgetMemory.from_dict(data, **given)
         assert [_key(m) for m in self.memory.get_all(include_archived=True)] == before
+        # The memory store comes back too: recall reaches what was folded before the save.
+        assert (self.memory.memory_store is not None) == self.has_store
+        assert self._filed() == filed
+
+    def _filed(self) -> list[Any]:
+        """What the memory store holds of this conversation: its originals, in order."""
+        store = self.memory.memory_store
+        return [] if store is None else list(store.originals(self.memory.chat_store_key))
 
     @invariant()
     def nothing_is_lost(self) -> None:

@@ -40,7 +40,16 @@ from window_budget.digest import RECORD_KEY, SECRET_ENV, resealed
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory import LedgerVersion, MemoryStore, check_conversation
 
-__all__ = ["ChatStoreMemoryStore", "reseal", "resolve_memory_store", "saved_seal", "seal_key_of"]
+__all__ = [
+    "ChatStoreMemoryStore",
+    "load_entries",
+    "on_chat_store",
+    "reseal",
+    "resolve_memory_store",
+    "saved_seal",
+    "seal_key_of",
+    "snapshot_entries",
+]
 
 ORIGINAL_FIELD: Final = "window_budget_original"
 """``additional_kwargs`` key of an archived original (``message_to_dict`` form)."""
@@ -256,6 +265,75 @@ def resolve_memory_store(spec: object, chat_store: BaseChatStore) -> MemoryStore
         f"memory_store must be a window_budget MemoryStore, True, 'chat_store' or None, "
         f"not {type(spec).__name__}"
     )
+
+
+def on_chat_store(store: MemoryStore | None, chat_store: BaseChatStore) -> bool:
+    """True when ``store`` is what ``memory_store=True`` builds over ``chat_store``.
+
+    That is, a :class:`ChatStoreMemoryStore` over that very chat store, with the default
+    prefix and the key kept in the chat store: saved data can name it, and it is rebuilt
+    over the restored chat store.
+    """
+    return (
+        isinstance(store, ChatStoreMemoryStore)
+        and store.chat_store is chat_store
+        and store.key_prefix == "window_budget"
+        and store._stored_key("window_budget:_key") == store.key
+    )
+
+
+def _entry_keys(conversation: str) -> tuple[str, ...]:
+    prefix = f"window_budget:{conversation}"
+    return ("window_budget:_key", f"{prefix}:originals", f"{prefix}:ledger")
+
+
+def snapshot_entries(
+    store: MemoryStore | None, chat_store: BaseChatStore, conversation: str
+) -> dict[str, list[dict[str, Any]]]:
+    """The entries ``memory_store=True`` keeps for ``conversation``, as JSON data.
+
+    For saved data whose chat store is a snapshot (a ``SimpleChatStore``, rebuilt from the
+    data): the key, the folded originals and the ledger versions come back with it.
+    Empty for any other memory store (it keeps its entries itself).
+    """
+    if not on_chat_store(store, chat_store):
+        return {}
+    out = {}
+    for key in _entry_keys(conversation):
+        messages = chat_store.get_messages(key)
+        if messages:
+            out[key] = [m.model_dump(mode="json") for m in messages]
+    return out
+
+
+def load_entries(chat_store: BaseChatStore, conversation: str, saved: object) -> None:
+    """Write back what :func:`snapshot_entries` saved (only those keys of ``conversation``).
+
+    A key the chat store already keeps stays: other conversations' digests are sealed with
+    it (the restored digests are resealed under it, see :func:`reseal`).
+
+    Raises:
+        ValueError: ``saved`` is not what it wrote (one sentence naming the entry).
+
+    """
+    if saved is None:
+        return
+    allowed = _entry_keys(conversation)
+    if not isinstance(saved, Mapping) or not all(k in allowed for k in saved):
+        raise ValueError(
+            f"WindowBudgetMemory data: memory_entries must map {', '.join(allowed)} to "
+            "lists of messages"
+        )
+    for key, entries in saved.items():
+        try:
+            messages = [ChatMessage.model_validate(m) for m in entries]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"WindowBudgetMemory data: memory_entries[{key!r}] is not a list of "
+                f"messages ({str(exc).splitlines()[0]})"
+            ) from None
+        if key != allowed[0] or not chat_store.get_messages(key):
+            chat_store.set_messages(key, messages)
 
 
 def seal_key_of(store: MemoryStore | None, chat_store: BaseChatStore) -> bytes | None:

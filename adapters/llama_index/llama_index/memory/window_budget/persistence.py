@@ -25,10 +25,17 @@ from llama_index.core.storage.chat_store import BaseChatStore
 from llama_index.memory.window_budget.building import DIGEST_ROLES, default_policy
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX, StoredConversation
 from llama_index.memory.window_budget.counters import CounterSpec, serializable_counter
-from llama_index.memory.window_budget.memory_store import reseal, saved_seal
+from llama_index.memory.window_budget.memory_store import (
+    load_entries,
+    reseal,
+    saved_seal,
+    snapshot_entries,
+)
 from llama_index.memory.window_budget.restore import (
+    ON_CHAT_STORE,
     Runtime,
     llm_config,
+    memory_store_name,
     restored,
     restoring,
     runtime_for,
@@ -49,9 +56,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SERIAL_VERSION = 3
+SERIAL_VERSION = 4
 """Version of the data ``to_dict`` writes (1: before the LLM and stores were named; 2:
-before the LLM's configuration was saved)."""
+before the LLM's configuration was saved; 3: before the memory store was named)."""
 RUNTIME_ATTRS = (
     "_compact_lock",
     "_aloop",
@@ -153,6 +160,7 @@ class MemoryPersistence:
         _store_rewrite: ConditionalRewrite | None
         _runtime: Runtime | None
         _memory_store: MemoryStore | None
+        _seal_key: bytes | None
 
         def __init__(self, **data: Any) -> None: ...
 
@@ -247,6 +255,7 @@ class MemoryPersistence:
             self.archive_store,
             self._store_rewrite,
             (self.chat_store_key, self.archive_key),
+            self._memory_store,
         )
         return {
             "class_name": self.class_name(),
@@ -259,8 +268,17 @@ class MemoryPersistence:
             "counter": self._counter_name,
             "messages": [m.model_dump(mode="json") for m in live],
             "archive": [m.model_dump(mode="json") for m in archived],
+            "memory_store": memory_store_name(self._memory_store, self.chat_store),
+            **self._memory_entries(),
             **saved_seal(self._memory_store, self.chat_store),
         }
+
+    def _memory_entries(self) -> dict[str, Any]:
+        """A memory store kept in a snapshot chat store: its entries, saved with the messages."""
+        if store_name(self.chat_store) != "SimpleChatStore":
+            return {}
+        entries = snapshot_entries(self._memory_store, self.chat_store, self.chat_store_key)
+        return {"memory_entries": entries} if entries else {}
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as a JSON string."""
@@ -284,7 +302,7 @@ class MemoryPersistence:
         keywords when a run starts, and a memory saved with an LLM or a store other than
         ``SimpleChatStore`` is refused rather than rebuilt without them. Keywords as
         :meth:`from_dict`'s (``llm``, ``chat_store``, ``archive_store``, ``counter``,
-        ``store_rewrite``); keywords passed to ``from_dict`` itself win.
+        ``store_rewrite``, ``memory_store``); keywords passed to ``from_dict`` itself win.
 
         >>> from llama_index.memory.window_budget import WindowBudgetMemory
         >>> with WindowBudgetMemory.restoring(llm=None):
@@ -302,19 +320,20 @@ class MemoryPersistence:
         ``chat_store`` (the saved messages are written there), ``archive_store`` (the
         saved archive is written there; ``chat_store`` by default), ``counter`` (a custom
         counter is serialized by name only), ``tokenizer_fn`` (as ``ChatMemoryBuffer``'s),
-        ``store_rewrite`` — then an enclosing :meth:`restoring` block, then the very
-        objects the saving memory used, while one memory using them is alive in this
-        process (that store is the conversation: nothing is written to it). Failing
-        those, an LLM whose class LlamaIndex's ``load_llm`` knows (``MockLLM``,
-        ``OpenAI``, ...) is rebuilt from its saved configuration, with keys and
-        endpoints from the environment; a ``tokenizer_fn`` counter becomes LlamaIndex's
-        tokenizer, as ``ChatMemoryBuffer``'s does; ``SimpleChatStore`` stores (live and
-        archive) are rebuilt from the saved messages.
+        ``store_rewrite``, ``memory_store`` — then an enclosing :meth:`restoring` block,
+        then the very objects the saving memory used, while one memory using them is alive
+        in this process (that store is the conversation: nothing is written to it).
+        Failing those, an LLM whose class LlamaIndex's ``load_llm`` knows (``MockLLM``,
+        ``OpenAI``, ...) is rebuilt from its saved configuration, with keys and endpoints
+        from the environment; a ``tokenizer_fn`` counter becomes LlamaIndex's tokenizer,
+        as ``ChatMemoryBuffer``'s does; ``SimpleChatStore`` stores (live and archive) are
+        rebuilt from the saved messages, and a memory store kept in the chat store
+        (``memory_store=True``) over the restored one, with its saved entries.
 
         Raises:
-            ValueError: data that is not a memory's, or a memory saved with an LLM or a
-                store that is neither given, alive here nor rebuilt from the data (pass
-                ``llm=None`` for network-free digests).
+            ValueError: data that is not a memory's, or a memory saved with an LLM, a
+                store or a memory store that is neither given, alive here nor rebuilt from
+                the data (pass ``llm=None`` for network-free digests).
             TypeError: a keyword that is not one of those above.
 
         """
@@ -322,6 +341,9 @@ class MemoryPersistence:
         got = restored(data, kwargs)
         policy = BudgetPolicy(**data["policy"]) if data.get("policy") else None
         key = data.get("chat_store_key", DEFAULT_CHAT_STORE_KEY)
+        if got.load_live and data.get("memory_store") == ON_CHAT_STORE:
+            # Before anything reads the store's key: the saved one comes back with its entries.
+            load_entries(got.chat_store, key, data.get("memory_entries"))
         memory = cls(
             chat_store=got.chat_store,
             chat_store_key=key,
@@ -331,6 +353,8 @@ class MemoryPersistence:
             digest_role=role,
         )
         memory._store_rewrite = got.store_rewrite
+        memory._memory_store = got.memory_store
+        memory._seal_key = None  # the memory store's, from now on (as from_defaults)
         memory._runtime = got.runtime
         memory._configure(got.llm, policy or default_policy(memory.context_window), got.counter)
         live = [ChatMessage.model_validate(m) for m in data.get("messages", [])]

@@ -1,12 +1,14 @@
 """Where a memory rebuilt from saved data gets the objects the data cannot carry.
 
-The LLM, the counter and the stores are not serialized (an LLM holds keys, a store a
-connection). A saving memory registers them, weakly, under a random token the data holds
-(:class:`Runtime`); ``from_dict`` takes them, in order, from its keywords, an enclosing
-:func:`restoring` block, or the live objects the token finds — and refuses data whose LLM
-or store none of these supplies rather than rebuild it without them. That is what keeps
-an agent's ``Context`` working: a workflow serializes its state, memory included,
-between runs and on ``ctx.to_dict()``, and rebuilds it with ``from_dict`` and no keywords.
+The LLM, the counter, the stores and the memory store are not serialized (an LLM holds
+keys, a store a connection). A saving memory registers them, weakly, under a random token
+the data holds (:class:`Runtime`); ``from_dict`` takes them, in order, from its keywords, an
+enclosing :func:`restoring` block, or the live objects the token finds — and refuses data
+whose LLM or store none of these supplies rather than rebuild it without them. A memory
+store kept in the memory's own chat store (``memory_store=True``) is rebuilt over the
+restored chat store. That is what keeps an agent's ``Context`` working: a workflow
+serializes its state, memory included, between runs and on ``ctx.to_dict()``, and rebuilds
+it with ``from_dict`` and no keywords.
 """
 
 from __future__ import annotations
@@ -27,15 +29,19 @@ from llama_index.core.storage.chat_store import BaseChatStore, SimpleChatStore
 
 from llama_index.memory.window_budget.conversation import ARCHIVE_SUFFIX
 from llama_index.memory.window_budget.counters import serializable_counter, tokenizer_counter
+from llama_index.memory.window_budget.memory_store import on_chat_store, resolve_memory_store
 from window_budget.contract import TokenCounter
+from window_budget.memory import MemoryStore
 from window_budget.stores import ConditionalRewrite
 
 __all__ = [
+    "ON_CHAT_STORE",
     "RESOURCE_KEYWORDS",
     "Restored",
     "Runtime",
     "llm_config",
     "llm_from_config",
+    "memory_store_name",
     "restored",
     "restoring",
     "runtime_for",
@@ -50,8 +56,12 @@ RESOURCE_KEYWORDS = (
     "counter",
     "tokenizer_fn",
     "store_rewrite",
+    "memory_store",
 )
 """What ``from_dict`` and :func:`restoring` accept beside the data."""
+ON_CHAT_STORE = "chat_store"
+"""How saved data names a memory store that lives in the memory's own chat store
+(``memory_store=True``): rebuilt over the restored chat store."""
 _SNAPSHOT_STORE = "SimpleChatStore"  # a store whose whole content the saved data holds
 
 # Never written, never read back: what an LLM sends its key with and where it sends it.
@@ -68,7 +78,7 @@ _RESTORING: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextV
 
 
 class Runtime:
-    """The objects a memory's data cannot carry: its LLM, counter, stores and rewrite.
+    """The objects a memory's data cannot carry: its LLM, counter, stores, rewrite, memory store.
 
     Registered (weakly) under a random token that the saved data names, and held by every
     memory using these objects, so ``from_dict`` in the same process gives a rebuilt
@@ -83,6 +93,7 @@ class Runtime:
         "counter",
         "keys",
         "llm",
+        "memory_store",
         "store_rewrite",
         "token",
     )
@@ -95,6 +106,7 @@ class Runtime:
         archive_store: BaseChatStore | None,
         store_rewrite: ConditionalRewrite | None,
         keys: tuple[str, str],
+        memory_store: MemoryStore | None = None,
     ) -> None:
         self.token = secrets.token_hex(16)  # unguessable: saved data may come from anyone
         self.keys = keys  # the conversation's key and its archive's
@@ -103,6 +115,7 @@ class Runtime:
         self.chat_store = chat_store
         self.archive_store = archive_store
         self.store_rewrite = store_rewrite
+        self.memory_store = memory_store
 
     def holds(
         self,
@@ -111,6 +124,7 @@ class Runtime:
         archive_store: BaseChatStore | None,
         store_rewrite: ConditionalRewrite | None,
         keys: tuple[str, str],
+        memory_store: MemoryStore | None = None,
     ) -> bool:
         """True when these are exactly its objects, for the same conversation."""
         return (
@@ -119,6 +133,7 @@ class Runtime:
             and self.chat_store is chat_store
             and self.archive_store is archive_store
             and self.store_rewrite is store_rewrite
+            and self.memory_store is memory_store
         )
 
 
@@ -133,11 +148,13 @@ def runtime_for(
     archive_store: BaseChatStore | None,
     store_rewrite: ConditionalRewrite | None,
     keys: tuple[str, str],
+    memory_store: MemoryStore | None = None,
 ) -> Runtime:
     """``current`` if it still holds these objects, else a new registered :class:`Runtime`."""
-    if current is not None and current.holds(llm, chat_store, archive_store, store_rewrite, keys):
+    held = (llm, chat_store, archive_store, store_rewrite, keys, memory_store)
+    if current is not None and current.holds(*held):
         return current
-    runtime = Runtime(llm, counter, chat_store, archive_store, store_rewrite, keys)
+    runtime = Runtime(llm, counter, chat_store, archive_store, store_rewrite, keys, memory_store)
     _LIVE[runtime.token] = runtime
     return runtime
 
@@ -220,6 +237,37 @@ class Restored:
     """Write the saved live messages into ``chat_store`` (not when it is the live one)."""
     load_archive: bool
     """Write the saved archive into the archive store (not when it is the live one)."""
+    memory_store: MemoryStore | None = None
+    """Where the full ledger and the folded originals go (``recall``'s), or None."""
+
+
+def memory_store_name(store: MemoryStore | None, chat_store: BaseChatStore) -> str | None:
+    """How ``to_dict`` names a memory store: :data:`ON_CHAT_STORE`, its type, or None."""
+    if store is None:
+        return None
+    if on_chat_store(store, chat_store):
+        return ON_CHAT_STORE
+    return type(store).__name__
+
+
+def _memory_store(
+    data: dict[str, Any],
+    given: dict[str, Any],
+    live: Runtime | None,
+    store: BaseChatStore,
+    missing: list[str],
+) -> MemoryStore | None:
+    """The memory store: given, the live one, rebuilt over ``store``, or asked for by name."""
+    if "memory_store" in given:
+        return resolve_memory_store(given["memory_store"], store)
+    if live is not None and store is live.chat_store:
+        return live.memory_store
+    saved = data.get("memory_store")  # absent from data written before version 4
+    if saved == ON_CHAT_STORE:
+        return resolve_memory_store(True, store)
+    if saved is not None:
+        missing.append(f"the memory store {saved} (memory_store=...)")
+    return None
 
 
 def _counter(data: dict[str, Any], given: dict[str, Any], live: Runtime | None) -> Any:
@@ -306,6 +354,7 @@ def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
             missing.append(f"the LLM {data['llm']!r} (llm=...)")
     counter = _counter(data, given, live)
     store, load_live, archive, load_archive = _stores(data, given, live, missing)
+    memory_store = _memory_store(data, given, live, store, missing)
     if missing:
         raise ValueError(
             f"WindowBudgetMemory.from_dict: the saved memory used {' and '.join(missing)}, "
@@ -317,7 +366,15 @@ def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
     rewrite = given.get("store_rewrite")
     if rewrite is None and live is not None and store is live.chat_store:
         rewrite = live.store_rewrite
-    whole = live is not None and live.holds(llm, store, archive, rewrite, keys)
+    whole = live is not None and live.holds(llm, store, archive, rewrite, keys, memory_store)
     return Restored(
-        llm, counter, store, archive, rewrite, live if whole else None, load_live, load_archive
+        llm,
+        counter,
+        store,
+        archive,
+        rewrite,
+        live if whole else None,
+        load_live,
+        load_archive,
+        memory_store,
     )
