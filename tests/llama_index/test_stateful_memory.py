@@ -1,8 +1,9 @@
 """A memory driven through random sequences of LlamaIndex's calls keeps every message.
 
 Hypothesis' stateful testing builds memories with each digest role, with no LLM, an LLM that
-writes digests or one whose first summary calls fail, with and without a memory store, and
-the archive in the chat store, a separate store or a ``JsonlChatStore``. It puts turns (plain,
+writes digests or one whose first summary calls fail, with and without a memory store and
+ahead-of-time compaction, and the archive in the chat store, a separate store or a
+``JsonlChatStore``. It puts turns (plain,
 with tool calls, repeated word for word, oversized; sync, and async on a fresh event loop
 each time, as ``asyncio.run`` cells make them), reads views under a caller's prefix up to the
 whole limit, hands the history back through ``set`` as chat engines do, starts over, compacts
@@ -58,6 +59,7 @@ class MemoryMachine(RuleBasedStateMachine):
         writer=st.sampled_from(["none", "model", "flaky model"]),
         memory_store=st.booleans(),
         archive=st.sampled_from(["chat store", "own", "jsonl"]),
+        precompact=st.sampled_from([None, 0.4]),
     )
     def build(
         self,
@@ -65,6 +67,7 @@ class MemoryMachine(RuleBasedStateMachine):
         writer: str,
         memory_store: bool,
         archive: str,
+        precompact: float | None,
     ) -> None:
         self.has_store = memory_store
         llm = None
@@ -77,6 +80,7 @@ class MemoryMachine(RuleBasedStateMachine):
             context_window=WINDOW,
             digest_role=digest_role,
             memory_store=memory_store or None,
+            precompact=precompact,
             archive_store={
                 "chat store": None,
                 "own": SimpleChatStore(),
