@@ -3,14 +3,15 @@
 Hypothesis' stateful testing builds memories with each digest role, with no LLM, an LLM that
 writes digests or one whose first summary calls fail, with and without a memory store and
 ahead-of-time compaction, and the archive in the chat store, a separate store or a
-``JsonlChatStore``. It puts turns (plain,
-with tool calls, repeated word for word, oversized; sync, and async on a fresh event loop
-each time, as ``asyncio.run`` cells make them), reads views under a caller's prefix up to the
-whole limit, hands the history back through ``set`` as chat engines do, starts over, compacts
-by hand, and saves and restores the memory (``to_dict`` and ``to_string``). After every step:
-the whole original conversation (``get_all(include_archived=True)``) is what was put, in
-order; every view fits the limit, opens on neither a tool result nor an assistant message,
-and never parts a tool call from its result.
+``JsonlChatStore``. It puts turns (plain, with tool calls, repeated word for word, oversized;
+sync, and async on a fresh event loop each time, as ``asyncio.run`` cells make them), reads
+views under a caller's prefix up to the whole limit, hands the history back through ``set``
+as chat engines do, starts over, compacts by hand, and saves and restores the memory
+(``to_dict`` and ``to_string``, in this process or as another would). After every step: the
+whole original conversation (``get_all(include_archived=True)``) is what was put, in order;
+every view fits the limit, opens on neither a tool result nor an assistant message, and
+never parts a tool call from its result; a restored memory keeps its memory store and what
+it holds.
 """
 
 from __future__ import annotations
