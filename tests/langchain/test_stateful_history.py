@@ -1,10 +1,12 @@
 """A condensing chat history driven through random sequences of writes keeps every message.
 
-Hypothesis' stateful testing writes turns (plain, tool loops, oversized) through the sync and
-the async path (each async write on a fresh event loop, as ``asyncio.run`` cells make them),
-reads, and clears. After every step: every message written since the last ``clear()`` is in
-the archive or the live history, in the order written; the live history fits the window and
-never holds a tool result without its call.
+Hypothesis' stateful testing writes turns (plain, tool loops, oversized, the same words
+again) through the sync and the async path (each async write on a fresh event loop, as
+``asyncio.run`` cells make them), reads, and clears, with and without an engine whose memory
+store ``recall`` reads. After every step: every message written since the last ``clear()``
+is in the archive or the live history, in the order written, and every question is in the
+memory store or the live history word for word; the live history fits the window and never
+holds a tool result without its call.
 """
 
 from __future__ import annotations
@@ -17,9 +19,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.memory import InMemoryStore
 
-from langchain_window_budget import CondensingChatMessageHistory, is_digest
+from langchain_window_budget import (
+    CondensingChatMessageHistory,
+    LangChainCondenser,
+    LangGraphMemoryStore,
+    is_digest,
+)
 from window_budget import BudgetPolicy
+from window_budget.messages import message_from_dict, message_text
 
 from .conftest import digest_model, provider_valid, request_tokens, tool_loop
 
@@ -45,19 +54,30 @@ class HistoryMachine(RuleBasedStateMachine):
         self.expected: list[tuple[str, str]] = []
         self.archived_before = 0
         self.turn = 0
+        self.memory: LangGraphMemoryStore | None = None
+        self.asked: set[str] = set()
 
     @initialize(
         writer=st.sampled_from(["none", "model"]),
         keep_recent=st.sampled_from([400, 1200]),
-        session=st.sampled_from([None, "s1"]),
+        session=st.sampled_from([None, "s1", "memory store"]),
     )
     def build(self, writer: str, keep_recent: int, session: str | None) -> None:
+        model = digest_model() if writer == "model" else None
+        policy = BudgetPolicy(keep_recent=keep_recent, reserve_tokens=256)
+        engine = None
+        if session == "memory store":  # recall's store, beside the archive history
+            self.memory = LangGraphMemoryStore(InMemoryStore())
+            engine = LangChainCondenser(
+                model, context_window=WINDOW, policy=policy, memory=self.memory
+            )
         self.history = CondensingChatMessageHistory(
             InMemoryChatMessageHistory(),
-            model=digest_model() if writer == "model" else None,
+            model=model,
             context_window=WINDOW,
-            policy=BudgetPolicy(keep_recent=keep_recent, reserve_tokens=256),
+            policy=policy,
             session_id=session,
+            engine=engine,
         )
 
     def _wrote(self, messages: list[BaseMessage]) -> None:
@@ -106,6 +126,7 @@ class HistoryMachine(RuleBasedStateMachine):
     def clear(self) -> None:
         self.history.clear()
         self.expected = []
+        self.asked = set()
         self.archived_before = len(self.history.archive.messages)
 
     @invariant()
@@ -116,6 +137,11 @@ class HistoryMachine(RuleBasedStateMachine):
         live = [m for m in self.history.messages if not is_digest(m)]
         found = [_key(m) for m in [*archived, *live]]
         assert _in_order(self.expected, found)
+        if self.memory is not None:  # every question is there too, word for word
+            self.asked |= {t for kind, t in self.expected if kind == "human"}
+            stored = self.memory.originals("memory store")
+            held = {message_text(message_from_dict(dict(o))) for _, o in stored}
+            assert self.asked <= held | {m.text for m in live}
 
     @invariant()
     def live_history_fits_and_keeps_pairs(self) -> None:
