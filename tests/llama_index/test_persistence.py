@@ -411,3 +411,13 @@ def test_saved_memory_entries_that_are_not_ours_are_one_clear_sentence(
     data["memory_entries"] = entries
     with pytest.raises(ValueError, match=message):
         WindowBudgetMemory.from_dict(data)
+
+
+@pytest.mark.parametrize("field", ["memory_store", "chat_store", "archive_store", "llm"])
+def test_names_in_saved_data_reach_the_error_short_and_printable(field: str) -> None:
+    data = WindowBudgetMemory.from_defaults(context_window=2000).to_dict()
+    data["instance"] = "saved elsewhere"
+    data[field] = "Evil\x1b[2J\nStore" + "x" * 500
+    with pytest.raises(ValueError, match=r"Evil\?\[2J\?Storex+…") as caught:
+        WindowBudgetMemory.from_dict(data)
+    assert len(str(caught.value)) < 600

@@ -174,6 +174,14 @@ def llm_config(llm: LLM | None) -> dict[str, Any] | None:
     return _public(data)
 
 
+def _name(saved: object, *, quote: bool = False) -> str:
+    """A name saved data gives, fit for an error message: short, one line, printable."""
+    text = saved if isinstance(saved, str) else type(saved).__name__
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    text = text if len(text) <= 60 else text[:59] + "…"
+    return repr(text) if quote else text
+
+
 def _public(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if not _PRIVATE_FIELD.search(str(k))}
 
@@ -266,7 +274,7 @@ def _memory_store(
     if saved == ON_CHAT_STORE:
         return resolve_memory_store(True, store)
     if saved is not None:
-        missing.append(f"the memory store {saved} (memory_store=...)")
+        missing.append(f"the memory store {_name(saved)} (memory_store=...)")
     return None
 
 
@@ -308,7 +316,7 @@ def _stores(
     else:
         store, load_live = SimpleChatStore(), True
         if saved_store not in (None, _SNAPSHOT_STORE):
-            missing.append(f"the chat store {saved_store} (chat_store=...)")
+            missing.append(f"the chat store {_name(saved_store)} (chat_store=...)")
     saved_archive = data.get("archive_store")
     if given.get("archive_store") is not None:
         return store, load_live, given["archive_store"], True
@@ -319,7 +327,7 @@ def _stores(
     if saved_archive is not None:
         if live is not None:
             return store, load_live, live.archive_store, False
-        missing.append(f"the archive store {saved_archive} (archive_store=...)")
+        missing.append(f"the archive store {_name(saved_archive)} (archive_store=...)")
     return store, load_live, None, True
 
 
@@ -351,7 +359,7 @@ def restored(data: dict[str, Any], kwargs: dict[str, Any]) -> Restored:
     else:
         llm = llm_from_config(data.get("llm_config"))
         if llm is None and data.get("llm"):
-            missing.append(f"the LLM {data['llm']!r} (llm=...)")
+            missing.append(f"the LLM {_name(data['llm'], quote=True)} (llm=...)")
     counter = _counter(data, given, live)
     store, load_live, archive, load_archive = _stores(data, given, live, missing)
     memory_store = _memory_store(data, given, live, store, missing)
