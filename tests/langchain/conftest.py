@@ -213,6 +213,12 @@ def tool_loop(
     return out
 
 
+def in_order(expected: Sequence[Any], found: Sequence[Any]) -> bool:
+    """``expected`` is a subsequence of ``found``: all of it, in its order, gaps allowed."""
+    rest = iter(found)
+    return all(any(k == f for f in rest) for k in expected)
+
+
 def provider_valid(messages: Sequence[BaseMessage]) -> bool:
     """Every ToolMessage follows an AIMessage (in the same list) that made its call."""
     called: set[str] = set()

@@ -28,7 +28,7 @@ from langgraph.store.memory import InMemoryStore
 from langchain_window_budget import LangGraphMemoryStore, is_digest
 from window_budget.messages import message_from_dict, message_text
 
-from .conftest import RecordingChatModel, provider_valid
+from .conftest import RecordingChatModel, in_order, provider_valid
 
 pytest.importorskip("langchain.agents")
 
@@ -47,12 +47,6 @@ def _key(message: BaseMessage) -> tuple[str, str, tuple[str, ...]]:
         tuple(str(c["id"]) for c in message.tool_calls) if isinstance(message, AIMessage) else ()
     )
     return (message.type, message.text, calls)
-
-
-def _in_order(expected: list[Any], found: list[Any]) -> bool:
-    """``expected`` is a subsequence of ``found``."""
-    rest = iter(found)
-    return all(any(k == f for f in rest) for k in expected)
 
 
 class AgentMachine(RuleBasedStateMachine):
@@ -126,7 +120,7 @@ class AgentMachine(RuleBasedStateMachine):
         # A kept message the window made the middleware shorten keeps its id in the thread,
         # and its original goes to the archive (after the head dropped with it).
         now = [(m.type, m.id) for m in held]
-        assert _in_order(self.seen, now)
+        assert in_order(self.seen, now)
         self.seen = now
         self.texts |= {_key(m) for m in held if SHORTENED not in m.text}
         assert self.texts <= {_key(m) for m in held}  # every original, word for word

@@ -30,19 +30,13 @@ from langchain_window_budget import (
 from window_budget import BudgetPolicy
 from window_budget.messages import message_from_dict, message_text
 
-from .conftest import digest_model, provider_valid, request_tokens, tool_loop
+from .conftest import digest_model, in_order, provider_valid, request_tokens, tool_loop
 
 WINDOW = 3000
 
 
 def _key(message: BaseMessage) -> tuple[str, str]:
     return (message.type, message.text)
-
-
-def _in_order(expected: list[tuple[str, str]], found: list[tuple[str, str]]) -> bool:
-    """``expected`` is a subsequence of ``found``."""
-    rest = iter(found)
-    return all(any(k == f for f in rest) for k in expected)
 
 
 class HistoryMachine(RuleBasedStateMachine):
@@ -136,7 +130,7 @@ class HistoryMachine(RuleBasedStateMachine):
         archived = self.history.archive.messages[self.archived_before :]
         live = [m for m in self.history.messages if not is_digest(m)]
         found = [_key(m) for m in [*archived, *live]]
-        assert _in_order(self.expected, found)
+        assert in_order(self.expected, found)
         if self.memory is not None:  # every question is there too, word for word
             self.asked |= {t for kind, t in self.expected if kind == "human"}
             stored = self.memory.originals("memory store")
