@@ -4,8 +4,8 @@ Hypothesis' stateful testing puts turns (plain, with tool calls, repeated word f
 sync and async, each async call on a fresh event loop) into a ``Memory`` whose short-term
 queue flushes into :class:`WindowBudgetMemoryBlock`, and reads it. After every step the
 block's memory store holds exactly the oldest messages put, in order (those ``Memory``
-flushed, none twice), and what ``Memory.get`` returns never holds a tool result without its
-call.
+flushed, none twice, across a restart over the same stores too), and what ``Memory.get``
+returns never holds a tool result without its call.
 """
 
 from __future__ import annotations
@@ -44,14 +44,33 @@ class BlockMachine(RuleBasedStateMachine):
     @initialize(writer=st.sampled_from(["none", "model"]), max_tokens=st.sampled_from([300, 900]))
     def build(self, writer: str, max_tokens: int) -> None:
         llm = ScriptedLLM(window=8000) if writer == "model" else None
-        self.block = WindowBudgetMemoryBlock(llm=llm, max_tokens=max_tokens)
+        self._start(WindowBudgetMemoryBlock(llm=llm, max_tokens=max_tokens))
+
+    def _start(self, block: WindowBudgetMemoryBlock) -> None:
+        self.block = block
         self.memory = Memory.from_defaults(
             session_id=SESSION,
-            memory_blocks=[self.block],
+            memory_blocks=[block],
             token_limit=2000,
             chat_history_token_ratio=0.5,
             token_flush_size=300,
         )
+
+    @rule()
+    def restart(self) -> None:
+        # Another process: a new block and a new Memory over the block's stores. Memory's
+        # own queue is its in-memory SQL table, gone with it: what it had not flushed yet
+        # is LlamaIndex's to lose, so the reference becomes what the block archived.
+        old = self.block
+        self._start(
+            WindowBudgetMemoryBlock(
+                llm=old.llm,
+                max_tokens=old.max_tokens,
+                chat_store=old.chat_store,
+                memory_store=old.store,
+            )
+        )
+        self.put = self._archived()
 
     def _add(self, messages: list[ChatMessage], *, run_async: bool = False) -> None:
         if run_async:
@@ -111,10 +130,12 @@ class BlockMachine(RuleBasedStateMachine):
     def flushed_messages_are_archived_once_in_order(self) -> None:
         if self.block is None or self.block.store is None:
             return
-        archived = [
-            message_text(message_from_dict(dict(o))) for _, o in self.block.store.originals(SESSION)
-        ]
+        archived = self._archived()
         assert archived == self.put[: len(archived)]
+
+    def _archived(self) -> list[str]:
+        store = self.block.store
+        return [message_text(message_from_dict(dict(o))) for _, o in store.originals(SESSION)]
 
 
 BlockMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=20, deadline=None)
