@@ -2,16 +2,16 @@
 
 Hypothesis' stateful testing builds memories with each digest role, with no LLM, an LLM that
 writes digests or one whose first summary calls fail, with and without a memory store and
-ahead-of-time compaction, and the archive in the chat store, a separate store or a
-``JsonlChatStore``. It puts turns (plain, with tool calls, repeated word for word, oversized;
-sync, and async on a fresh event loop each time, as ``asyncio.run`` cells make them), reads
-views under a caller's prefix up to the whole limit, hands the history back through ``set``
-as chat engines do, starts over, compacts by hand, and saves and restores the memory
-(``to_dict`` and ``to_string``, in this process or as another would). After every step: the
-whole original conversation (``get_all(include_archived=True)``) is what was put, in order;
-every view fits the limit, opens on neither a tool result nor an assistant message, and
-never parts a tool call from its result; a restored memory keeps its memory store and what
-it holds.
+ahead-of-time compaction, over a ``SimpleChatStore`` or a ``SQLiteChatStore`` file, and the
+archive in the chat store, a separate store or a ``JsonlChatStore``. It puts turns (plain,
+with tool calls, repeated word for word, oversized; sync, and async on a fresh event loop
+each time, as ``asyncio.run`` cells make them), reads views under a caller's prefix up to the
+whole limit, hands the history back through ``set`` as chat engines do, starts over, compacts
+by hand, and saves and restores the memory (``to_dict`` and ``to_string``, in this process
+or as another would). After every step: the whole original conversation
+(``get_all(include_archived=True)``) is what was put, in order; every view fits the limit,
+opens on neither a tool result nor an assistant message, and never parts a tool call from
+its result; a restored memory keeps its memory store and what it holds.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.storage.chat_store import SimpleChatStore
+from llama_index.storage.chat_store.sqlite import SQLiteChatStore
 
 from llama_index.memory.window_budget import JsonlChatStore, WindowBudgetMemory, is_digest
 
@@ -61,6 +62,7 @@ class MemoryMachine(RuleBasedStateMachine):
         memory_store=st.booleans(),
         archive=st.sampled_from(["chat store", "own", "jsonl"]),
         precompact=st.sampled_from([None, 0.4]),
+        sqlite=st.booleans(),
     )
     def build(
         self,
@@ -69,6 +71,7 @@ class MemoryMachine(RuleBasedStateMachine):
         memory_store: bool,
         archive: str,
         precompact: float | None,
+        sqlite: bool,
     ) -> None:
         self.has_store = memory_store
         llm = None
@@ -76,8 +79,13 @@ class MemoryMachine(RuleBasedStateMachine):
             # A failing summary call falls back to the network-free digest (the default).
             flaky = 2 if writer == "flaky model" else 0
             llm = ScriptedLLM(window=WINDOW * 4, flaky_summaries=flaky)
+        chat_store = SimpleChatStore()
+        if sqlite:  # a store with its own transaction for the rewrite, in a file
+            path = f"{self._directory()}/chat.sqlite"
+            chat_store = SQLiteChatStore.from_params(database=path)
         self.memory = WindowBudgetMemory.from_defaults(
             llm=llm,
+            chat_store=chat_store,
             context_window=WINDOW,
             digest_role=digest_role,
             memory_store=memory_store or None,
@@ -85,12 +93,13 @@ class MemoryMachine(RuleBasedStateMachine):
             archive_store={
                 "chat store": None,
                 "own": SimpleChatStore(),
-                "jsonl": JsonlChatStore(directory=self._directory()),
+                "jsonl": JsonlChatStore(directory=f"{self._directory()}/archive"),
             }[archive],
         )
 
     def _directory(self) -> str:
-        self.directory = tempfile.mkdtemp(prefix="wb-archive-")
+        if self.directory is None:
+            self.directory = tempfile.mkdtemp(prefix="wb-archive-")
         return self.directory
 
     def teardown(self) -> None:
@@ -198,6 +207,8 @@ class MemoryMachine(RuleBasedStateMachine):
             given["llm"] = self.memory.llm
             if isinstance(self.memory.archive_store, JsonlChatStore):
                 given["archive_store"] = self.memory.archive_store
+            if isinstance(self.memory.chat_store, SQLiteChatStore):
+                given["chat_store"] = self.memory.chat_store
         if as_text:
             self.memory = WindowBudgetMemory.from_string(json.dumps(data), **given)
         else:
