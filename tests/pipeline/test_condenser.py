@@ -4,11 +4,12 @@ import asyncio
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import transcripts
 from window_budget import (
+    AgentMessage,
     AssistantMessage,
     BudgetError,
     BudgetPolicy,
@@ -27,6 +28,7 @@ from window_budget.cancel import CancelledByToken, CancelToken
 from window_budget.contract import CondenserDeps
 from window_budget.digest import SESSION_HEADER, is_digest
 from window_budget.errors import MessageError, SummarizerError
+from window_budget.messages import ProviderCompactionBlock, message_from_dict, message_text
 from window_budget.pipeline import (
     DEFAULT_POLICY,
     budget_limit,
@@ -518,3 +520,71 @@ def test_check_window_refuses_a_window_the_reserve_eats() -> None:
         check_window(1000, BudgetPolicy())
     check_window(1000, BudgetPolicy.for_window(1000))  # the scaled default fits
     check_window(2400, BudgetPolicy())
+
+
+# ------------------------------------------------- the original of a shortened message
+
+
+def _overflowing() -> tuple[list[AssistantMessage | UserMessage], str]:
+    big = "BIG " + " ".join(f"b{i}" for i in range(3000))  # the newest turn: over the window
+    history: list[AssistantMessage | UserMessage] = []
+    for i in range(6):
+        history += [UserMessage(f"q{i} " + "w " * 200), AssistantMessage(content=f"a{i}")]
+    return [*history, UserMessage(big)], big
+
+
+def _filed(condenser: object) -> list[str]:
+    store = condenser.deps.memory  # type: ignore[attr-defined]
+    name = condenser.deps.conversation  # type: ignore[attr-defined]
+    return [message_text(message_from_dict(dict(o))) for _, o in store.originals(name)]
+
+
+@pytest.mark.parametrize("how", ["sync", "await"])
+def test_transcript_out_files_the_original_of_a_message_it_shortened(how: str) -> None:
+    history, big = _overflowing()
+    condenser = create_condenser(model=Model("m", 4000))
+    out = condenser.sync(history) if how == "sync" else asyncio.run(condenser(history))
+    assert big not in [message_text(m) for m in out]  # kept, shortened
+    assert big in _filed(condenser)  # `history = condenser.sync(history)` loses nothing
+
+
+def test_the_account_leaves_filing_to_the_caller() -> None:
+    history, big = _overflowing()
+    condenser = create_condenser(model=Model("m", 4000))
+    result = condenser.run_sync(history)
+    assert result.shortened
+    assert big not in _filed(condenser)  # run() callers store what they choose
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=transcripts(max_groups=12),
+    paste=st.integers(2_000, 12_000),
+    boundary=st.one_of(st.none(), st.integers(0, 30)),
+)
+def test_what_is_filed_is_the_originals_of_what_was_shortened(
+    history: list[AgentMessage], paste: int, boundary: int | None
+) -> None:
+    history = [*history, UserMessage("paste: " + "p " * paste)]
+    if boundary is not None:  # a provider's compaction: the condenser runs past it
+        block = ProviderCompactionBlock.from_provider(
+            {"type": "compaction", "content": "Earlier turns, condensed.", "signature": "c2ln"}
+        )
+        assert block is not None
+        at = min(boundary, len(history) - 1)
+        reply = AssistantMessage([block, TextBlock("Continuing.")])
+        history = [*history[:at], UserMessage("go on"), reply, *history[at:]]
+    condenser = create_condenser(model=Model("m", 6000), policy=BudgetPolicy(keep_recent=800))
+    try:
+        result = condenser.run_sync(history)
+    except BudgetError:
+        return
+    before = len(_filed(condenser))
+    condenser.archive_shortened(result, None)
+    filed = _filed(condenser)[before:]
+    assert len(filed) == len(result.shortened)
+    inputs = [message_text(m) for m in history]
+    outputs = [message_text(m) for m in result.messages]
+    for text in filed:
+        assert text in inputs  # an original the caller gave
+        assert text not in outputs  # and the output holds it only shortened

@@ -309,6 +309,23 @@ class WindowCondenser:
                 name, store.archived(name), [message_to_dict(m) for m in result.plan.dropped]
             )
 
+    def archive_shortened(self, result: CondenseResult, conversation: str | None) -> None:
+        """Originals of kept messages the result holds shortened go to the memory store.
+
+        For a caller that stores the result in place of its transcript (``sync`` and
+        ``await condenser(...)``): the cut words stay where ``recall`` reaches them.
+        """
+        store = self.deps.memory
+        if store is None or not result.shortened:
+            return
+        if result.summary is None and result.reason != "shortened":
+            return  # a trim: its own account of what it removed
+        kept = result.plan.kept  # the output's last messages, one for one (a head may precede)
+        start = len(result.messages) - len(kept)
+        originals = [kept[i - start] for i in result.shortened if 0 <= i - start < len(kept)]
+        name = conversation or self.deps.conversation
+        store.archive(name, store.archived(name), [message_to_dict(m) for m in originals])
+
     def finish(
         self,
         messages: Sequence[AgentMessage],
@@ -408,13 +425,19 @@ class WindowCondenser:
         return self.finish(messages, decision, summary, force=force)
 
     async def __call__(self, messages: list[AgentMessage]) -> list[AgentMessage]:
-        """Transcript in, transcript out: the same list when nothing is to be done."""
+        """Transcript in, transcript out: the same list when nothing is to be done.
+
+        The output is meant to replace the transcript: the original of a kept message it
+        holds shortened goes to the memory store.
+        """
         result = await self.run(messages)
+        self.archive_shortened(result, None)
         return messages if result.messages is messages else list(result.messages)
 
     def sync(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         """The sync twin of ``await condenser(messages)``."""
         result = self.run_sync(messages)
+        self.archive_shortened(result, None)
         return messages if result.messages is messages else list(result.messages)
 
     def __repr__(self) -> str:
