@@ -181,6 +181,16 @@ def scripted_llm() -> ScriptedLLM:
 # ------------------------------------------------ conversations the tests put
 
 
+def pairs_kept(view: Sequence[ChatMessage]) -> bool:
+    """Every tool result in ``view`` follows the assistant message that made its call."""
+    called: set[str] = set()
+    for m in view:
+        called.update(b.tool_call_id or "" for b in m.blocks if isinstance(b, ToolCallBlock))
+        if m.role == MessageRole.TOOL and m.additional_kwargs.get("tool_call_id") not in called:
+            return False
+    return True
+
+
 def user(i: int, words: int = 30) -> ChatMessage:
     return ChatMessage(role="user", content=f"question {i} " + "please " * words)
 

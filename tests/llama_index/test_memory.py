@@ -21,7 +21,7 @@ from llama_index.memory.window_budget import (
 from window_budget.digest import SESSION_HEADER
 from window_budget.errors import BudgetError
 
-from .conftest import ScriptedLLM, bot, fill, request_tokens, small_memory, user
+from .conftest import ScriptedLLM, bot, fill, pairs_kept, request_tokens, small_memory, user
 
 # -------------------------------------------------------- LlamaIndex's own behaviours
 
@@ -248,13 +248,7 @@ def test_tool_calls_never_split_from_results(turns: list[tuple[int, int]]) -> No
         memory.put_messages(tool_turn(i, calls, words))
         view = memory.get()
         assert memory.count_tokens(view) <= memory.token_limit
-        calls_seen: set[str] = set()
-        for m in view:
-            for b in m.blocks:
-                if isinstance(b, ToolCallBlock):
-                    calls_seen.add(b.tool_call_id or "")
-            if m.role == MessageRole.TOOL:
-                assert m.additional_kwargs["tool_call_id"] in calls_seen
+        assert pairs_kept(view)
         assert view[0].role == MessageRole.USER
 
 

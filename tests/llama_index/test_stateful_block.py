@@ -16,13 +16,13 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.core.memory import Memory
 
 from llama_index.memory.window_budget import WindowBudgetMemoryBlock
 from window_budget.messages import message_from_dict, message_text
 
-from .conftest import ScriptedLLM
+from .conftest import ScriptedLLM, pairs_kept
 
 SESSION = "s1"
 
@@ -120,11 +120,7 @@ class BlockMachine(RuleBasedStateMachine):
     @rule()
     def read(self) -> None:
         view = self.memory.get()
-        called: set[str] = set()
-        for m in view:
-            called.update(b.tool_call_id or "" for b in m.blocks if isinstance(b, ToolCallBlock))
-            if m.role == MessageRole.TOOL:
-                assert m.additional_kwargs.get("tool_call_id") in called, m
+        assert pairs_kept(view), view
 
     @invariant()
     def flushed_messages_are_archived_once_in_order(self) -> None:

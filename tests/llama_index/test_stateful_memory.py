@@ -31,7 +31,7 @@ from llama_index.storage.chat_store.sqlite import SQLiteChatStore
 
 from llama_index.memory.window_budget import JsonlChatStore, WindowBudgetMemory, is_digest
 
-from .conftest import ScriptedLLM
+from .conftest import ScriptedLLM, pairs_kept
 
 WINDOW = 1500
 
@@ -239,13 +239,7 @@ class MemoryMachine(RuleBasedStateMachine):
         body = [m for m in view if m.role != MessageRole.SYSTEM]
         if body:
             assert body[0].role not in (MessageRole.TOOL, MessageRole.ASSISTANT), body[0]
-        open_calls: set[str] = set()
-        for m in view:
-            for b in m.blocks:
-                if isinstance(b, ToolCallBlock):
-                    open_calls.add(b.tool_call_id or "")
-            if m.role == MessageRole.TOOL:
-                assert m.additional_kwargs.get("tool_call_id") in open_calls, m
+        assert pairs_kept(view), view
 
 
 MemoryMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=20, deadline=None)
