@@ -47,6 +47,11 @@ from window_budget.messages._kinds import (
 )
 from window_budget.messages._kinds import MessageKind as MessageKind
 from window_budget.messages._kinds import message_kind as message_kind
+from window_budget.messages._parts import TOOL_CALL_PARTS as TOOL_CALL_PARTS
+from window_budget.messages._parts import content_blocks as content_blocks
+from window_budget.messages._parts import guess_image_type as guess_image_type
+from window_budget.messages._parts import image_from_url as image_from_url
+from window_budget.messages._parts import json_text as json_text
 from window_budget.messages._text import content_text as content_text
 from window_budget.messages._text import message_blocks as message_blocks
 from window_budget.messages._text import message_text, tool_call_ids

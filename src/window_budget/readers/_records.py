@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import mimetypes
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
@@ -13,6 +12,8 @@ from window_budget.messages import (
     AgentMessage,
     ImageBlock,
     Usage,
+    guess_image_type,
+    image_from_url,
 )
 from window_budget.readers._base import (
     Collector,
@@ -38,21 +39,6 @@ __all__ = [
     "tag",
     "text_of",
 ]
-
-
-def guess_image_type(url: str, default: str = "image/png") -> str:
-    """The MIME type a URL's file name suggests (``.jpg`` -> ``image/jpeg``), else ``default``."""
-    path = url.split("?", 1)[0].split("#", 1)[0]
-    guess, _ = mimetypes.guess_type(path)
-    return guess if guess and guess.startswith("image/") else default
-
-
-def image_from_url(url: str, mime_type: str | None = None) -> ImageBlock:
-    """An image block from a URL or a ``data:`` URI (the MIME type is taken from the URI)."""
-    if url.startswith("data:") and ";base64," in url:
-        head, _, data = url.partition(";base64,")
-        return ImageBlock(data, head[5:] or mime_type or "image/png")
-    return ImageBlock(url, mime_type or guess_image_type(url))
 
 
 def image_to_url(block: ImageBlock) -> str:

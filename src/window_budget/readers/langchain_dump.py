@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from window_budget.budget import usage_from_langchain
 from window_budget.messages import (
+    TOOL_CALL_PARTS,
     AgentMessage,
     AssistantMessage,
     Block,
@@ -24,6 +25,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    content_blocks,
     content_text,
 )
 from window_budget.readers._base import (
@@ -37,7 +39,6 @@ from window_budget.readers._digests import (
 )
 from window_budget.readers._records import (
     KeyFields,
-    image_from_url,
     image_to_url,
     read_message_records,
 )
@@ -50,43 +51,13 @@ __all__ = ["read_langchain", "to_langchain", "write_langchain"]
 def _content(content: Any, names: dict[str, str]) -> list[Block]:
     if content is None:
         return []
-    if isinstance(content, str):
-        return [TextBlock(content)] if content else []
-    if not isinstance(content, list):
+    if not isinstance(content, str | list):
         raise TypeError(f"content must be a string or a list, not {type(content).__name__}")
-    blocks: list[Block] = []
-    for part in content:
-        if isinstance(part, str):
-            blocks.append(TextBlock(part))
-            continue
-        kind = part.get("type")
-        if kind == "text":
-            blocks.append(TextBlock(str(part.get("text", ""))))
-        elif kind in ("thinking", "reasoning"):
-            text = part.get("thinking", part.get("reasoning", ""))
-            blocks.append(ThinkingBlock(str(text), part.get("signature")))
-        elif kind == "image_url":
-            url = part["image_url"]
-            blocks.append(image_from_url(url["url"] if isinstance(url, Mapping) else str(url)))
-        elif kind == "image":
-            if part.get("url"):
-                blocks.append(ImageBlock(str(part["url"]), str(part.get("mime_type", "image/png"))))
-            else:
-                src = part.get("source") or {}
-                blocks.append(
-                    ImageBlock(
-                        str(part.get("base64", part.get("data", src.get("data", "")))),
-                        str(part.get("mime_type", src.get("media_type", "image/png"))),
-                    )
-                )
-        elif kind == "tool_use":
-            # Anthropic-style calls also appear in ``tool_calls``; that list is the one kept.
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, Mapping) and part.get("type") in TOOL_CALL_PARTS:
+            # The same calls are listed in ``tool_calls``: that list is the one kept.
             names[str(part.get("id"))] = str(part.get("name"))
-        elif (compaction := ProviderCompactionBlock.from_provider(part)) is not None:
-            blocks.append(compaction)  # a provider's own compaction, kept verbatim
-        else:
-            blocks.append(TextBlock(json.dumps(part, ensure_ascii=False)))
-    return blocks
+    return [block for _, block in content_blocks(content, skip_tool_calls=True)]
 
 
 def message_from_langchain(
@@ -108,6 +79,10 @@ def message_from_langchain(
         info = find_digest_record(extra)
         return digest_from_info(content, info) or UserMessage(content)
     if kind in ("ai", "AIMessageChunk"):
+        extra = data.get("additional_kwargs")
+        reasoning = extra.get("reasoning_content") if isinstance(extra, Mapping) else None
+        if isinstance(reasoning, str) and reasoning:  # DeepSeek, Qwen, ... via LangChain
+            blocks.insert(0, ThinkingBlock(reasoning))
         for call in data.get("tool_calls") or ():
             names[str(call["id"])] = str(call["name"])
             args = call.get("args")

@@ -1,0 +1,135 @@
+"""Content parts as core blocks: the content lists LangChain messages carry.
+
+A LangChain message's content is a string or a list of parts, and the parts are the
+providers' own blocks passed through: Anthropic's ``text``, ``thinking``,
+``redacted_thinking``, ``image`` and ``tool_use``; OpenAI's ``image_url`` and Responses
+``reasoning`` items; LangChain's standard ``image``, ``reasoning`` and ``tool_call`` blocks;
+a provider's ``compaction`` block. One reading of them serves the LangChain adapter (live
+messages) and the reader of ``messages_to_dict`` dumps (the same messages on disk).
+Anything else (files, citations, other provider blocks) is kept as its JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from collections.abc import Mapping
+from typing import Any, Final
+
+from window_budget.messages._blocks import (
+    Block,
+    ImageBlock,
+    ProviderCompactionBlock,
+    TextBlock,
+    ThinkingBlock,
+)
+
+__all__ = ["TOOL_CALL_PARTS", "content_blocks", "guess_image_type", "image_from_url", "json_text"]
+
+TOOL_CALL_PARTS: Final = frozenset({"tool_use", "tool_call", "server_tool_call"})
+"""Part types that repeat a call the message also lists in ``tool_calls``."""
+
+
+def json_text(value: object) -> str:
+    """``value`` as compact JSON text (anything JSON cannot hold as its ``repr``)."""
+    return json.dumps(value, ensure_ascii=False, default=repr, separators=(",", ":"))
+
+
+def guess_image_type(url: str, default: str = "image/png") -> str:
+    """The MIME type a URL's file name suggests (``.jpg`` -> ``image/jpeg``), else ``default``."""
+    path = url.split("?", 1)[0].split("#", 1)[0]
+    guess, _ = mimetypes.guess_type(path)
+    return guess if guess and guess.startswith("image/") else default
+
+
+def image_from_url(url: str, mime_type: str | None = None) -> ImageBlock:
+    """An image block from a URL or a ``data:`` URI (the MIME type is taken from the URI)."""
+    if url.startswith("data:") and ";base64," in url:
+        head, _, data = url.partition(";base64,")
+        return ImageBlock(data, head[5:] or mime_type or "image/png")
+    return ImageBlock(url, mime_type or guess_image_type(url))
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else "" if value is None else json_text(value)
+
+
+def _image(part: Mapping[str, Any]) -> ImageBlock:
+    mime = part.get("mime_type") or part.get("media_type")
+    mime = mime if isinstance(mime, str) and mime else None
+    url = part.get("image_url")  # OpenAI: {"url": ...} or the URL itself
+    if isinstance(url, Mapping):
+        url = url.get("url")
+    source = part.get("source")  # Anthropic: {"type": "base64" | "url", ...}
+    if isinstance(source, Mapping):
+        media = source.get("media_type")
+        mime = mime or (media if isinstance(media, str) and media else None)
+        url = url or source.get("url")
+        data = source.get("data")
+    else:
+        data = None
+    data = data or part.get("base64") or part.get("data")
+    if data:
+        return ImageBlock(_text(data), mime or "image/png")
+    return image_from_url(_text(url or part.get("url")), mime)
+
+
+def _reasoning(part: Mapping[str, Any]) -> str:
+    text = part.get("reasoning") or part.get("thinking") or part.get("text")
+    if isinstance(text, str):
+        return text
+    summary = part.get("summary")  # OpenAI Responses: a list of summary parts
+    if isinstance(summary, list):
+        return "\n".join(_text(p.get("text")) for p in summary if isinstance(p, Mapping))
+    return json_text(dict(part))
+
+
+def _block(part: Mapping[str, Any]) -> Block:
+    kind = part.get("type")
+    if kind == "text":
+        return TextBlock(_text(part.get("text")))
+    if kind == "thinking":
+        signature = part.get("signature")
+        return ThinkingBlock(
+            _text(part.get("thinking")), signature if isinstance(signature, str) else None
+        )
+    if kind == "reasoning":
+        return ThinkingBlock(_reasoning(part))
+    if kind == "redacted_thinking":
+        return ThinkingBlock(_text(part.get("data")))
+    if kind in ("image", "image_url"):
+        return _image(part)
+    compaction = ProviderCompactionBlock.from_provider(part)
+    return compaction if compaction is not None else TextBlock(json_text(dict(part)))
+
+
+def content_blocks(
+    content: str | list[Any], *, skip_tool_calls: bool, image_limit: int | None = None
+) -> list[tuple[int, Block]]:
+    """The core blocks of a content string or part list, each with its part's index.
+
+    Args:
+        content: a message's content: a string, or a list of strings and part dicts.
+        skip_tool_calls: leave out :data:`TOOL_CALL_PARTS` (an assistant message lists the
+            same calls in ``tool_calls``, where they are read once); otherwise they are
+            kept as their JSON text, as any other part.
+        image_limit: cut inline image data to this many characters (an image is counted at
+            a flat rate, so the data is not needed to count it); a URL is kept up to 2,048
+            characters, so a summary can still name it. None keeps the data whole.
+
+    """
+    if isinstance(content, str):
+        return [(0, TextBlock(content))] if content else []
+    out: list[tuple[int, Block]] = []
+    for i, part in enumerate(content):
+        if isinstance(part, str):
+            out.append((i, TextBlock(part)))
+        elif not isinstance(part, Mapping):
+            out.append((i, TextBlock(json_text(part))))
+        elif not (skip_tool_calls and part.get("type") in TOOL_CALL_PARTS):
+            block = _block(part)
+            if image_limit is not None and isinstance(block, ImageBlock):
+                url = block.data.startswith(("https://", "http://"))
+                block = ImageBlock(block.data[: 2048 if url else image_limit], block.mime_type)
+            out.append((i, block))
+    return out
