@@ -19,6 +19,7 @@ from typing import Any
 
 from window_budget.errors import ConfigError, StoreError
 from window_budget.memory._store import LedgerVersion, check_conversation
+from window_budget.messages import loads
 
 __all__ = ["SQLiteMemoryStore"]
 
@@ -228,7 +229,10 @@ class SQLiteMemoryStore:
 
 
 def _load(body: str) -> dict[str, Any]:
-    value = json.loads(body)
+    try:  # a damaged row (the file is the user's) reads as empty, never a crash
+        value = loads(body)
+    except (TypeError, ValueError):
+        return {}
     return value if isinstance(value, dict) else {}
 
 

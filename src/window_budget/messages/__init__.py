@@ -30,6 +30,8 @@ from window_budget.messages._blocks import (
 )
 from window_budget.messages._dicts import message_from_dict, message_to_dict
 from window_budget.messages._dicts import parse_timestamp as parse_timestamp
+from window_budget.messages._json import JSONProblem as JSONProblem
+from window_budget.messages._json import loads as loads
 from window_budget.messages._kinds import KNOWN_MESSAGE_TYPES as KNOWN_MESSAGE_TYPES
 from window_budget.messages._kinds import MESSAGE_KINDS as MESSAGE_KINDS
 from window_budget.messages._kinds import (
@@ -52,6 +54,7 @@ from window_budget.messages._parts import content_blocks as content_blocks
 from window_budget.messages._parts import guess_image_type as guess_image_type
 from window_budget.messages._parts import image_from_url as image_from_url
 from window_budget.messages._parts import json_text as json_text
+from window_budget.messages._parts import tool_arguments as tool_arguments
 from window_budget.messages._text import content_text as content_text
 from window_budget.messages._text import message_blocks as message_blocks
 from window_budget.messages._text import message_text, tool_call_ids

@@ -23,8 +23,16 @@ from window_budget.messages._blocks import (
     TextBlock,
     ThinkingBlock,
 )
+from window_budget.messages._json import loads
 
-__all__ = ["TOOL_CALL_PARTS", "content_blocks", "guess_image_type", "image_from_url", "json_text"]
+__all__ = [
+    "TOOL_CALL_PARTS",
+    "content_blocks",
+    "guess_image_type",
+    "image_from_url",
+    "json_text",
+    "tool_arguments",
+]
 
 TOOL_CALL_PARTS: Final = frozenset({"tool_use", "tool_call", "server_tool_call"})
 """Part types that repeat a call the message also lists in ``tool_calls``."""
@@ -33,6 +41,24 @@ TOOL_CALL_PARTS: Final = frozenset({"tool_use", "tool_call", "server_tool_call"}
 def json_text(value: object) -> str:
     """``value`` as compact JSON text (anything JSON cannot hold as its ``repr``)."""
     return json.dumps(value, ensure_ascii=False, default=repr, separators=(",", ":"))
+
+
+def tool_arguments(raw: object) -> dict[str, Any]:
+    """A tool call's arguments as a dict: a mapping as it is, a JSON object's text decoded.
+
+    Anything else (text that is not a JSON object, nested past the recursion limit or
+    holding an integer too long to convert, or another value) is kept whole under
+    ``"_raw"``, never an error: the arguments are whatever a model wrote.
+    """
+    if isinstance(raw, Mapping):
+        return {str(k): v for k, v in raw.items()}
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    try:
+        value = loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"_raw": raw}
 
 
 def guess_image_type(url: str, default: str = "image/png") -> str:

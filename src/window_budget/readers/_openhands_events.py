@@ -21,6 +21,7 @@ from window_budget.messages import (
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
+    tool_arguments,
 )
 from window_budget.readers._digests import (
     digest_from_info,
@@ -32,7 +33,7 @@ from window_budget.readers._records import (
     tag,
     text_of,
 )
-from window_budget.readers.openai import parse_arguments, usage_from_openai
+from window_budget.readers.openai import usage_from_openai
 
 __all__ = ["Call", "Events", "event_id", "is_id"]
 
@@ -148,9 +149,7 @@ class Events:
         for call in message.get("tool_calls") or ():
             fn = call["function"]
             blocks.append(
-                ToolCallBlock(
-                    str(call["id"]), str(fn["name"]), parse_arguments(fn.get("arguments"))
-                )
+                ToolCallBlock(str(call["id"]), str(fn["name"]), tool_arguments(fn.get("arguments")))
             )
         if not any(isinstance(b, ToolCallBlock) for b in blocks):
             blocks.append(

@@ -23,6 +23,7 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
     content_text,
+    tool_arguments,
 )
 from window_budget.readers._base import (
     Transcript,
@@ -39,7 +40,6 @@ from window_budget.readers._records import (
 )
 from window_budget.readers._render import render_as_text
 from window_budget.readers.anthropic import simplify
-from window_budget.readers.openai import parse_arguments
 
 __all__ = ["read_llama_index", "to_llama_index", "write_llama_index"]
 
@@ -67,7 +67,7 @@ def _blocks(raw: Mapping[str, Any]) -> list[Block]:
             kwargs = block.get("tool_kwargs")
             out.append(
                 ToolCallBlock(
-                    str(block["tool_call_id"]), str(block["tool_name"]), parse_arguments(kwargs)
+                    str(block["tool_call_id"]), str(block["tool_name"]), tool_arguments(kwargs)
                 )
             )
         else:
@@ -92,9 +92,7 @@ def message_from_llama_index(
         for call in extra.get("tool_calls") or ():
             fn = call.get("function") or call
             blocks.append(
-                ToolCallBlock(
-                    str(call["id"]), str(fn["name"]), parse_arguments(fn.get("arguments"))
-                )
+                ToolCallBlock(str(call["id"]), str(fn["name"]), tool_arguments(fn.get("arguments")))
             )
         for block in blocks:
             if isinstance(block, ToolCallBlock):

@@ -25,11 +25,11 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
     content_text,
+    tool_arguments,
 )
 from window_budget.readers._base import (
     Transcript,
     foreign_dump,
-    loads,
 )
 from window_budget.readers._digests import (
     DIGEST_KEY,
@@ -49,7 +49,6 @@ __all__ = [
     "content_from_openai",
     "message_from_openai",
     "openai_fields",
-    "parse_arguments",
     "read_openai",
     "to_openai",
     "usage_from_openai",
@@ -86,24 +85,6 @@ def content_from_openai(content: Any) -> str | tuple[Block, ...]:
     return tuple(blocks)
 
 
-def parse_arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments from a JSON string or object; unparsable text is kept under ``_raw``.
-
-    The string is decoded with the limits of a whole file (:func:`loads`): arguments nested
-    beyond the recursion limit, or holding an integer too long to convert, are kept as
-    text too, never a crash.
-    """
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    if not raw:
-        return {}
-    try:
-        value = loads(raw)
-    except (TypeError, ValueError):
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_raw": raw}
-
-
 def message_from_openai(
     raw: Mapping[str, Any], names: dict[str, str], system: list[str]
 ) -> AgentMessage | None:
@@ -132,9 +113,7 @@ def message_from_openai(
             fn = call["function"]
             names[str(call["id"])] = str(fn["name"])
             calls.append(
-                ToolCallBlock(
-                    str(call["id"]), str(fn["name"]), parse_arguments(fn.get("arguments"))
-                )
+                ToolCallBlock(str(call["id"]), str(fn["name"]), tool_arguments(fn.get("arguments")))
             )
         legacy = raw.get("function_call")
         if isinstance(legacy, Mapping):
@@ -142,7 +121,7 @@ def message_from_openai(
                 ToolCallBlock(
                     f"fc_{legacy['name']}",
                     str(legacy["name"]),
-                    parse_arguments(legacy.get("arguments")),
+                    tool_arguments(legacy.get("arguments")),
                 )
             )
         final: str | tuple[Block, ...] = content

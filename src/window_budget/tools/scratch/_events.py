@@ -7,10 +7,11 @@ the human said (:class:`Said`), a tool call (:class:`Called`) and a tool's answe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
+
+from window_budget.messages import tool_arguments
 
 __all__ = ["Answered", "Called", "Observation", "Said", "extract_text", "read_event"]
 
@@ -79,7 +80,7 @@ def read_event(event: Mapping[str, Any]) -> Iterator[Observation]:
         yield from _read_chat(str(message.get("role", kind)), message)
     elif kind == "tool_use":
         yield Called(
-            str(event.get("id", "")), str(event.get("name", "")), _arguments(event.get("input"))
+            str(event.get("id", "")), str(event.get("name", "")), tool_arguments(event.get("input"))
         )
     elif kind == "tool_result":
         yield Answered(
@@ -112,7 +113,7 @@ def _read_chat(role: str, message: Mapping[str, Any]) -> Iterator[Observation]:
                 yield Called(
                     str(block.get("id", "")),
                     str(block.get("name", "")),
-                    _arguments(block.get("input")),
+                    tool_arguments(block.get("input")),
                 )
         for call in message.get("tool_calls") or ():  # OpenAI-style chat dict
             if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
@@ -120,7 +121,7 @@ def _read_chat(role: str, message: Mapping[str, Any]) -> Iterator[Observation]:
                 yield Called(
                     str(call.get("id", "")),
                     str(fn.get("name", "")),
-                    _arguments(fn.get("arguments")),
+                    tool_arguments(fn.get("arguments")),
                 )
     elif role == "tool":
         yield Answered(
@@ -128,18 +129,6 @@ def _read_chat(role: str, message: Mapping[str, Any]) -> Iterator[Observation]:
             bool(message.get("is_error")),
             _result_text(content),
         )
-
-
-def _arguments(raw: object) -> Mapping[str, object]:
-    if isinstance(raw, Mapping):
-        return raw
-    if isinstance(raw, str):  # OpenAI sends arguments as a JSON string
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return {"_raw": raw}
-        return parsed if isinstance(parsed, Mapping) else {"_raw": parsed}
-    return {}
 
 
 def _result_text(content: object) -> str:

@@ -11,7 +11,6 @@ which is estimated from its serialized form.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -50,6 +49,8 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
     content_text,
+    json_text,
+    tool_arguments,
 )
 
 __all__ = [
@@ -81,10 +82,6 @@ _TOOL_ROLES = frozenset({MessageRole.TOOL, MessageRole.FUNCTION})
 _HANDLED_KWARGS = frozenset({"tool_calls", "tool_call_id", "name", "tool_name", RECORD_KEY})
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=repr, separators=(",", ":"))
-
-
 def _plain(value: Any) -> Any:
     """A JSON-friendly form of a pydantic model, dataclass-ish object or mapping."""
     if hasattr(value, "model_dump"):
@@ -102,18 +99,8 @@ def _plain(value: Any) -> Any:
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments as a dict; a JSON string is parsed, anything else wrapped."""
-    if isinstance(raw, Mapping):
-        return {str(k): v for k, v in raw.items()}
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return {"_raw": raw}
-        return parsed if isinstance(parsed, dict) else {"_raw": raw}
-    if raw is None:
-        return {}
-    return {"_raw": _plain(raw)}
+    """Tool-call arguments as a dict (an object that is neither text nor a mapping as JSON)."""
+    return tool_arguments(raw if raw is None or isinstance(raw, str | Mapping) else _plain(raw))
 
 
 def _kwargs_tool_call(raw: Any, index: int) -> ToolCallBlock:
@@ -206,7 +193,7 @@ def _block(block: Any) -> list[Block]:
         data = block.model_dump(mode="json", exclude={"audio", "video", "data", "image"})
     except Exception:
         data = repr(block)
-    parts: list[Block] = [TextBlock(f"[{kind}] {_dump(data)}")]
+    parts: list[Block] = [TextBlock(f"[{kind}] {json_text(data)}")]
     if any(getattr(block, f, None) for f in ("audio", "video", "data")):
         parts.append(ImageBlock(f"{kind}-payload", "application/octet-stream"))
     return parts
@@ -222,7 +209,7 @@ def _content_origins(message: ChatMessage) -> list[tuple[Block, int]]:
         out.extend((core, i) for core in _block(b))
     extra = {k: v for k, v in message.additional_kwargs.items() if k not in _HANDLED_KWARGS}
     if extra:
-        out.append((TextBlock(f"[metadata] {_dump(_plain(extra))}"), -1))
+        out.append((TextBlock(f"[metadata] {json_text(_plain(extra))}"), -1))
     return out
 
 

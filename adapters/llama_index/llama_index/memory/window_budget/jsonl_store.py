@@ -30,6 +30,8 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.storage.chat_store import BaseChatStore
 
+from window_budget.messages import loads
+
 __all__ = ["JsonlChatStore"]
 
 logger = logging.getLogger(__name__)
@@ -110,7 +112,7 @@ class JsonlChatStore(BaseChatStore):
     @staticmethod
     def _header_key(line: str, path: Path) -> str | None:
         try:
-            head = json.loads(line)
+            head = loads(line)  # bounded: nesting or digits past the limits are bad data
         except ValueError:
             return None
         if isinstance(head, dict) and _HEADER in head and isinstance(head.get("key"), str):

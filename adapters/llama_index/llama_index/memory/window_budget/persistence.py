@@ -43,6 +43,7 @@ from llama_index.memory.window_budget.restore import (
 from llama_index.memory.window_budget.stores import store_name
 from window_budget.contract import BudgetPolicy, CondenseResult, TokenCounter
 from window_budget.memory import MemoryStore
+from window_budget.messages import loads
 from window_budget.stores import ConditionalRewrite
 
 __all__ = [
@@ -369,7 +370,7 @@ class MemoryPersistence:
     def from_json(cls, data_str: str, **kwargs: Any) -> Self:
         """Rebuild a memory from :meth:`to_json` output (same keywords as :meth:`from_dict`)."""
         try:
-            data = json.loads(data_str)
+            data = loads(data_str)  # every failure a ValueError, deep nesting included
         except (TypeError, ValueError) as exc:
             raise ValueError(f"not a WindowBudgetMemory string: invalid JSON ({exc})") from None
         return cls.from_dict(data, **kwargs)
