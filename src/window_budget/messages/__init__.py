@@ -54,6 +54,7 @@ from window_budget.messages._parts import content_blocks as content_blocks
 from window_budget.messages._parts import guess_image_type as guess_image_type
 from window_budget.messages._parts import image_from_url as image_from_url
 from window_budget.messages._parts import json_text as json_text
+from window_budget.messages._parts import merged_tool_calls as merged_tool_calls
 from window_budget.messages._parts import tool_arguments as tool_arguments
 from window_budget.messages._text import content_text as content_text
 from window_budget.messages._text import message_blocks as message_blocks

@@ -1,19 +1,21 @@
-"""Content parts as core blocks: the content lists LangChain messages carry.
+"""Provider shapes inside framework messages, read once for the adapters and the readers.
 
 A LangChain message's content is a string or a list of parts, and the parts are the
 providers' own blocks passed through: Anthropic's ``text``, ``thinking``,
 ``redacted_thinking``, ``image`` and ``tool_use``; OpenAI's ``image_url`` and Responses
 ``reasoning`` items; LangChain's standard ``image``, ``reasoning`` and ``tool_call`` blocks;
-a provider's ``compaction`` block. One reading of them serves the LangChain adapter (live
-messages) and the reader of ``messages_to_dict`` dumps (the same messages on disk).
-Anything else (files, citations, other provider blocks) is kept as its JSON text.
+a provider's ``compaction`` block (:func:`content_blocks`; anything else is kept as its JSON
+text). Tool calls come as JSON text a model wrote (:func:`tool_arguments`) and, in
+LlamaIndex, often twice: as a call block and as the provider's raw entry
+(:func:`merged_tool_calls`). The LangChain and LlamaIndex adapters read live messages with
+these, and the readers read the same messages dumped to files, so both see one message.
 """
 
 from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from window_budget.messages._blocks import (
@@ -22,6 +24,7 @@ from window_budget.messages._blocks import (
     ProviderCompactionBlock,
     TextBlock,
     ThinkingBlock,
+    ToolCallBlock,
 )
 from window_budget.messages._json import loads
 
@@ -31,6 +34,7 @@ __all__ = [
     "guess_image_type",
     "image_from_url",
     "json_text",
+    "merged_tool_calls",
     "tool_arguments",
 ]
 
@@ -59,6 +63,69 @@ def tool_arguments(raw: object) -> dict[str, Any]:
     except ValueError:
         value = None
     return value if isinstance(value, dict) else {"_raw": raw}
+
+
+def _entry_call(entry: object, index: int) -> ToolCallBlock:
+    """One raw tool-call entry as a call.
+
+    An OpenAI ``{"id", "function": {...}}`` dict, a LlamaIndex ``ToolSelection`` dump
+    (``tool_id``, ``tool_name``, ``tool_kwargs``) or alike.
+    """
+    if not isinstance(entry, Mapping):
+        return ToolCallBlock(f"kw-{index}", "tool", {"_raw": entry})
+    fn = entry.get("function")
+    if isinstance(fn, Mapping):
+        name, args = fn.get("name"), tool_arguments(fn.get("arguments"))
+    else:
+        name = entry.get("tool_name") or entry.get("name")
+        args = tool_arguments(entry.get("tool_kwargs", entry.get("arguments", entry.get("input"))))
+    call_id = entry.get("id") or entry.get("tool_id") or entry.get("tool_call_id") or f"kw-{index}"
+    return ToolCallBlock(_text(call_id), _text(name) or "tool", args)
+
+
+def merged_tool_calls(
+    blocks: Iterable[tuple[int, object, object, object]], entries: object
+) -> list[ToolCallBlock]:
+    """Every tool call a message makes, each once: its call blocks, then the raw entries.
+
+    Function-calling integrations (LlamaIndex's among them) often keep one call twice: as a
+    tool-call block and as the provider's raw entry in ``additional_kwargs["tool_calls"]``.
+    An entry repeats a block when their ids match, or when one of them has no id and the
+    block names the same tool.
+
+    Args:
+        blocks: ``(index, id, name, arguments)`` of each call block, ``index`` its place
+            among the message's blocks (a call without an id is named ``block-{index}``).
+        entries: the raw entries as plain data (see :func:`_entry_call`); anything but a
+            list or tuple holds none.
+
+    """
+    calls: list[ToolCallBlock] = []
+    seen: set[str] = set()
+    names: list[str] = []  # block names a raw entry may still repeat
+    idless: list[str] = []  # names of blocks without an id
+    for index, raw_id, raw_name, arguments in blocks:
+        call_id, name = _text(raw_id) if raw_id else f"block-{index}", _text(raw_name)
+        calls.append(ToolCallBlock(call_id, name, tool_arguments(arguments)))
+        seen.add(call_id)
+        names.append(name)
+        if not raw_id:
+            idless.append(name)
+    for i, entry in enumerate(entries if isinstance(entries, list | tuple) else ()):
+        call = _entry_call(entry, i)
+        if call.id in seen:
+            if call.name in names:
+                names.remove(call.name)
+            continue
+        # An entry without an id, or a block without one, repeats the same tool.
+        if (call.id.startswith("kw-") and call.name in names) or call.name in idless:
+            for pool in (names, idless):
+                if call.name in pool:
+                    pool.remove(call.name)
+            continue
+        calls.append(call)
+        seen.add(call.id)
+    return calls
 
 
 def guess_image_type(url: str, default: str = "image/png") -> str:

@@ -23,7 +23,7 @@ from window_budget.messages import (
     ToolResultMessage,
     UserMessage,
     content_text,
-    tool_arguments,
+    merged_tool_calls,
 )
 from window_budget.readers._base import (
     Transcript,
@@ -44,35 +44,50 @@ from window_budget.readers.anthropic import simplify
 __all__ = ["read_llama_index", "to_llama_index", "write_llama_index"]
 
 
+def _block(block: Mapping[str, Any]) -> list[Block]:
+    kind = block["block_type"]
+    if kind == "text":
+        return [TextBlock(str(block["text"]))] if block.get("text") else []
+    if kind == "image":
+        data = block.get("image") or block.get("url") or block.get("path") or ""
+        return [ImageBlock(str(data), str(block.get("image_mimetype") or "image/png"))]
+    if kind == "thinking":
+        info = block.get("additional_information")
+        info = info if isinstance(info, Mapping) else {}
+        compaction = ProviderCompactionBlock.from_provider(info)
+        signature = info.get("signature")
+        return [
+            compaction
+            or ThinkingBlock(
+                str(block.get("content") or ""), signature if isinstance(signature, str) else None
+            )
+        ]
+    if kind == "tool_call":
+        return []  # the calls are read apart (see message_from_llama_index)
+    if kind in ("citation", "citable"):  # a cited source: its label, then what it holds
+        label = "cited" if kind == "citation" else "source"
+        inner = block.get("cited_content") if kind == "citation" else block.get("content")
+        parts = inner if isinstance(inner, list) else [inner] if isinstance(inner, Mapping) else []
+        head = TextBlock(f"[{label} {block.get('title')} — {block.get('source')}]")
+        return [head, *(b for part in parts for b in _block(part))]
+    return [TextBlock(json.dumps(block, ensure_ascii=False))]
+
+
 def _blocks(raw: Mapping[str, Any]) -> list[Block]:
     if "blocks" not in raw:
         content = raw.get("content")
         return [TextBlock(str(content))] if content else []
-    out: list[Block] = []
-    for block in raw["blocks"]:
-        kind = block["block_type"]
-        if kind == "text":
-            if block.get("text"):
-                out.append(TextBlock(str(block["text"])))
-        elif kind == "image":
-            data = block.get("image") or block.get("url") or block.get("path") or ""
-            out.append(ImageBlock(str(data), str(block.get("image_mimetype") or "image/png")))
-        elif kind == "thinking":
-            info = block.get("additional_information")
-            compaction = (
-                ProviderCompactionBlock.from_provider(info) if isinstance(info, Mapping) else None
-            )
-            out.append(compaction or ThinkingBlock(str(block.get("content") or "")))
-        elif kind == "tool_call":
-            kwargs = block.get("tool_kwargs")
-            out.append(
-                ToolCallBlock(
-                    str(block["tool_call_id"]), str(block["tool_name"]), tool_arguments(kwargs)
-                )
-            )
-        else:
-            out.append(TextBlock(json.dumps(block, ensure_ascii=False)))
-    return out
+    return [b for block in raw["blocks"] for b in _block(block)]
+
+
+def _calls(raw: Mapping[str, Any], extra: Mapping[str, Any]) -> list[ToolCallBlock]:
+    """The message's calls, each once (a call block and its raw entry are one call)."""
+    blocks = [
+        (i, b.get("tool_call_id"), b.get("tool_name"), b.get("tool_kwargs"))
+        for i, b in enumerate(raw.get("blocks") or ())
+        if b["block_type"] == "tool_call"
+    ]
+    return merged_tool_calls(blocks, extra.get("tool_calls"))
 
 
 def message_from_llama_index(
@@ -89,11 +104,7 @@ def message_from_llama_index(
         content = simplify(blocks) if blocks else ""
         return digest_from_info(content, find_digest_record(extra)) or UserMessage(content)
     if role in ("assistant", "model", "chatbot"):
-        for call in extra.get("tool_calls") or ():
-            fn = call.get("function") or call
-            blocks.append(
-                ToolCallBlock(str(call["id"]), str(fn["name"]), tool_arguments(fn.get("arguments")))
-            )
+        blocks.extend(_calls(raw, extra))
         for block in blocks:
             if isinstance(block, ToolCallBlock):
                 names[block.id] = block.name

@@ -50,7 +50,7 @@ from window_budget.messages import (
     UserMessage,
     content_text,
     json_text,
-    tool_arguments,
+    merged_tool_calls,
 )
 
 __all__ = [
@@ -98,64 +98,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments as a dict (an object that is neither text nor a mapping as JSON)."""
-    return tool_arguments(raw if raw is None or isinstance(raw, str | Mapping) else _plain(raw))
-
-
-def _kwargs_tool_call(raw: Any, index: int) -> ToolCallBlock:
-    """One entry of ``additional_kwargs["tool_calls"]`` (OpenAI dict or object, ToolSelection)."""
-    data = _plain(raw)
-    if not isinstance(data, Mapping):
-        return ToolCallBlock(f"kw-{index}", "tool", {"_raw": data})
-    fn = data.get("function")
-    if isinstance(fn, Mapping):
-        name = fn.get("name") or "tool"
-        args = _arguments(fn.get("arguments"))
-    else:
-        name = data.get("tool_name") or data.get("name") or "tool"
-        args = _arguments(data.get("tool_kwargs", data.get("arguments", data.get("input"))))
-    call_id = data.get("id") or data.get("tool_id") or data.get("tool_call_id") or f"kw-{index}"
-    return ToolCallBlock(str(call_id), str(name), args)
-
-
 def tool_calls_of(message: ChatMessage) -> list[ToolCallBlock]:
     """Every tool call ``message`` makes, each once: blocks first, then ``additional_kwargs``.
 
     Function-calling LLMs often store the same call twice (a ``ToolCallBlock`` and the
-    provider's raw entry in ``additional_kwargs["tool_calls"]``). An entry counts once
-    when the ids match, or when one side has no id and a block names the same tool.
+    provider's raw entry in ``additional_kwargs["tool_calls"]``); the core's
+    ``merged_tool_calls`` counts it once, as the reader of LlamaIndex dumps does.
     """
-    calls: list[ToolCallBlock] = []
-    seen: set[str] = set()
-    names: list[str] = []  # block names a raw entry may still duplicate
-    idless: list[str] = []  # names of blocks without an id
-    for i, block in enumerate(message.blocks):
-        if isinstance(block, LIToolCallBlock):
-            call_id = block.tool_call_id or f"block-{i}"
-            calls.append(ToolCallBlock(call_id, block.tool_name, _arguments(block.tool_kwargs)))
-            seen.add(call_id)
-            names.append(block.tool_name)
-            if not block.tool_call_id:
-                idless.append(block.tool_name)
-    raw_calls = message.additional_kwargs.get("tool_calls")
-    if isinstance(raw_calls, list | tuple):
-        for i, raw in enumerate(raw_calls):
-            call = _kwargs_tool_call(raw, i)
-            if call.id in seen:
-                if call.name in names:
-                    names.remove(call.name)
-                continue
-            has_id = not call.id.startswith("kw-")
-            # A raw entry without an id, or a block without one, duplicates the same tool.
-            if (not has_id and call.name in names) or call.name in idless:
-                for pool in (names, idless):
-                    if call.name in pool:
-                        pool.remove(call.name)
-                continue
-            calls.append(call)
-            seen.add(call.id)
-    return calls
+    blocks = [
+        (i, b.tool_call_id, b.tool_name, _plain(b.tool_kwargs))
+        for i, b in enumerate(message.blocks)
+        if isinstance(b, LIToolCallBlock)
+    ]
+    entries = message.additional_kwargs.get("tool_calls")
+    if isinstance(entries, list | tuple):
+        entries = [_plain(entry) for entry in entries]
+    return merged_tool_calls(blocks, entries)
 
 
 def _block(block: Any) -> list[Block]:
