@@ -3,7 +3,8 @@
 Both go through ``window_budget.messages.content_blocks``. The pinned cases are parts the
 reader used to lose or double: an OpenAI Responses reasoning summary (read as empty), an
 Anthropic image given by URL (read as an empty image), LangChain's standard ``tool_call``
-parts (read a second time, as JSON text) and a ``reasoning_content`` field (left out).
+parts (read a second time, as JSON text), a ``reasoning_content`` field and a legacy
+``function_call`` (both left out; the call's result then answered no call).
 """
 
 from __future__ import annotations
@@ -71,6 +72,15 @@ def test_reasoning_content_is_read_as_thinking() -> None:
         ["The answer is 4."], additional_kwargs={"reasoning_content": "2 + 2 is 4."}
     )
     assert blocks == (ThinkingBlock("2 + 2 is 4."), TextBlock("The answer is 4."))
+
+
+def test_a_legacy_function_call_and_its_result_are_one_pair() -> None:
+    call = lc_messages.AIMessage(
+        "", additional_kwargs={"function_call": {"name": "calc", "arguments": '{"x": 1}'}}
+    )
+    asked, answered = _read(call, lc_messages.FunctionMessage("2", name="calc"))
+    assert asked.content == (ToolCallBlock("fc_calc", "calc", {"x": 1}),)
+    assert (answered.tool_call_id, answered.tool_name, answered.content) == ("fc_calc", "calc", "2")
 
 
 def test_parts_of_no_known_shape_are_kept_as_their_json() -> None:

@@ -27,6 +27,7 @@ from window_budget.messages import (
     UserMessage,
     content_blocks,
     content_text,
+    tool_arguments,
 )
 from window_budget.readers._base import (
     Transcript,
@@ -103,6 +104,12 @@ def message_from_langchain(
                     f"{call.get('args') or ''}" + (f" — {error}" if error else "") + "]"
                 )
             )
+        legacy = extra.get("function_call") if isinstance(extra, Mapping) else None
+        if isinstance(legacy, Mapping) and legacy.get("name"):
+            # OpenAI's legacy function calling: its result is a ``function`` message.
+            call_id, name = f"fc_{legacy['name']}", str(legacy["name"])
+            names[call_id] = name
+            blocks.append(ToolCallBlock(call_id, name, tool_arguments(legacy.get("arguments"))))
         meta = data.get("response_metadata") or {}
         model = meta.get("model_name") or meta.get("model")
         return AssistantMessage(
