@@ -79,7 +79,9 @@ _ASSISTANT_ROLES = frozenset({MessageRole.ASSISTANT, MessageRole.CHATBOT, Messag
 _TOOL_ROLES = frozenset({MessageRole.TOOL, MessageRole.FUNCTION})
 # Keys whose content is converted explicitly; anything else in additional_kwargs is
 # provider metadata that still travels with the message and is counted as such.
-_HANDLED_KWARGS = frozenset({"tool_calls", "tool_call_id", "name", "tool_name", RECORD_KEY})
+_HANDLED_KWARGS = frozenset(
+    {"tool_calls", "tool_call_id", "name", "tool_name", "is_error", RECORD_KEY}
+)
 
 
 def _plain(value: Any) -> Any:
@@ -268,7 +270,7 @@ def to_core(message: ChatMessage) -> AgentMessage:
 
     System and developer messages that are not pinned become a ``custom`` message (they
     are counted and kept in order); every other role maps onto user, assistant or tool
-    result. Tool results carry ``additional_kwargs["tool_call_id"]``.
+    result. Tool results carry ``additional_kwargs["tool_call_id"]`` (and ``"is_error"``).
     """
     role = message.role
     # A digest is one whatever role a view gave it (``digest_role="system"`` hands it
@@ -285,7 +287,10 @@ def to_core(message: ChatMessage) -> AgentMessage:
         kw = message.additional_kwargs
         call_id = kw.get("tool_call_id") or kw.get("tool_id") or ""
         name = kw.get("name") or kw.get("tool_name") or role.value
-        return ToolResultMessage(str(call_id), str(name), tuple(blocks))
+        # ``is_error`` as window-budget's LlamaIndex writer puts it (LlamaIndex's agents keep
+        # a failure in the tool output, not the message): a failed result is an error fact.
+        failed = kw.get("is_error") is True
+        return ToolResultMessage(str(call_id), str(name), tuple(blocks), is_error=failed)
     return CustomMessage(str(getattr(role, "value", role)), tuple(blocks))
 
 
