@@ -133,7 +133,10 @@ _PARTS = st.one_of(
         st.sampled_from(["image/png", "image/jpeg"]),
     ),
     st.builds(lambda n: {"type": "tool_use", "id": "t1", "name": n, "input": {}}, _TEXT),
-    st.dictionaries(st.sampled_from(["type", "x", "url"]), st.one_of(_TEXT, st.integers())),
+    st.dictionaries(
+        st.sampled_from(["type", "x", "url"]),
+        st.one_of(_TEXT, st.integers(), st.lists(st.integers(), max_size=2)),
+    ),
 )
 
 

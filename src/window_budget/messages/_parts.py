@@ -38,8 +38,9 @@ __all__ = [
     "tool_arguments",
 ]
 
-TOOL_CALL_PARTS: Final = frozenset({"tool_use", "tool_call", "server_tool_call"})
-"""Part types that repeat a call the message also lists in ``tool_calls``."""
+TOOL_CALL_PARTS: Final = ("tool_use", "tool_call", "server_tool_call")
+"""Part types that repeat a call the message also lists in ``tool_calls`` (a tuple: a
+part's ``type`` may be anything, a list included, and a set would refuse to look it up)."""
 
 
 def json_text(value: object) -> str:
