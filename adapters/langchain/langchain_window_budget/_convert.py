@@ -49,7 +49,6 @@ from window_budget.messages import (
     AssistantMessage,
     CompactionSummaryMessage,
     CustomMessage,
-    DigestMessage,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
@@ -174,9 +173,7 @@ def to_core(
         if extra.get("lc_source") == "summarization" and DIGEST_KEY not in extra:
             # LangChain's SummarizationMiddleware summary: carried in like a digest.
             return CompactionSummaryMessage(message.text)
-        if record is not None:  # only a marked digest is trusted as one, never a lookalike
-            return DigestMessage(content)
-        return UserMessage(content)
+        return UserMessage(content)  # a lookalike without a verified record is the user's
     if isinstance(message, AIMessage):
         return _ai(message, trust_usage=trust_usage, model_id=model_id, provider=provider)
     if isinstance(message, ToolMessage):
