@@ -49,6 +49,7 @@ from window_budget.messages._kinds import (
 )
 from window_budget.messages._kinds import MessageKind as MessageKind
 from window_budget.messages._kinds import message_kind as message_kind
+from window_budget.messages._parts import REDACTED_THINKING as REDACTED_THINKING
 from window_budget.messages._parts import TOOL_CALL_PARTS as TOOL_CALL_PARTS
 from window_budget.messages._parts import content_blocks as content_blocks
 from window_budget.messages._parts import guess_image_type as guess_image_type

@@ -29,6 +29,7 @@ from window_budget.messages._blocks import (
 from window_budget.messages._json import loads
 
 __all__ = [
+    "REDACTED_THINKING",
     "TOOL_CALL_PARTS",
     "content_blocks",
     "guess_image_type",
@@ -37,6 +38,10 @@ __all__ = [
     "merged_tool_calls",
     "tool_arguments",
 ]
+
+REDACTED_THINKING: Final = "[redacted thinking]"
+"""Stand-in text of a ``redacted_thinking`` block; its encrypted data rides in ``signature``,
+so the core never cuts it (a provider takes it back only byte for byte)."""
 
 TOOL_CALL_PARTS: Final = ("tool_use", "tool_call", "server_tool_call")
 """Part types that repeat a call the message also lists in ``tool_calls`` (a tuple: a
@@ -190,7 +195,7 @@ def _block(part: Mapping[str, Any]) -> Block:
     if kind == "reasoning":
         return ThinkingBlock(_reasoning(part))
     if kind == "redacted_thinking":
-        return ThinkingBlock(_text(part.get("data")))
+        return ThinkingBlock(REDACTED_THINKING, _text(part.get("data")))
     if kind in ("image", "image_url"):
         return _image(part)
     compaction = ProviderCompactionBlock.from_provider(part)

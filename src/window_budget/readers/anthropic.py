@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from window_budget.budget import usage_from_anthropic
 from window_budget.messages import (
+    REDACTED_THINKING,
     AgentMessage,
     AssistantMessage,
     Block,
@@ -51,9 +52,6 @@ __all__ = [
     "usage_from_anthropic",
     "write_anthropic",
 ]
-
-REDACTED_THINKING = "[redacted thinking]"
-"""Stand-in text of a ``redacted_thinking`` block; its encrypted data rides in ``signature``."""
 
 
 def _image(block: Mapping[str, Any]) -> ImageBlock:

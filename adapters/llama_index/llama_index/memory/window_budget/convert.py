@@ -382,7 +382,10 @@ def from_core_shortened(original: ChatMessage, shortened: AgentMessage) -> ChatM
     is kept as it was when the core left its parts alone, and otherwise rebuilt from the
     shortened parts: text stays text, unsigned thinking stays thinking, an image the core
     replaced becomes its text placeholder. Tool-call blocks and ``additional_kwargs`` are
-    kept as they were (the core never shortens them), so the view is what it measured.
+    kept as they were: integrations send them back, so a view never drops them. The core
+    cuts what it counts for unknown metadata (the ``[metadata]`` stand-in) like any text,
+    so a copy with such metadata costs up to what was cut from it more than ``shortened``;
+    the views count the copies themselves and never hand over more than the limit.
     """
     copy = original.model_copy(deep=True)
     content = getattr(shortened, "content", None)
