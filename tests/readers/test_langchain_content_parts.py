@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from window_budget.messages import (
+    REDACTED_THINKING,
     AssistantMessage,
     ImageBlock,
     TextBlock,
@@ -26,6 +27,7 @@ from window_budget.messages import (
     content_blocks,
 )
 from window_budget.readers import read_transcript
+from window_budget.readers.langchain_dump import to_langchain
 
 lc_messages = pytest.importorskip("langchain_core.messages")
 lc_convert = pytest.importorskip("langchain_window_budget._convert")
@@ -81,6 +83,14 @@ def test_a_legacy_function_call_and_its_result_are_one_pair() -> None:
     asked, answered = _read(call, lc_messages.FunctionMessage("2", name="calc"))
     assert asked.content == (ToolCallBlock("fc_calc", "calc", {"x": 1}),)
     assert (answered.tool_call_id, answered.tool_name, answered.content) == ("fc_calc", "calc", "2")
+
+
+def test_a_redacted_thinking_block_is_kept_whole_and_written_back_as_it_came() -> None:
+    part = {"type": "redacted_thinking", "data": "EuYBCkQYAiJA"}
+    (read,) = _read(lc_messages.AIMessage(content=[part, "Done."]))
+    assert read.content == (ThinkingBlock(REDACTED_THINKING, "EuYBCkQYAiJA"), TextBlock("Done."))
+    (written,) = to_langchain([read])
+    assert written["data"]["content"] == [part, {"type": "text", "text": "Done."}]
 
 
 def test_parts_of_no_known_shape_are_kept_as_their_json() -> None:

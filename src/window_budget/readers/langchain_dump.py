@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from window_budget.budget import usage_from_langchain
 from window_budget.messages import (
+    REDACTED_THINKING,
     TOOL_CALL_PARTS,
     AgentMessage,
     AssistantMessage,
@@ -159,6 +160,8 @@ def _parts(content: str | tuple[Block, ...]) -> str | list[dict[str, Any]]:
     for b in content:
         if isinstance(b, TextBlock):
             parts.append({"type": "text", "text": b.text})
+        elif isinstance(b, ThinkingBlock) and b.thinking == REDACTED_THINKING and b.signature:
+            parts.append({"type": "redacted_thinking", "data": b.signature})  # as it came
         elif isinstance(b, ThinkingBlock):
             part: dict[str, Any] = {"type": "thinking", "thinking": b.thinking}
             if b.signature:
