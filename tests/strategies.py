@@ -24,6 +24,12 @@ from window_budget import (
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=400)
 big_text = st.integers(0, 6000).map(lambda n: "lorem ipsum " * (n // 12))
+words = st.lists(
+    st.sampled_from(["loader", "config", "TOML", "fails", "on", "empty", "keys", "fix", "the"]),
+    min_size=1,
+    max_size=400,
+).map(" ".join)
+"""A few words to a few thousand characters of prose a shortening can cut anywhere."""
 
 
 @dataclass(frozen=True)

@@ -21,38 +21,33 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_window_budget._convert import to_core
 from langchain_window_budget._shorten import shortened_copy
+from tests.strategies import words
 from window_budget.budget import estimate_message_tokens
 from window_budget.pipeline._fit import shorten_message
 
-_WORDS = st.lists(
-    st.sampled_from(["loader", "config", "TOML", "fails", "on", "empty", "keys", "fix", "the"]),
-    min_size=1,
-    max_size=400,
-).map(" ".join)
-
 _PARTS = st.one_of(
-    _WORDS,
-    st.builds(lambda t: {"type": "text", "text": t}, _WORDS),
+    words,
+    st.builds(lambda t: {"type": "text", "text": t}, words),
     st.builds(
         lambda t: {"type": "text", "text": t, "annotations": [{"type": "url", "start": 0}]},
-        _WORDS,
+        words,
     ),
-    st.builds(lambda t: {"type": "thinking", "thinking": t}, _WORDS),
-    st.builds(lambda t: {"type": "thinking", "thinking": t, "signature": "sig=="}, _WORDS),
+    st.builds(lambda t: {"type": "thinking", "thinking": t}, words),
+    st.builds(lambda t: {"type": "thinking", "thinking": t, "signature": "sig=="}, words),
     st.just({"type": "redacted_thinking", "data": "opaque" * 40}),
-    st.builds(lambda t: {"type": "reasoning", "id": "rs_1", "reasoning": t}, _WORDS),
+    st.builds(lambda t: {"type": "reasoning", "id": "rs_1", "reasoning": t}, words),
     st.builds(
         lambda t: {
             "type": "reasoning",
             "id": "rs_2",
             "summary": [{"type": "summary_text", "text": t}],
         },
-        _WORDS,
+        words,
     ),
     st.just({"type": "image", "base64": "iVBOR" * 200, "mime_type": "image/png"}),
     st.just({"type": "image_url", "image_url": {"url": "https://example.com/plot.png"}}),
     st.just({"type": "file", "base64": "JVBER" * 200, "mime_type": "application/pdf"}),
-    st.builds(lambda t: {"type": "citation", "cited_text": t, "url": "https://e.x"}, _WORDS),
+    st.builds(lambda t: {"type": "citation", "cited_text": t, "url": "https://e.x"}, words),
 )
 
 _SIGNED_OR_OPAQUE = ("redacted_thinking",)

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.strategies import words
 from window_budget.budget import estimate_message_tokens, text_tokens
 from window_budget.messages import TextBlock
 from window_budget.pipeline._fit import shorten_message
@@ -25,18 +26,13 @@ from window_budget.pipeline._fit import shorten_message
 types = pytest.importorskip("llama_index.core.base.llms.types")
 convert = pytest.importorskip("llama_index.memory.window_budget.convert")
 
-_WORDS = st.lists(
-    st.sampled_from(["loader", "config", "TOML", "fails", "on", "empty", "keys", "fix", "the"]),
-    min_size=1,
-    max_size=400,
-).map(" ".join)
 
 _BLOCKS = st.one_of(
-    st.builds(lambda t: types.TextBlock(text=t), _WORDS),
-    st.builds(lambda t: types.ThinkingBlock(content=t), _WORDS),
+    st.builds(lambda t: types.TextBlock(text=t), words),
+    st.builds(lambda t: types.ThinkingBlock(content=t), words),
     st.builds(
         lambda t: types.ThinkingBlock(content=t, additional_information={"signature": "sig=="}),
-        _WORDS,
+        words,
     ),
     st.just(types.ImageBlock(url="https://example.com/plot.png")),
     st.just(types.ImageBlock(image=b"\x89PNG" * 200, image_mimetype="image/png")),
@@ -46,13 +42,13 @@ _BLOCKS = st.one_of(
         lambda t: types.CitableBlock(
             content=[types.TextBlock(text=t)], source="https://e.x", title="E"
         ),
-        _WORDS,
+        words,
     ),
 )
 
 _METADATA = st.one_of(
     st.just({}),
-    st.builds(lambda t: {"provider_raw": {"choices": [{"text": t}]}}, _WORDS),
+    st.builds(lambda t: {"provider_raw": {"choices": [{"text": t}]}}, words),
 )
 
 
