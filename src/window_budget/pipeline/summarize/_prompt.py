@@ -101,6 +101,7 @@ Facts to keep verbatim: paths, identifiers, commands, versions, URLs, values."""
 """The six-heading template the digest follows (the network-free digest fills the same one)."""
 
 _TAG_NAME_RE = re.compile(r"<\s*/?\s*(?:scrollback|carried-digest)", re.IGNORECASE)
+_ANY_TAG_RE = re.compile(r"<[\s/!]*[^\W\d_]")
 _INDENT = "    "
 _INVISIBLE_EXTRA: Final = frozenset("\u180e\u3164\uffa0\u115f\u1160\u034f")
 
@@ -111,13 +112,16 @@ def _is_invisible(char: str) -> bool:
     return unicodedata.category(char) == "Cf" or char in _INVISIBLE_EXTRA
 
 
-def escape_block_tags(text: str) -> str:
+def escape_block_tags(text: str, *, any_tag: bool = False) -> str:
     """Neutralise text that could open or close the prompt's ``scrollback``/``carried-digest``.
 
     Look-alikes count: the match runs on the NFKC form with invisible characters removed
     and case folded, so ``< /Scrollback>``, ``</scroll\u200bback>`` and the full-width
     ``＜/scrollback＞`` are escaped like the plain tag. The ``<`` that opens a match
-    becomes ``&lt;``; everything else is kept as written.
+    becomes ``&lt;``; everything else is kept as written. With ``any_tag``, every ``<``
+    that could open or close a tag of any name (a letter after spaces, ``/`` or ``!``) is
+    escaped: for text put inside a template whose tags are the caller's (LlamaIndex
+    ``Memory``'s ``<memory>``).
     """
     if not text:
         return text
@@ -129,7 +133,8 @@ def escape_block_tags(text: str) -> str:
         folded = unicodedata.normalize("NFKC", char).casefold()
         norm.extend(folded)
         origin.extend([i] * len(folded))
-    starts = {origin[m.start()] for m in _TAG_NAME_RE.finditer("".join(norm))}
+    pattern = _ANY_TAG_RE if any_tag else _TAG_NAME_RE
+    starts = {origin[m.start()] for m in pattern.finditer("".join(norm))}
     if not starts:
         return text
     return "".join("&lt;" if i in starts else c for i, c in enumerate(text))

@@ -4,8 +4,9 @@
 between ``<memory><{block name}>`` and its closing tags. The digest is made of what the
 user, the assistant and tools said, so it goes there as data: one line saying so, then
 every line of the digest quoted with ``| `` (as ``recall`` answers), control characters
-dropped and anything that could open or close a tag escaped, so no line of it can close
-the template or read as an instruction of the system prompt.
+dropped and anything that could open or close a tag escaped (look-alikes too, as the
+summary prompt escapes its own tags), so no line of it can close the template or read as
+an instruction of the system prompt.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Final
 
 from window_budget.budget import count_text
 from window_budget.contract import TokenCounter
-from window_budget.pipeline.summarize import cut_to_tokens
+from window_budget.pipeline.summarize import cut_to_tokens, escape_block_tags
 
 __all__ = ["PREAMBLE", "fit_quoted", "quote_digest"]
 
@@ -41,27 +42,10 @@ def _clean(text: str) -> str:
     return "".join(out)
 
 
-def _escape_tags(line: str) -> str:
-    """``line`` with every ``<`` that could start a tag written ``&lt;``.
-
-    A look-alike counts (``＜/memory>``, ``< /Memory>``): any character whose NFKC form is
-    ``<``, followed by spaces, ``/`` or ``!`` and then a letter.
-    """
-    out: list[str] = []
-    for i, char in enumerate(line):
-        if unicodedata.normalize("NFKC", char) == "<":
-            rest = unicodedata.normalize("NFKC", line[i + 1 : i + 12]).lstrip(" /!")
-            if rest[:1].isalpha():
-                out.append("&lt;")
-                continue
-        out.append(char)
-    return "".join(out)
-
-
 def quote_digest(digest_text: str) -> str:
     """The block's text for ``digest_text``: the preamble, then each line quoted."""
     lines = _clean(digest_text).splitlines() or [""]
-    return "\n".join([PREAMBLE, *("| " + _escape_tags(line) for line in lines)])
+    return "\n".join([PREAMBLE, *("| " + escape_block_tags(line, any_tag=True) for line in lines)])
 
 
 def fit_quoted(text: str, max_tokens: int, counter: TokenCounter | None) -> str:
