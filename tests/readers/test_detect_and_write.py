@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from window_budget import (
@@ -21,7 +21,7 @@ from window_budget import (
     Usage,
     UserMessage,
 )
-from window_budget.messages import message_to_dict
+from window_budget.messages import REDACTED_THINKING, AgentMessage, message_to_dict
 from window_budget.readers import (
     FORMATS,
     ReadError,
@@ -189,3 +189,82 @@ def test_openai_and_anthropic_keep_every_call_and_result(msgs: list) -> None:
         assert [m.tool_call_id for m in back.messages if isinstance(m, ToolResultMessage)] == [
             m.tool_call_id for m in msgs if isinstance(m, ToolResultMessage)
         ]
+
+
+# Richer turns: images beside text, thinking (plain, signed, redacted), several calls, failures.
+_thinking = st.one_of(
+    _text.filter(bool).map(ThinkingBlock),
+    st.builds(ThinkingBlock, _text.filter(bool), st.text("abcXYZ019+/=", min_size=1, max_size=12)),
+    st.text("abcXYZ019+/=", min_size=1, max_size=12).map(
+        lambda data: ThinkingBlock(REDACTED_THINKING, data)
+    ),
+)
+_image = st.sampled_from(
+    [ImageBlock("https://e.x/a.png", "image/png"), ImageBlock("iVBORw0K", "image/png")]
+)
+
+
+@st.composite
+def _turns(draw: st.DrawFn) -> list[AgentMessage]:
+    out: list[AgentMessage] = []
+    for _ in range(draw(st.integers(1, 4))):
+        asked = draw(
+            st.lists(st.one_of(_text.filter(bool).map(TextBlock), _image), min_size=1, max_size=2)
+        )
+        out.append(UserMessage(tuple(asked)))
+        said = draw(st.lists(st.one_of(_thinking, _text.filter(bool).map(TextBlock)), max_size=2))
+        first = sum(len(m.tool_calls) for m in out if isinstance(m, AssistantMessage))
+        calls = [
+            ToolCallBlock(f"c{first + i}", "grep", {"pattern": draw(_text)})
+            for i in range(draw(st.integers(0, 2)))
+        ]
+        out.append(AssistantMessage(tuple(said + calls) or "ok"))
+        out.extend(
+            ToolResultMessage(c.id, "grep", draw(_text), is_error=draw(st.booleans()))
+            for c in calls
+        )
+    return out
+
+
+# Chat Completions (and the formats built on it) has no error flag on a tool message.
+_NO_ERROR_FLAG = ("openai", "openai-jsonl", "tau-bench", "swe-agent")
+_KEEP_THINKING = ("anthropic", "claude-code", "langchain", "llama-index", "pi", "json")
+
+
+def _thoughts(messages: list[AgentMessage]) -> list[tuple[str, str | None]]:
+    return [
+        (b.thinking, b.signature)
+        for m in messages
+        if isinstance(m, AssistantMessage) and not isinstance(m.content, str)
+        for b in m.content
+        if isinstance(b, ThinkingBlock)
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_turns(), st.sampled_from(sorted(set(FORMATS))))
+def test_every_format_keeps_calls_failures_and_signed_thinking(
+    msgs: list[AgentMessage], fmt: str
+) -> None:
+    out = io.StringIO()
+    write_transcript(msgs, out, format=fmt)
+    back = list(read_transcript(io.StringIO(out.getvalue()), format=fmt).messages)
+    assert [
+        (c.id, c.name, dict(c.arguments))
+        for m in back
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls
+    ] == [
+        (c.id, c.name, dict(c.arguments))
+        for m in msgs
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls
+    ]
+    results = [(m.tool_call_id, m.is_error) for m in msgs if isinstance(m, ToolResultMessage)]
+    read = [(m.tool_call_id, m.is_error) for m in back if isinstance(m, ToolResultMessage)]
+    if fmt in _NO_ERROR_FLAG:  # the ids only
+        assert [r[0] for r in read] == [r[0] for r in results]
+    else:
+        assert read == results
+    if fmt in _KEEP_THINKING:  # signatures (and redacted blocks) travel back as they were
+        assert _thoughts(back) == _thoughts(msgs)

@@ -155,7 +155,10 @@ def _blocks_out(content: str | tuple[Block, ...]) -> list[dict[str, Any]]:
         if isinstance(b, TextBlock):
             out.append({"block_type": "text", "text": b.text})
         elif isinstance(b, ThinkingBlock):
-            out.append({"block_type": "thinking", "content": b.thinking})
+            thinking: dict[str, Any] = {"block_type": "thinking", "content": b.thinking}
+            if b.signature:  # where LlamaIndex's integrations keep it (read back the same)
+                thinking["additional_information"] = {"signature": b.signature}
+            out.append(thinking)
         elif isinstance(b, ToolCallBlock):
             out.append(
                 {
