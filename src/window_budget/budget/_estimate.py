@@ -10,7 +10,6 @@ counts; framing and the flat image rate still apply.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from window_budget.messages import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultMessage,
+    json_text,
     message_kind,
     serialize_unknown,
 )
@@ -58,10 +58,6 @@ TOOL_FRAMING_TOKENS = 3
 """More per tool call and per tool result: the tags, id and name fields around them."""
 
 
-def _dump(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
-
-
 def _argument_parts(arguments: object, parts: list[str]) -> None:
     """Append a tool call's argument names and values.
 
@@ -82,7 +78,7 @@ def _argument_parts(arguments: object, parts: list[str]) -> None:
         for value in arguments:
             _argument_parts(value, parts)
     else:
-        parts.append(_dump(arguments))
+        parts.append(json_text(arguments))
 
 
 def _content_parts(content: Content, parts: list[str]) -> tuple[int, int]:
@@ -130,11 +126,11 @@ def message_parts(message: AgentMessage) -> tuple[list[str], int, int]:
         for name in kind.extras:
             value = getattr(message, name)
             if value:
-                parts.append(_dump(dict(value)))
+                parts.append(json_text(dict(value)))
     if isinstance(message, DigestMessage) and message.facts:
         # The digest's record rides in the framework message's metadata, and some chains
         # print that into the prompt (LlamaIndex's condense prompt does): it is billed.
-        parts.append(_dump(message.facts))
+        parts.append(json_text(message.facts))
     return parts, blocks, images
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 
 from window_budget.messages._blocks import Block, Content, TextBlock, ToolCallBlock
 from window_budget.messages._kinds import AgentMessage, AssistantMessage, message_kind
+from window_budget.messages._parts import json_text
 
 # ------------------------------------------------------------------ helpers
 
@@ -69,6 +69,6 @@ def serialize_unknown(message: object) -> str:
     else:
         payload = repr(message)
     try:
-        return json.dumps(payload, ensure_ascii=False, default=repr, separators=(",", ":"))
+        return json_text(payload)
     except (TypeError, ValueError):
         return repr(payload)
